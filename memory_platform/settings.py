@@ -1,0 +1,137 @@
+"""Every tunable of the platform, with its default, in one place.
+
+Values come from the environment with the prefix ``MEMORY_`` (``MEMORY_RETRIEVAL_TOP_K=8``)
+or from a ``.env`` file in the working directory. Nothing else in the code base may hold a
+default for these values: read them from :func:`get_settings`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="MEMORY_", env_file=".env", extra="ignore", validate_default=True
+    )
+
+    # --- database -------------------------------------------------------------------------
+    database_url: SecretStr | None = Field(
+        None,
+        description="External PostgreSQL (with pgvector) URL. Unset: the embedded server.",
+    )
+    data_dir: Path = Field(
+        Path(".memory-platform"),
+        description="Local state of the dev profile: embedded pgdata, DAGSTER_HOME, logs.",
+    )
+    embedded_pgdata: Path | None = Field(
+        None, description="Data directory of the embedded server (default DATA_DIR/pgdata)."
+    )
+    database_name: str = Field("memory", description="Database of the platform's tables.")
+    dagster_database_name: str = Field(
+        "dagster", description="Database of Dagster's instance storage (same server)."
+    )
+    pool_min_size: int = Field(1, ge=0)
+    pool_max_size: int = Field(10, ge=1)
+    migrations_dir: Path = Field(PROJECT_ROOT / "migrations")
+    instance_key: str = Field("default", description="Instance used when a caller names none.")
+
+    # --- retrieval ------------------------------------------------------------------------
+    retrieval_top_k: int = Field(6, ge=1, le=100)
+    retrieval_min_score: float = Field(0.12, ge=0.0, le=1.0)
+    retrieval_vector_weight: float = Field(0.8, ge=0.0, le=1.0)
+    retrieval_keyword_weight: float = Field(0.2, ge=0.0, le=1.0)
+
+    # --- embeddings -----------------------------------------------------------------------
+    embedding_provider: Literal["auto", "openai", "local", "hash"] = "auto"
+    openai_api_key: SecretStr | None = None
+    openai_base_url: str | None = None
+    openai_embedding_model: str = "text-embedding-3-small"
+    openai_embedding_dimensions: int = Field(1536, ge=1, le=2000)
+    hash_embedding_dimensions: int = Field(1536, ge=1, le=2000)
+
+    # --- chunking -------------------------------------------------------------------------
+    chunk_target_chars: int = Field(1000, ge=100)
+    chunk_overlap_chars: int = Field(150, ge=0)
+
+    # --- feedback ranking -----------------------------------------------------------------
+    feedback_ranking_enabled: bool = True
+    feedback_boost_max: float = Field(1.3, ge=1.0)
+    feedback_correction_penalty: float = Field(0.7, gt=0.0, le=1.0)
+    feedback_min_multiplier: float = Field(0.4, gt=0.0, le=1.0)
+    feedback_rate_floor: int = Field(3, ge=1)
+    cited_min_overlap_tokens: int = Field(3, ge=1)
+    cited_containment_threshold: float = Field(0.5, gt=0.0, le=1.0)
+
+    # --- shared facts ---------------------------------------------------------------------
+    shared_fact_min_chars: int = Field(16, ge=0)
+
+    # --- dreaming -------------------------------------------------------------------------
+    maintenance_model: str | None = None
+    maintenance_base_url: str | None = None
+    maintenance_api_key: SecretStr | None = None
+    dream_max_assertions: int = Field(12, ge=1)
+    dream_max_wiki_proposals: int = Field(1, ge=0)
+    dream_max_evidence_per_assertion: int = Field(3, ge=1)
+    dream_max_field_chars: int = Field(600, ge=50)
+    dream_phase_timeout_minutes: int = Field(10, ge=1, le=30)
+    dream_completion_tokens: int = Field(12_000, ge=256)
+    dream_stale_minutes: int = Field(90, ge=1)
+    dream_reconcile_interval_seconds: int = Field(30, ge=1)
+    outbox_poll_seconds: int = Field(30, ge=1)
+
+    # --- knowledge graph and consolidation ------------------------------------------------
+    graph_decay_half_life_days: float = Field(180.0, gt=0.0)
+    graph_decay_floor: float = Field(0.5, ge=0.0, le=1.0)
+    consolidation_max_pairs_per_batch: int = Field(8, ge=1)
+
+    # --- caches ---------------------------------------------------------------------------
+    settings_cache_seconds: float = Field(5.0, ge=0.0)
+
+    # --- services -------------------------------------------------------------------------
+    api_host: str = "127.0.0.1"
+    api_port: int = Field(8080, ge=1, le=65535)
+    api_max_body_bytes: int = Field(64 * 1024, ge=1024)
+    dagster_port: int = Field(3000, ge=1, le=65535)
+
+    @property
+    def pgdata(self) -> Path:
+        return (self.embedded_pgdata or self.data_dir / "pgdata").resolve()
+
+    @property
+    def dagster_home(self) -> Path:
+        return (self.data_dir / "dagster_home").resolve()
+
+    def redacted(self) -> dict[str, Any]:
+        """The effective settings as plain values, with every secret masked."""
+        shown: dict[str, Any] = {}
+        for name, value in self.model_dump().items():
+            if isinstance(value, SecretStr):
+                secret = value.get_secret_value()
+                value = redact_url(secret) if name.endswith("_url") else "**********"
+            elif isinstance(value, Path):
+                value = str(value)
+            shown[name] = value
+        return shown
+
+
+def redact_url(url: str) -> str:
+    """Mask the password of a connection URL, keep the rest readable."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":**********@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
