@@ -70,20 +70,24 @@ def _configure(conn: psycopg.Connection) -> None:
     conn.commit()
 
 
+def open_pool(settings: Settings) -> ConnectionPool:
+    """A new pool on the platform database; the caller owns (and closes) it."""
+    return ConnectionPool(
+        database_url(settings),
+        min_size=settings.pool_min_size,
+        max_size=settings.pool_max_size,
+        configure=_configure,
+        open=True,
+        name="memory-platform",
+    )
+
+
 def get_pool(settings: Settings | None = None) -> ConnectionPool:
     """The process-wide pool (re-created after a fork, never shared across processes)."""
     global _pool, _pool_pid
     with _lock:
         if _pool is None or _pool_pid != os.getpid():
-            settings = settings or get_settings()
-            _pool = ConnectionPool(
-                database_url(settings),
-                min_size=settings.pool_min_size,
-                max_size=settings.pool_max_size,
-                configure=_configure,
-                open=True,
-                name="memory-platform",
-            )
+            _pool = open_pool(settings or get_settings())
             _pool_pid = os.getpid()
         return _pool
 

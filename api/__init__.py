@@ -1,0 +1,1 @@
+"""The Starlette API of memory-platform (the hot path for agents)."""

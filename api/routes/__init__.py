@@ -1,0 +1,1 @@
+"""Route modules; each exposes a ``routes`` list."""

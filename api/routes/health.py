@@ -1,0 +1,48 @@
+"""Liveness and readiness."""
+
+from __future__ import annotations
+
+import psycopg
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from memory_platform.db import migrations
+
+
+def _ping(pool) -> None:
+    with pool.connection(timeout=5) as conn:
+        conn.execute("SELECT 1")
+
+
+async def healthz(request: Request) -> JSONResponse:
+    """The process serves and the database answers."""
+    try:
+        await run_in_threadpool(_ping, request.app.state.pool)
+    except Exception as exc:  # noqa: BLE001 - any failure means "not healthy"
+        return JSONResponse({"status": "unavailable", "database": type(exc).__name__},
+                            status_code=503)
+    return JSONResponse({"status": "ok"})
+
+
+def _check_ready(pool, directory) -> None:
+    with pool.connection(timeout=5) as conn:
+        migrations.ensure_current(conn, directory)
+
+
+async def readyz(request: Request) -> JSONResponse:
+    """Database reachable and the schema exactly at the code's migrations."""
+    try:
+        await run_in_threadpool(
+            _check_ready, request.app.state.pool, request.app.state.settings.migrations_dir
+        )
+    except (psycopg.Error, migrations.MigrationError, TimeoutError) as exc:
+        return JSONResponse({"status": "not_ready", "reason": str(exc)}, status_code=503)
+    return JSONResponse({"status": "ready"})
+
+
+routes = [
+    Route("/healthz", healthz, methods=["GET"]),
+    Route("/readyz", readyz, methods=["GET"]),
+]

@@ -1,0 +1,3 @@
+from memory_platform.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Dagster assets: thin adapters over the domain packages."""

@@ -1,0 +1,169 @@
+"""``memory-platform``: the command line of the platform.
+
+Every command reads the same settings (``MEMORY_*`` environment, ``.env``); run any of them
+with ``--help``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from memory_platform.settings import get_settings
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="memory-platform")
+def main() -> None:
+    """Durable, auditable memory for LLM agents: PostgreSQL + pgvector ledger, Dagster
+    maintenance, Starlette API."""
+
+
+# --- config ---------------------------------------------------------------------------------
+@main.group()
+def config() -> None:
+    """Inspect the effective configuration."""
+
+
+@config.command("show")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def config_show(as_json: bool) -> None:
+    """Print the effective settings (environment + .env + defaults), secrets redacted."""
+    values = get_settings().redacted()
+    if as_json:
+        click.echo(json.dumps(values, indent=2, default=str))
+        return
+    width = max(len(name) for name in values)
+    for name, value in values.items():
+        click.echo(f"MEMORY_{name.upper():<{width}}  {value}")
+
+
+# --- db -------------------------------------------------------------------------------------
+@main.group()
+def db() -> None:
+    """Database: migrations, status, shell."""
+
+
+def _migrations_connection():
+    from memory_platform.db.connection import connect
+
+    return connect(autocommit=True)
+
+
+@db.command("migrate")
+def db_migrate() -> None:
+    """Apply pending migrations (safe to run concurrently; refuses edited migrations)."""
+    from memory_platform.db import migrations
+
+    settings = get_settings()
+    with _migrations_connection() as conn:
+        try:
+            applied = migrations.migrate(
+                conn,
+                settings.migrations_dir,
+                progress=lambda m: click.echo(f"applying {m.version:04d}_{m.name} ..."),
+            )
+        except migrations.MigrationError as exc:
+            raise click.ClickException(str(exc)) from exc
+    click.echo(f"{len(applied)} migration(s) applied; schema is current.")
+
+
+@db.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def db_status(as_json: bool) -> None:
+    """List every migration with its state, and the pgvector version."""
+    from memory_platform.db import migrations
+
+    settings = get_settings()
+    with _migrations_connection() as conn:
+        states = migrations.status(conn, settings.migrations_dir)
+        row = conn.execute(
+            "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+        ).fetchone()
+        server = conn.execute("SHOW server_version").fetchone()[0]
+    vector = row[0] if row else None
+    if as_json:
+        click.echo(json.dumps({
+            "server_version": server,
+            "vector": vector,
+            "migrations": [
+                {"version": s.version, "name": s.name, "state": s.state,
+                 "applied_at": s.applied_at.isoformat() if s.applied_at else None}
+                for s in states
+            ],
+        }, indent=2))
+        return
+    click.echo(f"PostgreSQL {server}; pgvector {vector or 'not installed (run db migrate)'}")
+    for s in states:
+        when = s.applied_at.strftime("%Y-%m-%d %H:%M:%S") if s.applied_at else ""
+        click.echo(f"  {s.version:04d}  {s.name:<32} {s.state:<12} {when}")
+    if any(s.state != "applied" for s in states):
+        click.echo("Run `memory-platform db migrate` to apply pending migrations.")
+
+
+@db.command("url")
+def db_url() -> None:
+    """Print the database URL (password redacted), e.g. for psql."""
+    from memory_platform.db.connection import database_url
+    from memory_platform.settings import redact_url
+
+    click.echo(redact_url(database_url()))
+
+
+@db.command("psql", context_settings={"ignore_unknown_options": True})
+@click.argument("psql_args", nargs=-1, type=click.UNPROCESSED)
+def db_psql(psql_args: tuple[str, ...]) -> None:
+    """Open psql on the platform database (the embedded server's own psql when embedded).
+
+    Extra arguments go to psql, e.g. `memory-platform db psql -c '\\dx'`."""
+    import os
+    import shutil
+    import subprocess
+
+    from memory_platform.db import embedded
+    from memory_platform.db.connection import database_url
+
+    settings = get_settings()
+    url = database_url(settings)
+    psql = (
+        str(embedded._wheel_bin_dir() / "psql")
+        if settings.database_url is None
+        else shutil.which("psql")
+    )
+    if not psql:
+        raise click.ClickException("psql not found on PATH; install the PostgreSQL client")
+    env = {**os.environ, "PGCONNECT_TIMEOUT": "10"}
+    sys.exit(subprocess.call([psql, url, *psql_args], env=env))
+
+
+# --- services -------------------------------------------------------------------------------
+@main.command("api")
+@click.option("--host", default=None, help="Bind address (default MEMORY_API_HOST).")
+@click.option("--port", type=int, default=None, help="Port (default MEMORY_API_PORT).")
+@click.option("--workers", type=int, default=1, show_default=True, help="Worker processes.")
+def api_command(host: str | None, port: int | None, workers: int) -> None:
+    """Run the HTTP API alone (uvicorn)."""
+    import uvicorn
+
+    settings = get_settings()
+    uvicorn.run(
+        "api.app:create_app",
+        factory=True,
+        host=host or settings.api_host,
+        port=port or settings.api_port,
+        workers=workers,
+        log_level="info",
+    )
+
+
+@main.command("dev")
+@click.option("--no-dagster", is_flag=True, help="Run the API only.")
+def dev_command(no_dagster: bool) -> None:
+    """Run everything locally: database, migrations, Dagster UI + daemon, API.
+
+    Ctrl-C (or SIGTERM) stops all of it, the embedded database included."""
+    from memory_platform.devserver import run_dev
+
+    sys.exit(run_dev(get_settings(), with_dagster=not no_dagster))

@@ -1,0 +1,38 @@
+"""DAGSTER_HOME of the platform: instance storage in its own database on the same server.
+
+Dagster's storage URL uses ``postgresql+psycopg2://``: with SQLAlchemy 2.1 a plain
+``postgresql://`` URL selects psycopg 3, under which Dagster's LISTEN/NOTIFY run watcher fails.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from memory_platform.db.connection import ensure_database
+from memory_platform.settings import Settings
+
+
+def dagster_storage_url(settings: Settings) -> str:
+    url = ensure_database(settings, settings.dagster_database_name)
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(scheme="postgresql+psycopg2"))
+
+
+def dagster_yaml(storage_url: str) -> str:
+    # JSON is valid YAML and quotes the URL safely.
+    config = {
+        "storage": {"postgres": {"postgres_url": storage_url}},
+        "run_monitoring": {"enabled": True, "poll_interval_seconds": 30},
+        "telemetry": {"enabled": False},
+    }
+    return json.dumps(config, indent=2) + "\n"
+
+
+def prepare_dagster_home(settings: Settings) -> Path:
+    """Write DAGSTER_HOME/dagster.yaml for the configured database; answer the directory."""
+    home = settings.dagster_home
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "dagster.yaml").write_text(dagster_yaml(dagster_storage_url(settings)))
+    return home

@@ -1,0 +1,1 @@
+"""Embedding providers, generations and re-embedding."""

@@ -1,0 +1,127 @@
+"""Embedding generations: which model made a vector, and the indexes that search them.
+
+A generation is one (provider, model, dimensions, preprocessing) identity, registered per
+instance; at most one is active per instance. Its ``generation_key`` is stamped on every
+vector row, and vector search only compares rows with the query's key.
+
+Vector indexes are partial HNSW expression indexes, one per generation key and embedding
+table: ``((embedding::vector(N)) vector_cosine_ops) WHERE embedding_key = '<key>'``. They are
+keyed by the model identity rather than the per-instance generation id, so a thousand
+instances on one model share one index instead of building a thousand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import sql
+
+EMBEDDING_TABLES = (
+    "agent_memory_chunks",
+    "agent_memory_assertion_embeddings",
+    "agent_knowledge_entity_embeddings",
+    "agent_knowledge_claim_embeddings",
+)
+_KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._/-]+")
+
+
+@dataclass(frozen=True)
+class Generation:
+    id: int
+    instance_key: str
+    provider: str
+    model: str
+    dimensions: int
+    preprocessing: str
+    generation_key: str
+    status: str
+
+
+def generation_key(provider: str, model: str, dimensions: int, preprocessing: str) -> str:
+    parts = [provider, model, str(dimensions), preprocessing]
+    return ":".join(_KEY_UNSAFE.sub("-", part) for part in parts)
+
+
+def index_name(table: str, key: str) -> str:
+    return f"{table}_hnsw_{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+
+def ensure_vector_indexes(conn: psycopg.Connection, key: str, dimensions: int) -> None:
+    """Create the partial HNSW indexes of one generation key (idempotent)."""
+    for table in EMBEDDING_TABLES:
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw "
+                "((embedding::vector({dims})) vector_cosine_ops) WHERE embedding_key = {key}"
+            ).format(
+                name=sql.Identifier(index_name(table, key)),
+                table=sql.Identifier(table),
+                dims=sql.Literal(dimensions),
+                key=sql.Literal(key),
+            )
+        )
+
+
+_SELECT = (
+    "SELECT id, instance_key, provider, model, dimensions, preprocessing, generation_key, status"
+    " FROM agent_memory_embedding_generations"
+)
+_RETURNING = (
+    " RETURNING id, instance_key, provider, model, dimensions, preprocessing, generation_key,"
+    " status"
+)
+
+
+def register_generation(
+    conn: psycopg.Connection,
+    instance_key: str,
+    provider: str,
+    model: str,
+    dimensions: int,
+    preprocessing: str = "v1",
+    *,
+    activate: bool = True,
+) -> Generation:
+    """Register (or find) a generation; make it the instance's active one if asked.
+
+    Runs in one transaction under one advisory lock, so concurrent writers agree on a single
+    active generation and never race on index creation (registration is rare)."""
+    key = generation_key(provider, model, dimensions, preprocessing)
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('embedding-generations', 0))")
+        row = conn.execute(
+            _SELECT + " WHERE instance_key = %s AND generation_key = %s", (instance_key, key)
+        ).fetchone()
+        if row is None:
+            row = conn.execute(
+                "INSERT INTO agent_memory_embedding_generations"
+                " (instance_key, provider, model, dimensions, preprocessing, generation_key,"
+                "  status)"
+                " VALUES (%s, %s, %s, %s, %s, %s, 'building')" + _RETURNING,
+                (instance_key, provider, model, dimensions, preprocessing, key),
+            ).fetchone()
+        if activate and row[7] != "active":
+            conn.execute(
+                "UPDATE agent_memory_embedding_generations"
+                " SET status = 'retired', retired_at = now()"
+                " WHERE instance_key = %s AND status = 'active'",
+                (instance_key,),
+            )
+            row = conn.execute(
+                "UPDATE agent_memory_embedding_generations"
+                " SET status = 'active', activated_at = now(), retired_at = NULL"
+                " WHERE id = %s" + _RETURNING,
+                (row[0],),
+            ).fetchone()
+        ensure_vector_indexes(conn, key, dimensions)
+    return Generation(*row)
+
+
+def active_generation(conn: psycopg.Connection, instance_key: str) -> Generation | None:
+    row = conn.execute(
+        _SELECT + " WHERE instance_key = %s AND status = 'active'", (instance_key,)
+    ).fetchone()
+    return Generation(*row) if row else None

@@ -1,0 +1,1 @@
+"""Dagster sensors and schedules: thin adapters over the domain packages."""
