@@ -186,18 +186,26 @@ def _leftover_processes(pgdata: Path) -> list[psutil.Process]:
 
 
 def _recover_stale_lock(pgdata: Path) -> None:
-    """Remove the pid file of a server that died without cleaning up (kill -9, power loss).
+    """Clear the lock files of a server that died without cleaning up (kill -9, power loss).
 
-    Orphaned backends of the dead postmaster still hold its shared memory; wait for them to
-    exit (they notice the dead postmaster within a second) and kill the stragglers."""
+    Called only when no live postmaster owns ``pgdata``. Orphaned backends of the dead
+    postmaster still hold its shared memory: wait for them (they notice the dead postmaster
+    within a second) and kill stragglers. The dead postmaster itself may linger as a zombie
+    until its parent reaps it; PostgreSQL would take that pid for a live owner of the socket
+    lock, so both lock files are removed here."""
     pid_file = pgdata / "postmaster.pid"
-    if not pid_file.exists():
+    try:
+        lines = pid_file.read_text().splitlines()
+    except FileNotFoundError:
         return
     leftovers = _leftover_processes(pgdata)
     _, alive = psutil.wait_procs(leftovers, timeout=5)
     for proc in alive:
         proc.kill()
     psutil.wait_procs(alive, timeout=5)
+    socket_dir = Path(lines[4].strip()) if len(lines) > 4 and lines[4].strip() else pgdata
+    for lock in socket_dir.glob(".s.PGSQL.*.lock"):
+        lock.unlink(missing_ok=True)
     pid_file.unlink(missing_ok=True)
 
 

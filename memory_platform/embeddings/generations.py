@@ -65,14 +65,33 @@ def ensure_vector_indexes(conn: psycopg.Connection, key: str, dimensions: int) -
         )
 
 
-_SELECT = (
-    "SELECT id, instance_key, provider, model, dimensions, preprocessing, generation_key, status"
-    " FROM agent_memory_embedding_generations"
-)
-_RETURNING = (
-    " RETURNING id, instance_key, provider, model, dimensions, preprocessing, generation_key,"
-    " status"
-)
+_FIND = """
+    SELECT id, instance_key, provider, model, dimensions, preprocessing, generation_key, status
+      FROM agent_memory_embedding_generations
+     WHERE instance_key = %s AND generation_key = %s
+"""
+_FIND_ACTIVE = """
+    SELECT id, instance_key, provider, model, dimensions, preprocessing, generation_key, status
+      FROM agent_memory_embedding_generations
+     WHERE instance_key = %s AND status = 'active'
+"""
+_INSERT = """
+    INSERT INTO agent_memory_embedding_generations
+           (instance_key, provider, model, dimensions, preprocessing, generation_key, status)
+    VALUES (%s, %s, %s, %s, %s, %s, 'building')
+    RETURNING id, instance_key, provider, model, dimensions, preprocessing, generation_key, status
+"""
+_RETIRE_ACTIVE = """
+    UPDATE agent_memory_embedding_generations
+       SET status = 'retired', retired_at = now()
+     WHERE instance_key = %s AND status = 'active'
+"""
+_ACTIVATE = """
+    UPDATE agent_memory_embedding_generations
+       SET status = 'active', activated_at = now(), retired_at = NULL
+     WHERE id = %s
+    RETURNING id, instance_key, provider, model, dimensions, preprocessing, generation_key, status
+"""
 
 
 def register_generation(
@@ -92,36 +111,18 @@ def register_generation(
     key = generation_key(provider, model, dimensions, preprocessing)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('embedding-generations', 0))")
-        row = conn.execute(
-            _SELECT + " WHERE instance_key = %s AND generation_key = %s", (instance_key, key)
-        ).fetchone()
+        row = conn.execute(_FIND, (instance_key, key)).fetchone()
         if row is None:
             row = conn.execute(
-                "INSERT INTO agent_memory_embedding_generations"
-                " (instance_key, provider, model, dimensions, preprocessing, generation_key,"
-                "  status)"
-                " VALUES (%s, %s, %s, %s, %s, %s, 'building')" + _RETURNING,
-                (instance_key, provider, model, dimensions, preprocessing, key),
+                _INSERT, (instance_key, provider, model, dimensions, preprocessing, key)
             ).fetchone()
         if activate and row[7] != "active":
-            conn.execute(
-                "UPDATE agent_memory_embedding_generations"
-                " SET status = 'retired', retired_at = now()"
-                " WHERE instance_key = %s AND status = 'active'",
-                (instance_key,),
-            )
-            row = conn.execute(
-                "UPDATE agent_memory_embedding_generations"
-                " SET status = 'active', activated_at = now(), retired_at = NULL"
-                " WHERE id = %s" + _RETURNING,
-                (row[0],),
-            ).fetchone()
+            conn.execute(_RETIRE_ACTIVE, (instance_key,))
+            row = conn.execute(_ACTIVATE, (row[0],)).fetchone()
         ensure_vector_indexes(conn, key, dimensions)
     return Generation(*row)
 
 
 def active_generation(conn: psycopg.Connection, instance_key: str) -> Generation | None:
-    row = conn.execute(
-        _SELECT + " WHERE instance_key = %s AND status = 'active'", (instance_key,)
-    ).fetchone()
+    row = conn.execute(_FIND_ACTIVE, (instance_key,)).fetchone()
     return Generation(*row) if row else None

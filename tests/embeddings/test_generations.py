@@ -1,0 +1,83 @@
+"""Registering an embedding generation: one active per instance, indexes per model key."""
+
+from __future__ import annotations
+
+from memory_platform.embeddings.generations import (
+    EMBEDDING_TABLES,
+    active_generation,
+    index_name,
+    register_generation,
+)
+
+
+def _index_definitions(conn, key: str) -> dict[str, str]:
+    rows = conn.execute(
+        "SELECT tablename, indexdef FROM pg_indexes WHERE indexname = ANY(%s)",
+        ([index_name(table, key) for table in EMBEDDING_TABLES],),
+    ).fetchall()
+    return dict(rows)
+
+
+def test_registering_creates_a_partial_hnsw_index_per_embedding_table(conn):
+    generation = register_generation(conn, "acme", "hash", "feature-hash", 1536)
+    definitions = _index_definitions(conn, generation.generation_key)
+    assert set(definitions) == set(EMBEDDING_TABLES)
+    for definition in definitions.values():
+        assert "USING hnsw" in definition
+        assert "vector(1536)" in definition and "vector_cosine_ops" in definition
+        assert f"embedding_key = '{generation.generation_key}'" in definition
+
+
+def test_registering_twice_finds_the_same_generation(conn):
+    first = register_generation(conn, "acme", "hash", "feature-hash", 1536)
+    again = register_generation(conn, "acme", "hash", "feature-hash", 1536)
+    assert again == first
+    count = conn.execute("SELECT count(*) FROM agent_memory_embedding_generations").fetchone()[0]
+    assert count == 1
+
+
+def test_a_new_model_becomes_active_and_retires_the_previous_one(conn):
+    old = register_generation(conn, "acme", "hash", "feature-hash", 1536)
+    new = register_generation(conn, "acme", "openai", "text-embedding-3-small", 1536)
+    assert active_generation(conn, "acme") == new
+    status = conn.execute(
+        "SELECT status FROM agent_memory_embedding_generations WHERE id = %s", (old.id,)
+    ).fetchone()[0]
+    assert status == "retired"
+
+
+def test_generations_are_per_instance_but_share_the_model_index(conn):
+    a = register_generation(conn, "acme", "hash", "feature-hash", 384)
+    b = register_generation(conn, "globex", "hash", "feature-hash", 384)
+    assert a.id != b.id and a.generation_key == b.generation_key
+    assert active_generation(conn, "acme") == a and active_generation(conn, "globex") == b
+    assert len(_index_definitions(conn, a.generation_key)) == len(EMBEDDING_TABLES)
+
+
+def test_registering_without_activation_keeps_the_active_generation(conn):
+    active = register_generation(conn, "acme", "hash", "feature-hash", 1536)
+    building = register_generation(conn, "acme", "local", "e5-small", 384, activate=False)
+    assert building.status == "building"
+    assert active_generation(conn, "acme") == active
+
+
+def test_vector_search_within_a_generation_can_use_its_index(conn):
+    generation = register_generation(conn, "acme", "hash", "feature-hash", 3)
+    memory_id = conn.execute(
+        "INSERT INTO agent_memories (instance_key, memory_scope, visibility_scope, audience_key,"
+        " source_type, content, content_hash) VALUES ('acme', 'workspace', 'workspace', 'acme',"
+        " 'manual', 'hello', 'h') RETURNING id"
+    ).fetchone()[0]
+    conn.execute(
+        "INSERT INTO agent_memory_chunks (instance_key, memory_id, chunk_index, content,"
+        " embedding, generation_id, embedding_key) VALUES ('acme', %s, 0, 'hello',"
+        " '[1,0,0]', %s, %s)",
+        (memory_id, generation.id, generation.generation_key),
+    )
+    conn.execute("SET enable_seqscan = off")
+    plan = "\n".join(r[0] for r in conn.execute(
+        "EXPLAIN SELECT id FROM agent_memory_chunks WHERE embedding_key = %s"
+        " ORDER BY embedding::vector(3) <=> '[1,0,0]' LIMIT 5",
+        (generation.generation_key,),
+    ))
+    assert index_name("agent_memory_chunks", generation.generation_key) in plan

@@ -1,0 +1,31 @@
+"""The Dagster code location loads, and its instance storage works on our PostgreSQL."""
+
+from __future__ import annotations
+
+import yaml
+from dagster import DagsterInstance, Definitions
+
+from memory_platform.dagster_home import prepare_dagster_home
+from memory_platform.definitions import defs
+
+
+def test_definitions_validate():
+    Definitions.validate_loadable(defs)
+
+
+def test_ledger_tables_are_declared_as_external_assets():
+    keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
+    assert {"agent_memories", "agent_memory_assertions", "wiki_change_proposals"} <= keys
+
+
+def test_dagster_home_uses_psycopg2_storage_that_dagster_can_open(settings):
+    home = prepare_dagster_home(settings)
+    config = yaml.safe_load((home / "dagster.yaml").read_text())
+    url = config["storage"]["postgres"]["postgres_url"]
+    assert url.startswith("postgresql+psycopg2://")
+    assert config["run_monitoring"]["enabled"] is True
+    instance = DagsterInstance.from_config(str(home))
+    try:
+        assert instance.get_runs() == []  # tables created, queries answer
+    finally:
+        instance.dispose()
