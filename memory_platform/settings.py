@@ -49,6 +49,13 @@ class Settings(BaseSettings):
     retrieval_min_score: float = Field(0.12, ge=0.0, le=1.0)
     retrieval_vector_weight: float = Field(0.8, ge=0.0, le=1.0)
     retrieval_keyword_weight: float = Field(0.2, ge=0.0, le=1.0)
+    retrieval_keyword_match_cap: int = Field(
+        2000, ge=10, description="Keyword matches ranked per query (bounds common-word cost)."
+    )
+    retrieval_exact_scan_max: int = Field(
+        5000, ge=0, description="Visible vector rows up to which search scans exactly."
+    )
+    retrieval_hnsw_ef_search: int = Field(64, ge=10, le=1000)
 
     # --- embeddings -----------------------------------------------------------------------
     embedding_provider: Literal["auto", "openai", "local", "hash"] = "auto"
@@ -57,6 +64,28 @@ class Settings(BaseSettings):
     openai_embedding_model: str = "text-embedding-3-small"
     openai_embedding_dimensions: int = Field(1536, ge=1, le=2000)
     hash_embedding_dimensions: int = Field(1536, ge=1, le=2000)
+    openai_embedding_batch_size: int = Field(
+        256, ge=1, le=2048, description="Inputs per /v1/embeddings request."
+    )
+    embedding_timeout_seconds: float = Field(
+        30.0, gt=0.0, description="Timeout of one embedding request (connect, read, write)."
+    )
+    embedding_max_retries: int = Field(
+        2, ge=0, le=10, description="Retries of a request after 429, 5xx or connection errors."
+    )
+    embedding_retry_backoff_seconds: float = Field(
+        0.5, ge=0.0, le=30.0, description="First retry delay; doubles on each further retry."
+    )
+    local_embedding_model: Literal["e5-small", "use"] = Field(
+        "e5-small",
+        description="Offline model of the 'local' provider (extra: memory-platform[local]).",
+    )
+
+    # --- write path -----------------------------------------------------------------------
+    memory_max_chars: int = Field(16_000, ge=100, description="Largest memory accepted.")
+    memory_dedup_window_hours: int = Field(
+        720, ge=0, description="A repeat of the same memory within this window is a dedup hit."
+    )
 
     # --- chunking -------------------------------------------------------------------------
     chunk_target_chars: int = Field(1000, ge=100)
@@ -70,6 +99,10 @@ class Settings(BaseSettings):
     feedback_rate_floor: int = Field(3, ge=1)
     cited_min_overlap_tokens: int = Field(3, ge=1)
     cited_containment_threshold: float = Field(0.5, gt=0.0, le=1.0)
+    feedback_correction_window_hours: int = Field(
+        72, ge=1, description="A conflict/supersede counts as a correction of an assertion "
+        "injected at most this many hours earlier."
+    )
 
     # --- shared facts ---------------------------------------------------------------------
     shared_fact_min_chars: int = Field(16, ge=0)

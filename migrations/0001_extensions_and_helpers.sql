@@ -10,7 +10,7 @@ BEGIN
 END;
 $$;
 
--- Append-only tables (review decisions, audit rows) reject UPDATE and DELETE.
+-- Append-only tables (review decisions, audit rows) reject UPDATE, DELETE and TRUNCATE.
 CREATE FUNCTION memory_reject_mutation() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
@@ -24,6 +24,7 @@ CREATE FUNCTION memory_check_embedding_dims() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
     expected integer;
+    generation_status text;
 BEGIN
     IF NEW.embedding IS NULL THEN
         RETURN NEW;
@@ -32,9 +33,14 @@ BEGIN
         RAISE EXCEPTION '%: an embedding needs its generation_id', TG_TABLE_NAME
             USING ERRCODE = 'check_violation';
     END IF;
-    SELECT dimensions INTO expected
+    SELECT dimensions, status INTO expected, generation_status
       FROM agent_memory_embedding_generations
      WHERE id = NEW.generation_id;
+    IF generation_status = 'retired' THEN
+        RAISE EXCEPTION '%: generation % is retired; embed with the active generation',
+            TG_TABLE_NAME, NEW.generation_id
+            USING ERRCODE = 'check_violation';
+    END IF;
     IF vector_dims(NEW.embedding) <> expected THEN
         RAISE EXCEPTION '%: embedding has % dimensions, generation % has %',
             TG_TABLE_NAME, vector_dims(NEW.embedding), NEW.generation_id, expected

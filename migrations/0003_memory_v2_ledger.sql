@@ -55,7 +55,7 @@ CREATE TABLE agent_memory_sources (
     content_hash    text NOT NULL,
     metadata        jsonb NOT NULL DEFAULT '{}'::jsonb,
     created_at      timestamptz NOT NULL DEFAULT now(),
-    CHECK (audience_kind <> 'private' OR owner_user_id IS NOT NULL),
+    CHECK (audience_kind <> 'private' OR audience_key = owner_user_id),
     UNIQUE (instance_key, source_key),
     UNIQUE (instance_key, id),
     UNIQUE (instance_key, audience_kind, audience_key, id)
@@ -65,14 +65,17 @@ CREATE INDEX agent_memory_sources_audience_idx
 CREATE INDEX agent_memory_sources_memory_idx ON agent_memory_sources (instance_key, memory_id);
 
 -- Sources are immutable envelopes: evidence excerpts are checked against their content.
+-- Only the link to the memory row written from them (memory_id) may be set afterwards.
 CREATE FUNCTION memory_sources_immutable() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF (NEW.content, NEW.content_hash, NEW.instance_key, NEW.audience_kind, NEW.audience_key,
-        NEW.source_key, NEW.trust_class)
+    IF (NEW.id, NEW.instance_key, NEW.audience_kind, NEW.audience_key, NEW.owner_user_id,
+        NEW.session_key, NEW.source_key, NEW.source_kind, NEW.trust_class,
+        NEW.source_locator, NEW.content, NEW.content_hash, NEW.metadata, NEW.created_at)
        IS DISTINCT FROM
-       (OLD.content, OLD.content_hash, OLD.instance_key, OLD.audience_kind, OLD.audience_key,
-        OLD.source_key, OLD.trust_class) THEN
+       (OLD.id, OLD.instance_key, OLD.audience_kind, OLD.audience_key, OLD.owner_user_id,
+        OLD.session_key, OLD.source_key, OLD.source_kind, OLD.trust_class,
+        OLD.source_locator, OLD.content, OLD.content_hash, OLD.metadata, OLD.created_at) THEN
         RAISE EXCEPTION 'agent_memory_sources rows are immutable (source %)', OLD.id
             USING ERRCODE = 'restrict_violation';
     END IF;
@@ -122,8 +125,9 @@ CREATE TABLE agent_memory_assertions (
     last_injected_at     timestamptz,
     created_at           timestamptz NOT NULL DEFAULT now(),
     updated_at           timestamptz NOT NULL DEFAULT now(),
-    CHECK (audience_kind <> 'private' OR owner_user_id IS NOT NULL),
+    CHECK (audience_kind <> 'private' OR audience_key = owner_user_id),
     CHECK (valid_to IS NULL OR valid_from IS NULL OR valid_to > valid_from),
+    CHECK (revision_of <> id AND superseded_by <> id),
     UNIQUE (instance_key, audience_kind, audience_key, identity_hash),
     UNIQUE (instance_key, id),
     UNIQUE (instance_key, audience_kind, audience_key, id),
@@ -197,18 +201,23 @@ CREATE TABLE agent_memory_assertion_reviews (
     dream_id       uuid,
     created_at     timestamptz NOT NULL DEFAULT now(),
     FOREIGN KEY (instance_key, assertion_id)
-        REFERENCES agent_memory_assertions (instance_key, id) ON DELETE CASCADE
+        REFERENCES agent_memory_assertions (instance_key, id)
 );
 CREATE INDEX agent_memory_assertion_reviews_assertion_idx
     ON agent_memory_assertion_reviews (assertion_id, created_at);
 CREATE TRIGGER agent_memory_assertion_reviews_append_only
-    BEFORE UPDATE ON agent_memory_assertion_reviews
+    BEFORE UPDATE OR DELETE ON agent_memory_assertion_reviews
     FOR EACH ROW EXECUTE FUNCTION memory_reject_mutation();
+CREATE TRIGGER agent_memory_assertion_reviews_no_truncate
+    BEFORE TRUNCATE ON agent_memory_assertion_reviews
+    FOR EACH STATEMENT EXECUTE FUNCTION memory_reject_mutation();
 
 -- ---------------------------------------------------------------------------------------
 CREATE TABLE agent_memory_assertion_conflicts (
     id                        uuid PRIMARY KEY DEFAULT gen_random_uuid(),
     instance_key              text NOT NULL,
+    audience_kind             text NOT NULL,
+    audience_key              text NOT NULL,
     assertion_id              uuid NOT NULL,
     conflicting_assertion_id  uuid NOT NULL,
     status                    text NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'resolved')),
@@ -222,10 +231,12 @@ CREATE TABLE agent_memory_assertion_conflicts (
     resolved_by               text,
     CHECK (assertion_id <> conflicting_assertion_id),
     CHECK ((status = 'resolved') = (resolution IS NOT NULL)),
-    FOREIGN KEY (instance_key, assertion_id)
-        REFERENCES agent_memory_assertions (instance_key, id) ON DELETE CASCADE,
-    FOREIGN KEY (instance_key, conflicting_assertion_id)
-        REFERENCES agent_memory_assertions (instance_key, id) ON DELETE CASCADE
+    FOREIGN KEY (instance_key, audience_kind, audience_key, assertion_id)
+        REFERENCES agent_memory_assertions (instance_key, audience_kind, audience_key, id)
+        ON DELETE CASCADE,
+    FOREIGN KEY (instance_key, audience_kind, audience_key, conflicting_assertion_id)
+        REFERENCES agent_memory_assertions (instance_key, audience_kind, audience_key, id)
+        ON DELETE CASCADE
 );
 CREATE UNIQUE INDEX agent_memory_assertion_conflicts_open_pair
     ON agent_memory_assertion_conflicts (

@@ -32,13 +32,18 @@ CREATE TABLE agent_memories (
     archived_at              timestamptz,
     created_at               timestamptz NOT NULL DEFAULT now(),
     updated_at               timestamptz NOT NULL DEFAULT now(),
-    CHECK (visibility_scope <> 'private' OR user_id IS NOT NULL),
+    CHECK (visibility_scope <> 'private' OR audience_key = user_id),
     CHECK (visibility_scope <> 'channel' OR channel_thread_key IS NOT NULL OR group_room_id IS NOT NULL),
+    CHECK (memory_scope <> 'user' OR user_id IS NOT NULL),
+    CHECK (memory_scope <> 'session' OR session_key IS NOT NULL),
     UNIQUE (instance_key, id),
-    FOREIGN KEY (instance_key, assertion_id)
-        REFERENCES agent_memory_assertions (instance_key, id) ON DELETE SET NULL (assertion_id),
-    FOREIGN KEY (instance_key, source_id)
-        REFERENCES agent_memory_sources (instance_key, id),
+    UNIQUE (instance_key, visibility_scope, audience_key, id),
+    -- A projection lives in the audience of its assertion and of its source envelope.
+    FOREIGN KEY (instance_key, visibility_scope, audience_key, assertion_id)
+        REFERENCES agent_memory_assertions (instance_key, audience_kind, audience_key, id)
+        ON DELETE SET NULL (assertion_id),
+    FOREIGN KEY (instance_key, visibility_scope, audience_key, source_id)
+        REFERENCES agent_memory_sources (instance_key, audience_kind, audience_key, id),
     FOREIGN KEY (instance_key, superseded_by_memory_id)
         REFERENCES agent_memories (instance_key, id) ON DELETE SET NULL (superseded_by_memory_id)
 );
@@ -51,16 +56,23 @@ CREATE INDEX agent_memories_user_idx ON agent_memories (instance_key, user_id) W
 CREATE INDEX agent_memories_session_idx ON agent_memories (instance_key, session_key) WHERE session_key IS NOT NULL;
 CREATE INDEX agent_memories_dedup_idx
     ON agent_memories (instance_key, visibility_scope, audience_key, content_hash, subject_key);
-CREATE UNIQUE INDEX agent_memories_one_projection_per_assertion
+-- Rows written from a source envelope (source_id set) may share an assertion (a repeated
+-- fact cites several sources); a pure projection of an assertion exists once.
+CREATE INDEX agent_memories_assertion_idx
     ON agent_memories (instance_key, assertion_id) WHERE assertion_id IS NOT NULL;
+CREATE UNIQUE INDEX agent_memories_one_projection_per_assertion
+    ON agent_memories (instance_key, assertion_id) WHERE assertion_id IS NOT NULL AND source_id IS NULL;
 CREATE INDEX agent_memories_subject_refs_idx ON agent_memories USING gin (subject_refs jsonb_path_ops);
 CREATE INDEX agent_memories_dream_idx ON agent_memories (dream_id) WHERE dream_id IS NOT NULL;
 CREATE TRIGGER agent_memories_touch BEFORE UPDATE ON agent_memories
     FOR EACH ROW EXECUTE FUNCTION memory_touch_updated_at();
 
+-- Deferred: the write path inserts a memory and its source envelope in one transaction,
+-- each naming the other.
 ALTER TABLE agent_memory_sources
     ADD FOREIGN KEY (instance_key, memory_id)
-        REFERENCES agent_memories (instance_key, id) ON DELETE SET NULL (memory_id);
+        REFERENCES agent_memories (instance_key, id) ON DELETE SET NULL (memory_id)
+        DEFERRABLE INITIALLY DEFERRED;
 ALTER TABLE agent_memory_retrieval_feedback
     ADD FOREIGN KEY (instance_key, memory_id)
         REFERENCES agent_memories (instance_key, id) ON DELETE CASCADE;

@@ -23,20 +23,25 @@ CREATE TABLE agent_memory_dreams (
     finished_at     timestamptz,
     rolled_back_at  timestamptz,
     CHECK ((status = 'running') = (finished_at IS NULL)),
-    UNIQUE (instance_key, id)
+    UNIQUE (instance_key, id),
+    UNIQUE (instance_key, audience_kind, audience_key, id)
 );
 CREATE INDEX agent_memory_dreams_partition_idx
     ON agent_memory_dreams (instance_key, audience_kind, audience_key, started_at DESC);
 CREATE INDEX agent_memory_dreams_running_idx ON agent_memory_dreams (started_at) WHERE status = 'running';
 
+-- What a Dream writes stays in the Dream's audience partition.
 ALTER TABLE agent_memory_assertions
-    ADD FOREIGN KEY (instance_key, dream_id) REFERENCES agent_memory_dreams (instance_key, id);
+    ADD FOREIGN KEY (instance_key, audience_kind, audience_key, dream_id)
+        REFERENCES agent_memory_dreams (instance_key, audience_kind, audience_key, id);
 ALTER TABLE agent_memory_assertion_evidence
-    ADD FOREIGN KEY (instance_key, dream_id) REFERENCES agent_memory_dreams (instance_key, id);
+    ADD FOREIGN KEY (instance_key, audience_kind, audience_key, dream_id)
+        REFERENCES agent_memory_dreams (instance_key, audience_kind, audience_key, id);
 ALTER TABLE agent_memory_assertion_reviews
     ADD FOREIGN KEY (instance_key, dream_id) REFERENCES agent_memory_dreams (instance_key, id);
 ALTER TABLE agent_memories
-    ADD FOREIGN KEY (instance_key, dream_id) REFERENCES agent_memory_dreams (instance_key, id);
+    ADD FOREIGN KEY (instance_key, visibility_scope, audience_key, dream_id)
+        REFERENCES agent_memory_dreams (instance_key, audience_kind, audience_key, id);
 ALTER TABLE agent_memory_relations
     ADD FOREIGN KEY (instance_key, dream_id) REFERENCES agent_memory_dreams (instance_key, id);
 
@@ -64,7 +69,8 @@ CREATE TABLE wiki_change_proposals (
     updated_at      timestamptz NOT NULL DEFAULT now(),
     CHECK (state <> 'published' OR published_at IS NOT NULL),
     UNIQUE (instance_key, id),
-    FOREIGN KEY (instance_key, dream_id) REFERENCES agent_memory_dreams (instance_key, id)
+    FOREIGN KEY (instance_key, audience_kind, audience_key, dream_id)
+        REFERENCES agent_memory_dreams (instance_key, audience_kind, audience_key, id)
 );
 CREATE INDEX wiki_change_proposals_dream_idx ON wiki_change_proposals (dream_id);
 CREATE TRIGGER wiki_change_proposals_touch BEFORE UPDATE ON wiki_change_proposals
@@ -94,3 +100,6 @@ CREATE INDEX agent_memory_v2_cleanup_audit_target_idx
 CREATE TRIGGER agent_memory_v2_cleanup_audit_append_only
     BEFORE UPDATE OR DELETE ON agent_memory_v2_cleanup_audit
     FOR EACH ROW EXECUTE FUNCTION memory_reject_mutation();
+CREATE TRIGGER agent_memory_v2_cleanup_audit_no_truncate
+    BEFORE TRUNCATE ON agent_memory_v2_cleanup_audit
+    FOR EACH STATEMENT EXECUTE FUNCTION memory_reject_mutation();

@@ -24,7 +24,8 @@ CREATE TABLE agent_knowledge_entities (
     created_at          timestamptz NOT NULL DEFAULT now(),
     updated_at          timestamptz NOT NULL DEFAULT now(),
     CHECK ((linked_record_type IS NULL) = (linked_record_id IS NULL)),
-    UNIQUE (instance_key, id)
+    UNIQUE (instance_key, id),
+    UNIQUE (instance_key, visibility_scope, audience_key, id)
 );
 CREATE INDEX agent_knowledge_entities_lookup_idx
     ON agent_knowledge_entities (instance_key, visibility_scope, audience_key, entity_type, normalized_label);
@@ -60,10 +61,11 @@ CREATE TABLE agent_knowledge_claims (
     updated_at         timestamptz NOT NULL DEFAULT now(),
     CHECK (object_entity_id IS NOT NULL OR object_value IS NOT NULL),
     UNIQUE (instance_key, id),
-    FOREIGN KEY (instance_key, subject_entity_id)
-        REFERENCES agent_knowledge_entities (instance_key, id),
-    FOREIGN KEY (instance_key, object_entity_id)
-        REFERENCES agent_knowledge_entities (instance_key, id)
+    -- A claim lives in the audience partition of the entities it connects.
+    FOREIGN KEY (instance_key, visibility_scope, audience_key, subject_entity_id)
+        REFERENCES agent_knowledge_entities (instance_key, visibility_scope, audience_key, id),
+    FOREIGN KEY (instance_key, visibility_scope, audience_key, object_entity_id)
+        REFERENCES agent_knowledge_entities (instance_key, visibility_scope, audience_key, id)
 );
 CREATE INDEX agent_knowledge_claims_subject_idx
     ON agent_knowledge_claims (instance_key, subject_entity_id) WHERE status = 'active';
@@ -87,10 +89,10 @@ CREATE TABLE agent_knowledge_edges (
     created_at        timestamptz NOT NULL DEFAULT now(),
     updated_at        timestamptz NOT NULL DEFAULT now(),
     UNIQUE (instance_key, id),
-    FOREIGN KEY (instance_key, source_entity_id)
-        REFERENCES agent_knowledge_entities (instance_key, id),
-    FOREIGN KEY (instance_key, target_entity_id)
-        REFERENCES agent_knowledge_entities (instance_key, id)
+    FOREIGN KEY (instance_key, visibility_scope, audience_key, source_entity_id)
+        REFERENCES agent_knowledge_entities (instance_key, visibility_scope, audience_key, id),
+    FOREIGN KEY (instance_key, visibility_scope, audience_key, target_entity_id)
+        REFERENCES agent_knowledge_entities (instance_key, visibility_scope, audience_key, id)
 );
 CREATE UNIQUE INDEX agent_knowledge_edges_active_unique
     ON agent_knowledge_edges (instance_key, source_entity_id, target_entity_id, relation_type)
@@ -116,6 +118,9 @@ CREATE TABLE agent_knowledge_evidence (
     created_at        timestamptz NOT NULL DEFAULT now(),
     CHECK (num_nonnulls(entity_id, claim_id, edge_id) = 1),
     CHECK (num_nonnulls(dream_id, source_memory_id, assertion_id) >= 1),
+    CHECK (evidence_kind <> 'dream' OR dream_id IS NOT NULL),
+    CHECK (evidence_kind <> 'memory' OR source_memory_id IS NOT NULL),
+    CHECK (evidence_kind <> 'assertion' OR assertion_id IS NOT NULL),
     FOREIGN KEY (instance_key, entity_id) REFERENCES agent_knowledge_entities (instance_key, id) ON DELETE CASCADE,
     FOREIGN KEY (instance_key, claim_id) REFERENCES agent_knowledge_claims (instance_key, id) ON DELETE CASCADE,
     FOREIGN KEY (instance_key, edge_id) REFERENCES agent_knowledge_edges (instance_key, id) ON DELETE CASCADE,

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from pgvector.psycopg import register_vector
 from psycopg import sql
 
 from memory_platform.db import embedded, migrations
@@ -87,6 +88,7 @@ def conn(database_url: str) -> Iterator[psycopg.Connection]:
     """Autocommit connection to the test's migrated database (a failing statement does not
     poison the next one)."""
     with psycopg.connect(database_url, autocommit=True) as connection:
+        register_vector(connection)  # as every platform connection has (db/connection.py)
         yield connection
 
 

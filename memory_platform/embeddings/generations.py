@@ -123,6 +123,18 @@ def register_generation(
     return Generation(*row)
 
 
+def ensure_generation(conn: psycopg.Connection, instance_key: str, provider) -> Generation:
+    """The instance's generation for ``provider`` (an EmbeddingProvider), registered and
+    activated if it is not the active one yet (a model switch)."""
+    key = generation_key(provider.provider, provider.model, provider.dimensions,
+                         provider.preprocessing)
+    active = active_generation(conn, instance_key)
+    if active is not None and active.generation_key == key:
+        return active
+    return register_generation(conn, instance_key, provider.provider, provider.model,
+                               provider.dimensions, provider.preprocessing)
+
+
 def active_generation(conn: psycopg.Connection, instance_key: str) -> Generation | None:
     row = conn.execute(_FIND_ACTIVE, (instance_key,)).fetchone()
     return Generation(*row) if row else None

@@ -1,0 +1,155 @@
+"""Who is asking, which audience a write lands in, and THE visibility rule.
+
+Every read path builds its filter with :func:`visibility_predicate`, inside SQL. Nothing
+filters rows in Python after fetching them: a row the predicate excludes never leaves the
+database.
+
+The rules (specification, "Memory scopes and retrieval boundaries"):
+
+* ``workspace`` rows are visible to every caller of the instance;
+* ``private`` rows only to the authenticated user who owns them, never because a group or
+  channel context is present;
+* ``team`` rows whenever a team-access context is established: an authenticated user, a group
+  room, a channel thread or a channel type. An empty context sees none;
+* ``channel`` rows to the same channel thread or group room, or to the linked user.
+
+The instance boundary comes first: no predicate ever matches another instance's rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from psycopg import sql
+
+from memory_platform.errors import AccessDenied
+
+AudienceKind = Literal["private", "team", "workspace", "channel"]
+AUDIENCE_KINDS: tuple[AudienceKind, ...] = ("private", "team", "workspace", "channel")
+
+# Subject refs that identify the entity a memory is about; a match boosts retrieval.
+SUBJECT_REF_KEYS = (
+    "mandantId", "documentId", "taskId", "moduleSlug", "routePath", "groupRoomId",
+    "channelThreadKey",
+)
+
+
+class AccessError(AccessDenied):
+    """The request cannot be served for this access context (e.g. private without a user)."""
+
+
+@dataclass(frozen=True)
+class AccessContext:
+    """The caller: an instance plus whatever identity and conversation context it has."""
+
+    instance_key: str
+    user_id: str | None = None
+    session_key: str | None = None
+    group_room_id: str | None = None
+    channel_thread_key: str | None = None
+    channel_type: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.instance_key:
+            raise AccessError("an access context needs an instance_key")
+
+    @property
+    def has_team_access(self) -> bool:
+        return any((self.user_id, self.group_room_id, self.channel_thread_key,
+                    self.channel_type))
+
+    @property
+    def has_channel(self) -> bool:
+        return bool(self.channel_thread_key or self.group_room_id)
+
+
+@dataclass(frozen=True)
+class Audience:
+    """The audience envelope of a row: its kind and the key that partitions it.
+
+    private -> the owner's user id; team and workspace -> the instance key (team facts of
+    different users share one team audience); channel -> the channel thread (or group room)."""
+
+    kind: AudienceKind
+    key: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "key": self.key}
+
+
+def audience_for(kind: AudienceKind, ctx: AccessContext) -> Audience:
+    """The envelope a write of visibility ``kind`` gets in context ``ctx``."""
+    if kind == "private":
+        if not ctx.user_id:
+            raise AccessError("a private memory needs an authenticated user")
+        return Audience("private", ctx.user_id)
+    if kind in ("team", "workspace"):
+        return Audience(kind, ctx.instance_key)
+    if kind == "channel":
+        key = ctx.channel_thread_key or ctx.group_room_id
+        if not key:
+            raise AccessError("a channel memory needs a channel thread or group room")
+        return Audience("channel", key)
+    raise AccessError(f"unknown visibility {kind!r}; use one of {', '.join(AUDIENCE_KINDS)}")
+
+
+def visibility_predicate(ctx: AccessContext, alias: str = "m") -> sql.Composed:
+    """SQL condition over a row with ``instance_key``, ``visibility_scope``, ``user_id``,
+    ``channel_thread_key`` and ``group_room_id`` columns (``agent_memories`` shape) that is
+    true exactly for the rows ``ctx`` may see. Values are bound as literals by psycopg's
+    quoting, never interpolated as text."""
+    col = _columns(alias)
+    branches = [sql.SQL("{} = 'workspace'").format(col("visibility_scope"))]
+    if ctx.user_id:
+        branches.append(sql.SQL("({} = 'private' AND {} = {})").format(
+            col("visibility_scope"), col("user_id"), sql.Literal(ctx.user_id)))
+    if ctx.has_team_access:
+        branches.append(sql.SQL("{} = 'team'").format(col("visibility_scope")))
+    channel_matches = []
+    if ctx.channel_thread_key:
+        channel_matches.append(sql.SQL("{} = {}").format(
+            col("channel_thread_key"), sql.Literal(ctx.channel_thread_key)))
+    if ctx.group_room_id:
+        channel_matches.append(sql.SQL("{} = {}").format(
+            col("group_room_id"), sql.Literal(ctx.group_room_id)))
+    if ctx.user_id:
+        channel_matches.append(sql.SQL("{} = {}").format(
+            col("user_id"), sql.Literal(ctx.user_id)))
+    if channel_matches:
+        branches.append(sql.SQL("({} = 'channel' AND ({}))").format(
+            col("visibility_scope"), sql.SQL(" OR ").join(channel_matches)))
+    return sql.SQL("({} = {} AND ({}))").format(
+        col("instance_key"), sql.Literal(ctx.instance_key), sql.SQL(" OR ").join(branches))
+
+
+def audience_predicate(ctx: AccessContext, alias: str = "a") -> sql.Composed:
+    """The same rule over ledger rows, which carry ``audience_kind``/``audience_key`` and
+    ``owner_user_id`` instead (assertions, sources, dreams, wiki proposals)."""
+    col = _columns(alias)
+    branches = [sql.SQL("{} = 'workspace'").format(col("audience_kind"))]
+    if ctx.user_id:
+        branches.append(sql.SQL("({} = 'private' AND {} = {})").format(
+            col("audience_kind"), col("audience_key"), sql.Literal(ctx.user_id)))
+    if ctx.has_team_access:
+        branches.append(sql.SQL("{} = 'team'").format(col("audience_kind")))
+    channel_keys = [k for k in (ctx.channel_thread_key, ctx.group_room_id) if k]
+    channel_matches = []
+    if channel_keys:
+        channel_matches.append(sql.SQL("{} = ANY({})").format(
+            col("audience_key"), sql.Literal(channel_keys)))
+    if ctx.user_id:
+        channel_matches.append(sql.SQL("{} = {}").format(
+            col("owner_user_id"), sql.Literal(ctx.user_id)))
+    if channel_matches:
+        branches.append(sql.SQL("({} = 'channel' AND ({}))").format(
+            col("audience_kind"), sql.SQL(" OR ").join(channel_matches)))
+    return sql.SQL("({} = {} AND ({}))").format(
+        col("instance_key"), sql.Literal(ctx.instance_key), sql.SQL(" OR ").join(branches))
+
+
+def _columns(alias: str):
+    def col(name: str) -> sql.Identifier:
+        return sql.Identifier(alias, name)
+
+    return col

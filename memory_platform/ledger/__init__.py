@@ -1,0 +1,1 @@
+"""Memory v2 ledger: sources, assertions, evidence, reviews, conflicts, outbox."""

@@ -1,0 +1,162 @@
+"""Canonical assertions, their evidence and review decisions.
+
+An assertion's identity is its audience plus a hash of its normalised slot and text, so the
+same fact stated twice in one audience is one assertion with two pieces of evidence. Review
+decisions are appended, never edited; a human decision always wins over automation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from memory_platform.access import Audience
+from memory_platform.text import normalise
+
+APPROVED_REVIEW_STATES = ("policy_approved", "human_approved")
+HUMAN_REVIEW_STATES = ("human_approved", "human_rejected")
+ASSERTION_TYPES = ("fact", "preference", "decision", "constraint", "procedure", "correction",
+                   "observation")
+
+
+@dataclass(frozen=True)
+class AssertionRef:
+    id: UUID
+    created: bool
+    status: str
+    review_state: str
+
+    @property
+    def recallable(self) -> bool:
+        return self.status == "active" and self.review_state in APPROVED_REVIEW_STATES
+
+
+def identity_hash(text: str, subject: str | None = None, predicate: str | None = None) -> str:
+    slot = "\x1f".join(normalise(part or "") for part in (subject, predicate, text))
+    return hashlib.sha256(slot.encode()).hexdigest()
+
+
+def ensure_assertion(
+    conn: psycopg.Connection,
+    *,
+    instance_key: str,
+    audience: Audience,
+    text: str,
+    assertion_type: str,
+    origin: str,
+    owner_user_id: str | None = None,
+    subject: str | None = None,
+    predicate: str | None = None,
+    confidence: float = 0.5,
+    subject_refs: Mapping[str, Any] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    dream_id: UUID | None = None,
+) -> AssertionRef:
+    """The assertion with this identity in this audience, created as a candidate if new."""
+    identity = identity_hash(text, subject, predicate)
+    row = conn.execute(
+        """
+        INSERT INTO agent_memory_assertions
+               (instance_key, audience_kind, audience_key, owner_user_id, identity_hash,
+                assertion_type, subject, predicate, assertion_text, origin, confidence,
+                subject_refs, metadata, dream_id)
+        VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+        ON CONFLICT (instance_key, audience_kind, audience_key, identity_hash) DO NOTHING
+        RETURNING id, status, review_state
+        """,
+        (instance_key, audience.kind, audience.key, owner_user_id, identity, assertion_type,
+         subject, predicate, text, origin, confidence, Jsonb(dict(subject_refs or {})),
+         Jsonb(dict(metadata or {})), dream_id),
+    ).fetchone()
+    if row:
+        return AssertionRef(row[0], True, row[1], row[2])
+    row = conn.execute(
+        """
+        SELECT id, status, review_state
+          FROM agent_memory_assertions
+         WHERE instance_key = %s AND audience_kind = %s AND audience_key = %s
+           AND identity_hash = %s
+        """,
+        (instance_key, audience.kind, audience.key, identity),
+    ).fetchone()
+    return AssertionRef(row[0], False, row[1], row[2])
+
+
+def add_evidence(
+    conn: psycopg.Connection,
+    *,
+    instance_key: str,
+    audience: Audience,
+    assertion_id: UUID,
+    source_id: UUID,
+    excerpt: str,
+    stance: str = "supports",
+    dream_id: UUID | None = None,
+) -> None:
+    """Link an assertion to a verbatim excerpt of a source (idempotent). The database
+    rejects an excerpt that is not verbatim in the source, or a source of another audience."""
+    conn.execute(
+        """
+        INSERT INTO agent_memory_assertion_evidence
+               (instance_key, audience_kind, audience_key, assertion_id, source_id, stance,
+                excerpt, dream_id)
+        VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+        ON CONFLICT (assertion_id, source_id, stance, md5(excerpt)) DO NOTHING
+        """,
+        (instance_key, audience.kind, audience.key, assertion_id, source_id, stance, excerpt,
+         dream_id),
+    )
+
+
+def record_decision(
+    conn: psycopg.Connection,
+    *,
+    instance_key: str,
+    assertion_id: UUID,
+    decision: str,
+    reviewer_kind: str,
+    reason_code: str,
+    reviewer_id: str | None = None,
+    note: str | None = None,
+    dream_id: UUID | None = None,
+) -> None:
+    """Append a review decision and apply it to the assertion's state.
+
+    Automation (policy, curator, system) never overrides a human decision: once a human has
+    approved or rejected, automated decisions are still recorded but change nothing."""
+    conn.execute(
+        """
+        INSERT INTO agent_memory_assertion_reviews
+               (instance_key, assertion_id, decision, reviewer_kind, reviewer_id, reason_code,
+                note, dream_id)
+        VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+        """,
+        (instance_key, assertion_id, decision, reviewer_kind, reviewer_id, reason_code, note,
+         dream_id),
+    )
+    human = reviewer_kind == "human"
+    new_state = {
+        ("activate", False): ("active", "policy_approved"),
+        ("approve", False): ("active", "policy_approved"),
+        ("reject", False): ("rejected", "policy_rejected"),
+        ("approve", True): ("active", "human_approved"),
+        ("activate", True): ("active", "human_approved"),
+        ("reject", True): ("rejected", "human_rejected"),
+    }.get((decision, human))
+    if new_state is None:
+        return
+    conn.execute(
+        """
+        UPDATE agent_memory_assertions
+           SET status = %s, review_state = %s
+         WHERE instance_key = %s AND id = %s
+           AND (%s OR review_state NOT IN ('human_approved', 'human_rejected'))
+        """,
+        (*new_state, instance_key, assertion_id, human),
+    )

@@ -1,0 +1,1 @@
+"""The write path: validation, sharing preference, chunking, dedup, store."""

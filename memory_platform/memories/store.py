@@ -1,0 +1,313 @@
+"""``store_memory``: the one write path for durable memory.
+
+Explicit writes (API, MCP ``memory_store``), extracted shared facts, session flushes and
+summaries all come through here, so none of them can skip a rule:
+
+1. validate the content (size, control characters, credentials) and the subject refs;
+2. resolve the audience (memories/sharing.py) and the memory scope;
+3. dedup: the same normalised content with the same subject refs in the same audience within
+   the dedup window only touches the existing row's ``updated_at``;
+4. embed the chunks, outside the transaction (a provider failure keeps the write: the row
+   stays keyword-reachable and waits in the re-embed backlog);
+5. in ONE transaction: source envelope, ``agent_memories`` row, chunks with vectors, and for
+   facts a canonical assertion with verbatim evidence under the activation policy.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg.types.json import Jsonb
+
+from memory_platform.access import (
+    SUBJECT_REF_KEYS,
+    AccessContext,
+    Audience,
+    AudienceKind,
+    audience_for,
+)
+from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_provider
+from memory_platform.embeddings.generations import Generation, ensure_generation
+from memory_platform.errors import InvalidInput
+from memory_platform.ledger import assertions as ledger
+from memory_platform.ledger.policy import write_path_decision
+from memory_platform.ledger.sources import ensure_source
+from memory_platform.memories.chunking import Chunk, chunk_text
+from memory_platform.memories.sharing import resolve_visibility
+from memory_platform.memories.validation import clean_content
+from memory_platform.settings import Settings
+from memory_platform.text import canonical_json, content_hash
+
+log = logging.getLogger(__name__)
+
+SOURCE_TYPES = ("prompt_file", "summary", "fact", "manual", "dream", "flush")
+# Source types whose rows become canonical assertions; summaries, flushes and prompt files
+# stay assertion-less (they are Dreaming's episodic input).
+ASSERTION_SOURCE_TYPES = ("fact",)
+TRUST_CLASSES = ("human_direct", "human_channel", "assistant_inference", "automation",
+                 "system", "imported")
+_MAX_REFS, _MAX_REF_KEY, _MAX_REF_VALUE = 32, 64, 512
+
+
+@dataclass(frozen=True)
+class MemoryWrite:
+    """What a caller wants remembered. ``visibility=None`` means the context's default."""
+
+    content: str
+    source_type: str = "fact"
+    memory_class: str = "explicit"
+    visibility: AudienceKind | None = None
+    explicit_private: bool = False
+    agent_personal: bool = False
+    subject_refs: Mapping[str, Any] = field(default_factory=dict)
+    assertion_type: str = "fact"
+    trust_class: str = "human_direct"
+    title: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StoredMemory:
+    id: uuid.UUID
+    audience: Audience
+    deduplicated: bool
+    assertion_id: uuid.UUID | None = None
+    assertion_status: str | None = None
+    embedded: bool = False
+
+
+def clean_subject_refs(refs: object) -> dict[str, str]:
+    """Subject refs are a flat object of short string (or number) values."""
+    if refs is None:
+        return {}
+    if not isinstance(refs, Mapping):
+        raise InvalidInput("subject_refs must be an object", details={"field": "subject_refs"})
+    if len(refs) > _MAX_REFS:
+        raise InvalidInput(f"subject_refs has more than {_MAX_REFS} keys",
+                           details={"field": "subject_refs"})
+    cleaned: dict[str, str] = {}
+    for key, value in refs.items():
+        if not isinstance(key, str) or not key or len(key) > _MAX_REF_KEY:
+            raise InvalidInput("subject_refs keys are non-empty strings of at most "
+                               f"{_MAX_REF_KEY} characters", details={"field": "subject_refs"})
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise InvalidInput(f"subject_refs.{key} must be a string or number",
+                               details={"field": f"subject_refs.{key}"})
+        text = clean_content(str(value), max_chars=_MAX_REF_VALUE, field=f"subject_refs.{key}")
+        cleaned[key] = text
+    return cleaned
+
+
+def _validate_kind(write: MemoryWrite) -> None:
+    if write.source_type not in SOURCE_TYPES:
+        raise InvalidInput(f"source_type must be one of {', '.join(SOURCE_TYPES)}",
+                           details={"field": "source_type"})
+    if write.trust_class not in TRUST_CLASSES:
+        raise InvalidInput(f"trust_class must be one of {', '.join(TRUST_CLASSES)}",
+                           details={"field": "trust_class"})
+    if write.assertion_type not in ledger.ASSERTION_TYPES:
+        raise InvalidInput(f"assertion_type must be one of {', '.join(ledger.ASSERTION_TYPES)}",
+                           details={"field": "assertion_type"})
+
+
+def _memory_scope(audience: Audience, ctx: AccessContext, source_type: str) -> str:
+    if audience.kind == "channel":
+        return "channel"
+    if source_type in ("flush", "summary") and ctx.session_key:
+        return "session"
+    if audience.kind == "workspace" or not ctx.user_id:
+        return "workspace"
+    return "user"
+
+
+def subject_key(refs: Mapping[str, str]) -> str:
+    """The identifying part of the subject refs, canonical, for dedup."""
+    identifying = {k: v for k, v in refs.items() if k in SUBJECT_REF_KEYS}
+    return canonical_json(identifying) if identifying else ""
+
+
+def _find_duplicate(conn, ctx: AccessContext, audience: Audience, digest: str, subject: str,
+                    window_hours: int):
+    return conn.execute(
+        """
+        SELECT id, assertion_id
+          FROM agent_memories
+         WHERE instance_key = %s
+           AND visibility_scope = %s
+           AND audience_key = %s
+           AND content_hash = %s
+           AND subject_key = %s
+           AND memory_state = 'active'
+           AND updated_at > now() - make_interval(hours => %s)
+         ORDER BY updated_at DESC
+         LIMIT 1
+        """,
+        (ctx.instance_key, audience.kind, audience.key, digest, subject, window_hours),
+    ).fetchone()
+
+
+def _embed(provider: EmbeddingProvider, texts: list[str]) -> np.ndarray | None:
+    try:
+        return provider.embed_documents(texts)
+    except EmbeddingError as exc:
+        log.warning("embedding failed; storing keyword-only, re-embed later: %s", exc)
+        return None
+
+
+def store_memory(
+    conn: psycopg.Connection,
+    settings: Settings,
+    ctx: AccessContext,
+    write: MemoryWrite,
+    *,
+    embedder: EmbeddingProvider | None = None,
+) -> StoredMemory:
+    _validate_kind(write)
+    content = clean_content(write.content, max_chars=settings.memory_max_chars)
+    refs = clean_subject_refs(write.subject_refs)
+    kind = resolve_visibility(conn, ctx, write.visibility,
+                              explicit_private=write.explicit_private,
+                              agent_personal=write.agent_personal)
+    audience = audience_for(kind, ctx)
+    # Shared facts keep who said them, even in the team audience.
+    if ctx.user_id and audience.kind != "private":
+        refs.setdefault("userId", ctx.user_id)
+    for key, value in (("groupRoomId", ctx.group_room_id),
+                       ("channelThreadKey", ctx.channel_thread_key)):
+        if value:
+            refs.setdefault(key, value)
+    digest, subject = content_hash(content), subject_key(refs)
+
+    existing = _find_duplicate(conn, ctx, audience, digest, subject,
+                               settings.memory_dedup_window_hours)
+    if existing:
+        conn.execute("UPDATE agent_memories SET updated_at = now() WHERE id = %s", (existing[0],))
+        return StoredMemory(existing[0], audience, True, existing[1])
+
+    chunks = chunk_text(content, settings.chunk_target_chars, settings.chunk_overlap_chars)
+    provider = embedder or get_provider(settings)
+    texts = [c.content for c in chunks]
+    if write.source_type in ASSERTION_SOURCE_TYPES and len(chunks) > 1:
+        texts.append(content)  # the assertion's own vector, used if it activates
+    vectors = _embed(provider, texts)
+
+    with conn.transaction():
+        # Serialise concurrent writers of the same content in the same audience, then look
+        # again: the loser of the race becomes a dedup hit instead of a duplicate row.
+        lock = f"memory-dedup:{ctx.instance_key}:{audience.kind}:{audience.key}:{digest}:{subject}"
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (lock,))
+        existing = _find_duplicate(conn, ctx, audience, digest, subject,
+                                   settings.memory_dedup_window_hours)
+        if existing:
+            conn.execute("UPDATE agent_memories SET updated_at = now() WHERE id = %s",
+                         (existing[0],))
+            return StoredMemory(existing[0], audience, True, existing[1])
+        generation = None if vectors is None else ensure_generation(conn, ctx.instance_key,
+                                                                     provider)
+        return _insert(conn, ctx, write, content, refs, audience, digest, subject, chunks,
+                       vectors, generation, provider)
+
+
+def _insert(conn, ctx: AccessContext, write: MemoryWrite, content: str, refs: dict[str, str],
+            audience: Audience, digest: str, subject: str, chunks: list[Chunk],
+            vectors: np.ndarray | None, generation: Generation | None,
+            provider: EmbeddingProvider) -> StoredMemory:
+    memory_id = uuid.uuid4()
+    owner = ctx.user_id if audience.kind == "private" else None
+    source_id = ensure_source(
+        conn, instance_key=ctx.instance_key, audience=audience,
+        source_key=f"memory:{memory_id}", source_kind="memory", trust_class=write.trust_class,
+        content=content, owner_user_id=owner, session_key=ctx.session_key, memory_id=memory_id,
+        locator={"memoryId": str(memory_id), "sourceType": write.source_type},
+    )
+    assertion = None
+    if write.source_type in ASSERTION_SOURCE_TYPES:
+        assertion = _assert_fact(conn, ctx, write, content, refs, audience, owner, source_id,
+                                 chunks[0].content)
+    metadata = {**write.metadata, "memoryClass": write.memory_class}
+    conn.execute(
+        """
+        INSERT INTO agent_memories
+               (id, instance_key, memory_scope, visibility_scope, audience_key, user_id,
+                session_key, group_room_id, channel_thread_key, channel_type, subject_refs,
+                source_type, title, content, content_hash, subject_key, metadata,
+                assertion_id, source_id)
+        VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+        """,
+        (memory_id, ctx.instance_key, _memory_scope(audience, ctx, write.source_type),
+         audience.kind, audience.key, ctx.user_id, ctx.session_key, ctx.group_room_id,
+         ctx.channel_thread_key, ctx.channel_type, Jsonb(refs), write.source_type, write.title,
+         content, digest, subject, Jsonb(metadata), assertion.id if assertion else None,
+         source_id),
+    )
+    provenance = {"key": generation.generation_key, "strategy": provider.strategy,
+                  "model": provider.model} if generation else None
+    with conn.cursor() as cur:
+        cur.executemany(
+            """
+            INSERT INTO agent_memory_chunks
+                   (instance_key, memory_id, chunk_index, content, start_offset, end_offset,
+                    embedding, generation_id, embedding_key, metadata)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+            """,
+            [(ctx.instance_key, memory_id, c.index, c.content, c.start, c.end,
+              vectors[c.index] if generation else None,
+              generation.id if generation else None,
+              generation.generation_key if generation else None,
+              Jsonb({"embedding": provenance} if provenance else {}))
+             for c in chunks],
+        )
+    if assertion and assertion.recallable and generation and vectors is not None:
+        _store_assertion_vector(conn, ctx, assertion.id, content, vectors[-1], generation)
+    return StoredMemory(memory_id, audience, False, assertion.id if assertion else None,
+                        assertion.status if assertion else None, generation is not None)
+
+
+def _assert_fact(conn, ctx: AccessContext, write: MemoryWrite, content: str,
+                 refs: dict[str, str], audience: Audience, owner: str | None,
+                 source_id: uuid.UUID, excerpt: str) -> ledger.AssertionRef:
+    """The canonical assertion of a fact, with the memory's own text as verbatim evidence,
+    activated at once only under the write-path policy."""
+    origin = "explicit" if write.memory_class == "explicit" else "shared_fact"
+    assertion = ledger.ensure_assertion(
+        conn, instance_key=ctx.instance_key, audience=audience, text=content,
+        assertion_type=write.assertion_type, origin=origin, owner_user_id=owner,
+        subject_refs=refs, confidence=0.9 if write.trust_class == "human_direct" else 0.5,
+        metadata={"memoryClass": write.memory_class, "trustClass": write.trust_class},
+    )
+    ledger.add_evidence(conn, instance_key=ctx.instance_key, audience=audience,
+                        assertion_id=assertion.id, source_id=source_id, excerpt=excerpt)
+    if not assertion.created:
+        return assertion
+    decision = write_path_decision(write.trust_class, write.assertion_type, audience.kind)
+    ledger.record_decision(
+        conn, instance_key=ctx.instance_key, assertion_id=assertion.id,
+        decision="activate" if decision.activate else "defer", reviewer_kind="policy",
+        reason_code=decision.reason_code,
+    )
+    if decision.activate:
+        return ledger.AssertionRef(assertion.id, True, "active", "policy_approved")
+    return assertion
+
+
+def _store_assertion_vector(conn, ctx: AccessContext, assertion_id: uuid.UUID, text: str,
+                            vector: np.ndarray, generation: Generation) -> None:
+    """The active assertion's vector in the active generation: the chunk's vector when the
+    fact is a single chunk, else the whole text's (embedded with the chunks)."""
+    conn.execute(
+        """
+        INSERT INTO agent_memory_assertion_embeddings
+               (instance_key, assertion_id, generation_id, embedding_key, embedding,
+                content_hash)
+        VALUES (%s, %s, %s, %s, %s, %s)
+        ON CONFLICT (assertion_id, generation_id) DO NOTHING
+        """,
+        (ctx.instance_key, assertion_id, generation.id, generation.generation_key, vector,
+         content_hash(text)),
+    )

@@ -1,0 +1,1 @@
+"""Retrieval: chunk search, assertion search, fusion, feedback ranking, context facade."""

@@ -1,0 +1,267 @@
+"""Hybrid chunk retrieval: vector similarity + full text, inside the recall filter.
+
+``final = vectorWeight * vectorScore + keywordWeight * keywordScore``, where
+
+* vectorScore is the cosine similarity of the query and the chunk in the query's embedding
+  generation, floored at 0 (absolute: comparable across queries, so ``minScore`` means
+  something); chunks of other generations have no vector score and compete by keyword only;
+* keywordScore is ``ts_rank`` (normalisation 0: length normalisations wreck short memories)
+  divided by the best rank among the candidates (per-query divide-by-max, so it is in [0, 1]
+  and the weights 0.8/0.2 keep their meaning).
+
+Every candidate gets both real scores, whichever arm found it. The keyword arm uses OR
+semantics over the stemmed lexemes of the query in both German and English (AND semantics
+matched nothing for most natural questions) with stopwords and question words dropped, and
+ranks at most ``retrieval_keyword_match_cap`` matches. The vector arm scans exactly when the
+visible set is small (a filtered HNSW scan can return fewer than topK rows) and uses the
+generation's HNSW index with pgvector's iterative scan otherwise.
+
+The ``minScore`` gate uses the original score; the feedback multiplier (assertion-backed
+rows) and the subject-ref boost only reorder what passed it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from memory_platform.access import SUBJECT_REF_KEYS, AccessContext
+from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_provider
+from memory_platform.embeddings.generations import active_generation, generation_key
+from memory_platform.errors import InvalidInput
+from memory_platform.retrieval.feedback import feedback_multiplier
+from memory_platform.retrieval.filters import ASSERTION_JOIN, recallable_memory
+from memory_platform.retrieval.stopwords import ALL as STOPWORDS
+from memory_platform.settings import Settings
+
+log = logging.getLogger(__name__)
+
+_WORD = re.compile(r"[^\W_]+")
+_MAX_TERMS = 24
+SUBJECT_BOOST_PER_MATCH, SUBJECT_BOOST_MAX = 0.1, 1.3
+
+
+@dataclass(frozen=True)
+class MemoryHit:
+    chunk_id: int
+    memory_id: UUID
+    content: str
+    score: float
+    vector_score: float | None
+    keyword_score: float
+    visibility_scope: str
+    audience_key: str
+    memory_scope: str
+    source_type: str
+    subject_refs: dict[str, Any]
+    assertion_id: UUID | None
+    provenance: dict[str, Any]
+    created_at: datetime
+
+
+def query_terms(query: str) -> list[str]:
+    """Content words of a question: lowercased, stopwords and question words dropped."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(query.lower()):
+        if word not in STOPWORDS and (len(word) > 1 or word.isdigit()):
+            seen.setdefault(word, None)
+    return list(seen)[:_MAX_TERMS]
+
+
+def _tsquery(terms: list[str]) -> sql.Composable:
+    text = sql.Literal(" | ".join(terms))
+    return sql.SQL("(to_tsquery('english', {t}) || to_tsquery('german', {t}))").format(t=text)
+
+
+def _query_vector(provider: EmbeddingProvider, query: str) -> np.ndarray | None:
+    try:
+        return provider.embed_query(query)
+    except EmbeddingError as exc:
+        log.warning("query embedding failed; keyword-only results: %s", exc)
+        return None
+
+
+def _vector_expr(dims: int) -> sql.Composable:
+    return sql.SQL("(c.embedding::vector({d}) <=> %(qv)s::vector({d}))").format(
+        d=sql.Literal(dims))
+
+
+def _keyword_candidates(ctx, terms, cap, match_cap) -> sql.Composable:
+    return sql.SQL("""
+        SELECT id FROM (
+            SELECT c.id, c.content_tsv
+              FROM agent_memory_chunks c
+              JOIN agent_memories m ON m.instance_key = c.instance_key AND m.id = c.memory_id
+              {join}
+             WHERE c.instance_key = {instance}
+               AND c.content_tsv @@ {tsq}
+               AND {visible}
+             LIMIT {match_cap}
+        ) matches
+        ORDER BY ts_rank(matches.content_tsv, {tsq}, 0) DESC
+        LIMIT {cap}
+    """).format(join=ASSERTION_JOIN, instance=sql.Literal(ctx.instance_key), tsq=_tsquery(terms),
+                visible=recallable_memory(ctx), match_cap=sql.Literal(match_cap),
+                cap=sql.Literal(cap))
+
+
+def _vector_candidates(ctx, key: str, dims: int, cap: int, exact: bool) -> sql.Composable:
+    distance = _vector_expr(dims)
+    order = sql.SQL("{} + 0").format(distance) if exact else distance  # +0: no index
+    return sql.SQL("""
+        SELECT c.id
+          FROM agent_memory_chunks c
+          JOIN agent_memories m ON m.instance_key = c.instance_key AND m.id = c.memory_id
+          {join}
+         WHERE c.embedding_key = {key}
+           AND c.instance_key = {instance}
+           AND {visible}
+         ORDER BY {order}
+         LIMIT {cap}
+    """).format(join=ASSERTION_JOIN, key=sql.Literal(key), instance=sql.Literal(ctx.instance_key),
+                visible=recallable_memory(ctx), order=order, cap=sql.Literal(cap))
+
+
+def _visible_vector_rows_at_most(conn, ctx, key: str, bound: int) -> int:
+    """How many visible chunks of this generation there are, counting no further than
+    ``bound`` (cheap: a btree walk that stops early)."""
+    query = sql.SQL("""
+        SELECT count(*) FROM (
+            SELECT 1
+              FROM agent_memory_chunks c
+              JOIN agent_memories m ON m.instance_key = c.instance_key AND m.id = c.memory_id
+              {join}
+             WHERE c.embedding_key = {key} AND c.instance_key = {instance} AND {visible}
+             LIMIT {bound}
+        ) visible_rows
+    """).format(join=ASSERTION_JOIN, key=sql.Literal(key), instance=sql.Literal(ctx.instance_key),
+                visible=recallable_memory(ctx), bound=sql.Literal(bound))
+    return conn.execute(query).fetchone()[0]
+
+
+def _details(ctx, terms, key: str | None, dims: int | None) -> sql.Composable:
+    vector_score = sql.SQL("NULL::float8")
+    if key is not None:
+        vector_score = sql.SQL("CASE WHEN c.embedding_key = {key} THEN 1 - {d} END").format(
+            key=sql.Literal(key), d=_vector_expr(dims))
+    keyword_score = (sql.SQL("ts_rank(c.content_tsv, {}, 0)").format(_tsquery(terms))
+                     if terms else sql.SQL("0::real"))
+    return sql.SQL("""
+        SELECT c.id, c.memory_id, c.content, {vector_score} AS vector_score,
+               {keyword_score} AS keyword_score, m.visibility_scope, m.audience_key,
+               m.memory_scope, m.source_type, m.subject_refs, m.assertion_id,
+               c.metadata -> 'embedding', m.created_at,
+               coalesce(a.injected_count, 0), coalesce(a.cited_count, 0),
+               coalesce(a.corrected_count, 0)
+          FROM agent_memory_chunks c
+          JOIN agent_memories m ON m.instance_key = c.instance_key AND m.id = c.memory_id
+          {join}
+         WHERE c.id = ANY(%(ids)s)
+           AND {visible}
+    """).format(vector_score=vector_score, keyword_score=keyword_score, join=ASSERTION_JOIN,
+                visible=recallable_memory(ctx))
+
+
+def _subject_boost(row_refs: Mapping[str, Any], wanted: Mapping[str, str]) -> float:
+    matches = sum(1 for k, v in wanted.items()
+                  if k in SUBJECT_REF_KEYS and str(row_refs.get(k)) == str(v))
+    return min(SUBJECT_BOOST_MAX, 1 + SUBJECT_BOOST_PER_MATCH * matches)
+
+
+def search_memories(
+    conn: psycopg.Connection,
+    settings: Settings,
+    ctx: AccessContext,
+    query: str,
+    *,
+    limit: int | None = None,
+    subject_refs: Mapping[str, str] | None = None,
+    embedder: EmbeddingProvider | None = None,
+    stamp: bool = True,
+) -> list[MemoryHit]:
+    """The best visible memories for ``query``: one hit per memory (its best chunk)."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("query is empty", details={"field": "query"})
+    limit = limit or settings.retrieval_top_k
+    terms = query_terms(query)
+    provider = embedder or get_provider(settings)
+    key = generation_key(provider.provider, provider.model, provider.dimensions,
+                         provider.preprocessing)
+    active = active_generation(conn, ctx.instance_key)
+    vector = _query_vector(provider, query) if active and active.generation_key == key else None
+    candidate_cap = max(limit * 4, 24)
+
+    with conn.transaction():
+        parts: list[sql.Composable] = []
+        if terms:
+            parts.append(_keyword_candidates(ctx, terms, candidate_cap,
+                                             settings.retrieval_keyword_match_cap))
+        if vector is not None:
+            exact = _visible_vector_rows_at_most(
+                conn, ctx, key, settings.retrieval_exact_scan_max + 1
+            ) <= settings.retrieval_exact_scan_max
+            if not exact:
+                conn.execute("SET LOCAL hnsw.iterative_scan = 'relaxed_order'")
+                conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
+                    sql.Literal(max(settings.retrieval_hnsw_ef_search, candidate_cap))))
+            parts.append(_vector_candidates(ctx, key, provider.dimensions, candidate_cap, exact))
+        if not parts:
+            return []
+        candidates = sql.SQL(" UNION ").join(sql.SQL("({})").format(p) for p in parts)
+        ids = [row[0] for row in conn.execute(candidates, {"qv": vector})]
+        if not ids:
+            return []
+        rows = conn.execute(
+            _details(ctx, terms, key if vector is not None else None, provider.dimensions),
+            {"ids": ids, "qv": vector},
+        ).fetchall()
+
+    hits = _rank(rows, settings, limit, subject_refs or {})
+    if stamp and hits:
+        stamp_retrieved(conn, ctx.instance_key, [h.memory_id for h in hits])
+    return hits
+
+
+def _rank(rows, settings: Settings, limit: int, wanted_refs: Mapping[str, str]) -> list[MemoryHit]:
+    best_keyword = max((r[4] for r in rows), default=0.0) or 1.0
+    best: dict[UUID, tuple[float, MemoryHit]] = {}
+    for (chunk_id, memory_id, content, vec, kw, scope, audience_key, memory_scope,
+         source_type, refs, assertion_id, provenance, created_at, injected, cited,
+         corrected) in rows:
+        vector_score = max(0.0, float(vec)) if vec is not None else None
+        keyword_score = float(kw) / best_keyword
+        score = (settings.retrieval_vector_weight * (vector_score or 0.0)
+                 + settings.retrieval_keyword_weight * keyword_score)
+        if score < settings.retrieval_min_score:
+            continue  # the gate sees the original score only
+        order = score * _subject_boost(refs or {}, wanted_refs)
+        if assertion_id is not None and settings.feedback_ranking_enabled:
+            order *= feedback_multiplier(injected, cited, corrected, settings)
+        hit = MemoryHit(chunk_id, memory_id, content, order, vector_score, keyword_score,
+                        scope, audience_key, memory_scope, source_type, refs or {},
+                        assertion_id, provenance or {}, created_at)
+        if memory_id not in best or order > best[memory_id][0]:
+            best[memory_id] = (order, hit)
+    ranked = sorted(best.values(), key=lambda pair: pair[0], reverse=True)
+    return [replace(hit, score=round(order, 6)) for order, hit in ranked[:limit]]
+
+
+def stamp_retrieved(conn: psycopg.Connection, instance_key: str, memory_ids: list[UUID]) -> None:
+    """Count a successful recall on each returned memory (one small UPDATE)."""
+    conn.execute(
+        """
+        UPDATE agent_memories
+           SET retrieval_count = retrieval_count + 1, last_retrieved_at = now()
+         WHERE instance_key = %s AND id = ANY(%s)
+        """,
+        (instance_key, memory_ids),
+    )

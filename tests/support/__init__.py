@@ -1,0 +1,1 @@
+"""Test infrastructure shared across test packages (real servers, never mocks)."""
