@@ -16,7 +16,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
-	$(BIN)/pip install --quiet --constraint constraints.txt --editable '.[dev]'
+	$(BIN)/pip install --quiet --constraint constraints.txt --editable '.[dev,local]'
 	@touch $(STAMP)
 
 install: $(STAMP)  ## Create .venv and install the project with its pinned dependencies

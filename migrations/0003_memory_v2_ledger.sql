@@ -140,7 +140,12 @@ CREATE INDEX agent_memory_assertions_tsv_idx ON agent_memory_assertions USING gi
 CREATE INDEX agent_memory_assertions_slot_idx
     ON agent_memory_assertions (instance_key, audience_kind, audience_key, subject, predicate);
 CREATE INDEX agent_memory_assertions_dream_idx ON agent_memory_assertions (dream_id);
-CREATE TRIGGER agent_memory_assertions_touch BEFORE UPDATE ON agent_memory_assertions
+-- updated_at means "the assertion changed": feedback counters do not touch it.
+CREATE TRIGGER agent_memory_assertions_touch
+    BEFORE UPDATE OF audience_kind, audience_key, owner_user_id, assertion_type, subject,
+                     predicate, assertion_text, status, review_state, confidence, valid_from,
+                     valid_to, revision_of, superseded_by, subject_refs, metadata
+    ON agent_memory_assertions
     FOR EACH ROW EXECUTE FUNCTION memory_touch_updated_at();
 
 -- ---------------------------------------------------------------------------------------
@@ -282,6 +287,8 @@ CREATE TABLE agent_memory_retrieval_feedback (
 );
 CREATE INDEX agent_memory_retrieval_feedback_assertion_idx
     ON agent_memory_retrieval_feedback (assertion_id, event_type, created_at);
+CREATE INDEX agent_memory_retrieval_feedback_run_idx
+    ON agent_memory_retrieval_feedback (instance_key, run_id) WHERE run_id IS NOT NULL;
 CREATE UNIQUE INDEX agent_memory_retrieval_feedback_once_per_run
     ON agent_memory_retrieval_feedback (instance_key, assertion_id, event_type, run_id)
     WHERE run_id IS NOT NULL AND assertion_id IS NOT NULL;

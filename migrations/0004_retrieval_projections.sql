@@ -64,7 +64,13 @@ CREATE UNIQUE INDEX agent_memories_one_projection_per_assertion
     ON agent_memories (instance_key, assertion_id) WHERE assertion_id IS NOT NULL AND source_id IS NULL;
 CREATE INDEX agent_memories_subject_refs_idx ON agent_memories USING gin (subject_refs jsonb_path_ops);
 CREATE INDEX agent_memories_dream_idx ON agent_memories (dream_id) WHERE dream_id IS NOT NULL;
-CREATE TRIGGER agent_memories_touch BEFORE UPDATE ON agent_memories
+-- updated_at means "the memory changed" (dedup windows, Dreaming recency): recall stamps
+-- (retrieval_count, last_retrieved_at) do not touch it; a dedup hit sets it explicitly.
+CREATE TRIGGER agent_memories_touch
+    BEFORE UPDATE OF memory_scope, visibility_scope, audience_key, subject_refs, source_type,
+                     memory_state, title, content, content_hash, subject_key, metadata,
+                     assertion_id, superseded_by_memory_id, source_refs, archived_at
+    ON agent_memories
     FOR EACH ROW EXECUTE FUNCTION memory_touch_updated_at();
 
 -- Deferred: the write path inserts a memory and its source envelope in one transaction,

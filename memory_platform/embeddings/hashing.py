@@ -43,7 +43,7 @@ _ROWS_PER_BLOCK = 64
 # Weights of the three feature families of one token (before tf and token weighting).
 _WORD_WEIGHT = 1.0
 _STEM_WEIGHT = 0.7
-_GRAMS_WEIGHT = 1.0  # total L2 mass of a token's n-grams, spread over them
+_GRAMS_WEIGHT = 1.6  # total L2 mass of a token's n-grams, spread over them
 _STOPWORD_WEIGHT = 0.08
 
 # Combined German and English function words (folded spelling, as the tokens are).

@@ -32,6 +32,7 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from memory_platform.errors import InvalidInput, NotFound
 from memory_platform.retrieval import stopwords
 from memory_platform.settings import Settings, get_settings
 
@@ -45,7 +46,7 @@ EXPLICIT_EVENTS: frozenset[str] = frozenset({"helpful", "unhelpful", "retrieved"
 CORRECTION_EXPONENT_CAP = 3
 
 
-class FeedbackTargetNotFound(LookupError):
+class FeedbackTargetNotFound(NotFound):
     """The assertion or memory named by explicit feedback does not exist in the instance."""
 
 
@@ -355,7 +356,8 @@ _MEMORY_EVENT_IN_RUN = """
 
 def _require_run_id(run_id: str) -> None:
     if not run_id:
-        raise ValueError("run_id must be a non-empty string: it makes recording idempotent")
+        raise InvalidInput("run_id must be a non-empty string: it makes recording idempotent",
+                           details={"field": "run_id"})
 
 
 def _distinct(ids: Iterable[uuid.UUID]) -> list[uuid.UUID]:
@@ -443,9 +445,10 @@ def record_corrections(
     if window_hours is None:
         window_hours = (settings or get_settings()).feedback_correction_window_hours
     if window_hours < 1:
-        raise ValueError("window_hours must be at least 1")
+        raise InvalidInput("window_hours must be at least 1", details={"field": "window_hours"})
     if event_key == "":
-        raise ValueError("event_key must be non-empty when given")
+        raise InvalidInput("event_key must be non-empty when given",
+                           details={"field": "event_key"})
     ids = _distinct(assertion_ids)
     if not ids:
         return 0
@@ -475,14 +478,16 @@ def record_explicit(
 
     With a ``run_id`` the event is recorded once per run (a retried request stores nothing
     new); without one every call is an event. These events do not move the ranking counters.
-    Raises :class:`FeedbackTargetNotFound` when a named assertion or memory is not in the
-    instance, and ``ValueError`` for another event type or no target."""
+    Raises :class:`FeedbackTargetNotFound` (a ``NotFound``) when a named assertion or memory is
+    not in the instance, and ``InvalidInput`` for another event type or no target."""
     if event_type not in EXPLICIT_EVENTS:
-        raise ValueError(f"event_type must be one of {sorted(EXPLICIT_EVENTS)}")
+        raise InvalidInput(f"event_type must be one of {sorted(EXPLICIT_EVENTS)}",
+                           details={"field": "event_type"})
     if assertion_id is None and memory_id is None:
-        raise ValueError("explicit feedback needs an assertion_id or a memory_id")
+        raise InvalidInput("explicit feedback needs an assertion_id or a memory_id",
+                           details={"field": "assertion_id"})
     if run_id == "":
-        raise ValueError("run_id must be non-empty when given")
+        raise InvalidInput("run_id must be non-empty when given", details={"field": "run_id"})
     with conn.transaction():
         if assertion_id is None and run_id is not None:
             # Serialise concurrent retries of the same memory event, then check for it.

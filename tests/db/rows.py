@@ -107,8 +107,8 @@ def generation(conn: Conn, instance: str, **overrides: Any) -> int:
 def source(conn: Conn, instance: str, **overrides: Any) -> uuid.UUID:
     kind, key = audience = _audience(overrides)
     row = {"instance_key": instance, "audience_kind": kind, "audience_key": key,
-           "owner_user_id": _owner(audience), "source_key": f"manual:{uuid.uuid4()}", "source_kind": "manual",
-           "trust_class": "human_direct", "content": SOURCE_CONTENT,
+           "owner_user_id": _owner(audience), "source_key": f"manual:{uuid.uuid4()}",
+           "source_kind": "manual", "trust_class": "human_direct", "content": SOURCE_CONTENT,
            "content_hash": _hash(SOURCE_CONTENT)} | overrides
     return _insert(conn, "agent_memory_sources", row)["id"]
 
@@ -226,7 +226,8 @@ def wiki_proposal(conn: Conn, instance: str, **overrides: Any) -> uuid.UUID:
     # A published proposal has published_at.
     state = overrides.get("state", "draft")
     kind, key = _audience(overrides)
-    row = {"instance_key": instance, "audience_kind": kind, "audience_key": key, "state": state, "page_slug": "people/alice", "title": "Alice",
+    row = {"instance_key": instance, "audience_kind": kind, "audience_key": key, "state": state,
+           "page_slug": "people/alice", "title": "Alice",
            "body_markdown": "Prefers green tea.",
            "published_at": _now() if state == "published" else None} | overrides
     return _insert(conn, "wiki_change_proposals", row)["id"]

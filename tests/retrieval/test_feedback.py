@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from memory_platform.errors import InvalidInput
 from memory_platform.retrieval.feedback import (
     FeedbackTargetNotFound,
     feedback_multiplier,
@@ -327,7 +328,7 @@ def test_injection_ignores_assertions_of_another_instance(conn):
 
 
 def test_injection_needs_a_run_id(conn):
-    with pytest.raises(ValueError, match="run_id"):
+    with pytest.raises(InvalidInput, match="run_id"):
         record_injection(conn, INSTANCE, [_assertion(conn)], run_id="")
 
 
@@ -470,5 +471,5 @@ def test_explicit_feedback_on_another_instance_is_not_found(conn):
 
 
 def test_explicit_feedback_cannot_forge_sensor_events(conn):
-    with pytest.raises(ValueError, match="event_type"):
+    with pytest.raises(InvalidInput, match="event_type"):
         record_explicit(conn, INSTANCE, "cited", assertion_id=_assertion(conn))  # type: ignore[arg-type]

@@ -1,0 +1,280 @@
+"""``context_search`` / ``context_get``: the broad read path for agents.
+
+One query searches every recall surface the caller may see and merges them:
+
+* canonical assertions (lexical + vector, :mod:`retrieval.assertions`);
+* durable memory chunks (hybrid, :mod:`retrieval.search`);
+* session history: lossless context messages and summaries (exact lexical), owner-scoped:
+  the caller's session always, another session only when it belongs to the same user, and
+  user-less (system/channel) items instance-wide;
+* knowledge-graph claims, when the graph has any.
+
+Results are fused with reciprocal-rank fusion over canonical identities (a memory that
+projects an assertion counts as that assertion), plus a small confidence contribution, and
+every contributing source keeps at least one slot before the final limit. Ids are typed
+(``assertion:<uuid>``, ``memory:<uuid>``, ``message:<uuid>``, ``summary:<uuid>``,
+``claim:<uuid>``) so ``context_get`` can fetch the item with its provenance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from uuid import UUID
+
+import psycopg
+from psycopg import sql
+
+from memory_platform.access import AccessContext
+from memory_platform.embeddings import EmbeddingProvider, get_provider
+from memory_platform.errors import InvalidInput, NotFound
+from memory_platform.retrieval.assertions import recallable_assertion, search_assertions
+from memory_platform.retrieval.memories import get_memory, parse_uuid
+from memory_platform.retrieval.search import query_terms, search_memories
+from memory_platform.settings import Settings
+
+RRF_K = 60
+CONFIDENCE_WEIGHT = 0.002  # a tie-breaker, far below one rank step of RRF
+ItemKind = Literal["assertion", "memory", "message", "summary", "claim"]
+ITEM_KINDS: tuple[str, ...] = ("assertion", "memory", "message", "summary", "claim")
+
+
+@dataclass
+class ContextItem:
+    id: str
+    kind: ItemKind
+    content: str
+    score: float = 0.0
+    confidence: float = 0.5
+    found_by: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _tsquery(terms: list[str]) -> sql.Composed:
+    return sql.SQL("(to_tsquery('english', {t}) || to_tsquery('german', {t}))").format(
+        t=sql.Literal(" | ".join(terms)))
+
+
+def history_visibility(ctx: AccessContext, alias: str) -> sql.Composed:
+    """Owner-scoped session history: own session, own user's sessions, user-less items."""
+    col = lambda name: sql.Identifier(alias, name)  # noqa: E731
+    branches = [sql.SQL("{} IS NULL").format(col("user_id"))]
+    if ctx.session_key:
+        branches.append(sql.SQL("{} = {}").format(col("session_key"),
+                                                  sql.Literal(ctx.session_key)))
+    if ctx.user_id:
+        branches.append(sql.SQL("{} = {}").format(col("user_id"), sql.Literal(ctx.user_id)))
+    return sql.SQL("({} = {} AND ({}))").format(
+        col("instance_key"), sql.Literal(ctx.instance_key), sql.SQL(" OR ").join(branches))
+
+
+def claim_visibility(ctx: AccessContext, alias: str = "k") -> sql.Composed:
+    """Graph claims follow the memory rules: private needs the owner (audience key),
+    team a team context, channel the same channel."""
+    col = lambda name: sql.Identifier(alias, name)  # noqa: E731
+    branches = [sql.SQL("{} = 'workspace'").format(col("visibility_scope"))]
+    if ctx.user_id:
+        branches.append(sql.SQL("({} = 'private' AND {} = {})").format(
+            col("visibility_scope"), col("audience_key"), sql.Literal(ctx.user_id)))
+    if ctx.has_team_access:
+        branches.append(sql.SQL("{} = 'team'").format(col("visibility_scope")))
+    keys = [k for k in (ctx.channel_thread_key, ctx.group_room_id) if k]
+    if keys:
+        branches.append(sql.SQL("({} = 'channel' AND {} = ANY({}))").format(
+            col("visibility_scope"), col("audience_key"), sql.Literal(keys)))
+    return sql.SQL("({} = {} AND {} = 'active' AND ({}))").format(
+        col("instance_key"), sql.Literal(ctx.instance_key), col("status"),
+        sql.SQL(" OR ").join(branches))
+
+
+def _search_history(conn, ctx: AccessContext, terms: list[str], cap: int) -> list[ContextItem]:
+    if not terms:
+        return []
+    tsq = _tsquery(terms)
+    rows = conn.execute(sql.SQL("""
+        (SELECT 'message', id, content, session_key, created_at,
+                ts_rank(content_tsv, {tsq}, 0) AS rank
+           FROM agent_context_messages msg
+          WHERE content_tsv @@ {tsq} AND {visible_messages}
+          ORDER BY rank DESC LIMIT {cap})
+        UNION ALL
+        (SELECT 'summary', id, content, session_key, created_at,
+                ts_rank(content_tsv, {tsq}, 0) AS rank
+           FROM agent_context_summaries summ
+          WHERE content_tsv @@ {tsq} AND {visible_summaries}
+          ORDER BY rank DESC LIMIT {cap})
+        ORDER BY rank DESC
+        LIMIT {cap}
+    """).format(tsq=tsq, visible_messages=history_visibility(ctx, "msg"),
+                visible_summaries=history_visibility(ctx, "summ"), cap=sql.Literal(cap)))
+    return [ContextItem(f"{kind}:{ident}", kind, content,
+                        details={"sessionKey": session, "createdAt": created.isoformat()})
+            for kind, ident, content, session, created, _ in rows]
+
+
+def _search_claims(conn, ctx: AccessContext, terms: list[str], cap: int) -> list[ContextItem]:
+    if not terms:
+        return []
+    tsq = _tsquery(terms)
+    rows = conn.execute(sql.SQL("""
+        SELECT k.id, k.assertion_text, k.predicate, k.confidence, k.visibility_scope
+          FROM agent_knowledge_claims k
+         WHERE k.claim_tsv @@ {tsq} AND {visible}
+         ORDER BY ts_rank(k.claim_tsv, {tsq}, 0) DESC
+         LIMIT {cap}
+    """).format(tsq=tsq, visible=claim_visibility(ctx), cap=sql.Literal(cap)))
+    return [ContextItem(f"claim:{ident}", "claim", text, confidence=float(confidence),
+                        details={"predicate": predicate, "visibility": scope})
+            for ident, text, predicate, confidence, scope in rows]
+
+
+def context_search(
+    conn: psycopg.Connection,
+    settings: Settings,
+    ctx: AccessContext,
+    query: str,
+    *,
+    depth: Literal["normal", "deep"] = "normal",
+    intent: str | None = None,
+    limit: int | None = None,
+    embedder: EmbeddingProvider | None = None,
+) -> list[ContextItem]:
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("query is empty", details={"field": "query"})
+    if depth not in ("normal", "deep"):
+        raise InvalidInput("depth must be 'normal' or 'deep'", details={"field": "depth"})
+    deep = depth == "deep" or intent == "wiki_synthesis"
+    limit = limit or (20 if deep else 8)
+    per_source = limit * (3 if deep else 2)
+    provider = embedder or get_provider(settings)
+    terms = query_terms(query)
+
+    sources: dict[str, list[ContextItem]] = {
+        "assertions": [
+            ContextItem(f"assertion:{h.id}", "assertion", h.text, confidence=h.confidence,
+                        details={"assertionType": h.assertion_type,
+                                 "audience": {"kind": h.audience_kind, "key": h.audience_key}})
+            for h in search_assertions(conn, settings, ctx, query, limit=per_source,
+                                       embedder=provider)
+        ],
+        "memories": [
+            ContextItem(_memory_identity(h.assertion_id, h.memory_id),
+                        "assertion" if h.assertion_id else "memory", h.content,
+                        details={"memoryId": str(h.memory_id), "sourceType": h.source_type,
+                                 "visibility": h.visibility_scope,
+                                 "subjectRefs": h.subject_refs})
+            for h in search_memories(conn, settings, ctx, query, limit=per_source,
+                                     embedder=provider)
+        ],
+        "history": _search_history(conn, ctx, terms, per_source),
+        "graph": _search_claims(conn, ctx, terms, per_source),
+    }
+    return fuse(sources, limit)
+
+
+def _memory_identity(assertion_id: UUID | None, memory_id: UUID) -> str:
+    """A memory that projects an assertion is that assertion, for fusion."""
+    return f"assertion:{assertion_id}" if assertion_id else f"memory:{memory_id}"
+
+
+def fuse(sources: dict[str, list[ContextItem]], limit: int) -> list[ContextItem]:
+    """Reciprocal-rank fusion by item id, a small confidence term, one reserved slot per
+    contributing source."""
+    merged: dict[str, ContextItem] = {}
+    for name, items in sources.items():
+        for rank, item in enumerate(items, start=1):
+            target = merged.setdefault(item.id, item)
+            if target is not item:
+                target.details = {**item.details, **target.details}
+                target.confidence = max(target.confidence, item.confidence)
+            target.score += 1.0 / (RRF_K + rank)
+            target.found_by.append(name)
+    for item in merged.values():
+        item.score = round(item.score + CONFIDENCE_WEIGHT * item.confidence, 6)
+    ranked = sorted(merged.values(), key=lambda i: i.score, reverse=True)
+    reserved: list[ContextItem] = []
+    for items in sources.values():
+        best = next((merged[i.id] for i in items if merged[i.id] not in reserved), None)
+        if best is not None and len(reserved) < limit:
+            reserved.append(best)
+    chosen = reserved + [i for i in ranked if i not in reserved][: max(0, limit - len(reserved))]
+    return sorted(chosen, key=lambda i: i.score, reverse=True)
+
+
+def _parse_item_id(item_id: object) -> tuple[str, UUID]:
+    text = str(item_id)
+    kind, _, raw = text.partition(":")
+    if kind not in ITEM_KINDS:
+        raise NotFound(f"no context item {text[:80]!r}; ids look like memory:<uuid>")
+    return kind, parse_uuid(raw)
+
+
+def _evidence(conn, assertion_id: UUID) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        """
+        SELECT e.excerpt, e.stance, s.id, s.source_kind, s.trust_class, s.memory_id,
+               s.created_at
+          FROM agent_memory_assertion_evidence e
+          JOIN agent_memory_sources s ON s.instance_key = e.instance_key AND s.id = e.source_id
+         WHERE e.assertion_id = %s
+         ORDER BY s.created_at
+        """,
+        (assertion_id,),
+    )
+    return [{"excerpt": excerpt, "stance": stance, "sourceId": str(source_id),
+             "sourceKind": kind, "trustClass": trust,
+             "memoryId": str(memory_id) if memory_id else None, "createdAt": at.isoformat()}
+            for excerpt, stance, source_id, kind, trust, memory_id, at in rows]
+
+
+def context_get(conn: psycopg.Connection, ctx: AccessContext, item_id: object) -> ContextItem:
+    """One item with its provenance; not-found never reveals whether an invisible row exists."""
+    kind, ident = _parse_item_id(item_id)
+    if kind == "memory":
+        record = get_memory(conn, ctx, ident)
+        details: dict[str, Any] = {"sourceType": record.source_type,
+                                   "visibility": record.visibility_scope,
+                                   "subjectRefs": record.subject_refs,
+                                   "createdAt": record.created_at.isoformat()}
+        if record.assertion_id:
+            details["assertionId"] = str(record.assertion_id)
+            details["evidence"] = _evidence(conn, record.assertion_id)
+        return ContextItem(f"memory:{ident}", "memory", record.content, details=details)
+    if kind == "assertion":
+        row = conn.execute(sql.SQL("""
+            SELECT a.assertion_text, a.assertion_type, a.confidence, a.audience_kind,
+                   a.audience_key, a.review_state, a.created_at
+              FROM agent_memory_assertions a
+             WHERE a.id = %s AND {visible}
+        """).format(visible=recallable_assertion(ctx)), (ident,)).fetchone()
+        if row is None:
+            raise NotFound(f"no context item assertion:{ident}")
+        text, atype, confidence, akind, akey, review, created = row
+        return ContextItem(f"assertion:{ident}", "assertion", text, confidence=float(confidence),
+                           details={"assertionType": atype, "reviewState": review,
+                                    "audience": {"kind": akind, "key": akey},
+                                    "createdAt": created.isoformat(),
+                                    "evidence": _evidence(conn, ident)})
+    if kind in ("message", "summary"):
+        table = "agent_context_messages" if kind == "message" else "agent_context_summaries"
+        row = conn.execute(sql.SQL("""
+            SELECT h.content, h.session_key, h.created_at FROM {table} h
+             WHERE h.id = %s AND {visible}
+        """).format(table=sql.Identifier(table), visible=history_visibility(ctx, "h")),
+            (ident,)).fetchone()
+        if row is None:
+            raise NotFound(f"no context item {kind}:{ident}")
+        details = {"sessionKey": row[1], "createdAt": row[2].isoformat()}
+        if kind == "summary":
+            details["messageIds"] = [str(r[0]) for r in conn.execute(
+                "SELECT message_id FROM agent_context_summary_messages WHERE summary_id = %s",
+                (ident,))]
+        return ContextItem(f"{kind}:{ident}", kind, row[0], details=details)
+    row = conn.execute(sql.SQL("""
+        SELECT k.assertion_text, k.predicate, k.confidence, k.source_refs
+          FROM agent_knowledge_claims k WHERE k.id = %s AND {visible}
+    """).format(visible=claim_visibility(ctx)), (ident,)).fetchone()
+    if row is None:
+        raise NotFound(f"no context item claim:{ident}")
+    return ContextItem(f"claim:{ident}", "claim", row[0], confidence=float(row[2]),
+                       details={"predicate": row[1], "sourceRefs": row[3]})
