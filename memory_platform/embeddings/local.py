@@ -100,11 +100,16 @@ def require_installed(name: str) -> None:
 
 
 def load_engine(name: str) -> Any:
-    """A fresh engine of local model ``name``, read from the files inside its package."""
+    """A fresh engine of local model ``name``, read from the files inside its package.
+
+    One throw-away embedding forces lazily loaded weights (USE reads them on first use), so
+    a broken install fails here and the first real request does not pay the load."""
     spec = _spec(name)
     require_installed(name)
     try:
-        return spec.load(importlib.import_module(spec.module))
+        engine = spec.load(importlib.import_module(spec.module))
+        spec.passages(engine, ["warm-up"])
+        return engine
     except Exception as exc:
         raise EmbeddingError(
             f"could not load local embedding model {spec.model!r} from "

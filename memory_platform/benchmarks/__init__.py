@@ -1,0 +1,1 @@
+"""Benchmarks that ship with the package (fixtures included); scripts live in bench/."""
