@@ -80,11 +80,31 @@ class Settings(BaseSettings):
         "e5-small",
         description="Offline model of the 'local' provider (extra: memory-platform[local]).",
     )
+    reembed_batch_size: int = Field(
+        128, ge=1, le=2048,
+        description="Chunks/assertions re-embedded per transaction (rows locked meanwhile).",
+    )
+    index_build_maintenance_work_mem: str = Field(
+        "1GB", pattern=r"^\d+\s*(kB|MB|GB|TB)?$",
+        description="maintenance_work_mem of a bulk HNSW index (re)build: the graph must fit.",
+    )
+    index_build_parallel_workers: int = Field(
+        2, ge=0, le=64, description="max_parallel_maintenance_workers of an HNSW index build."
+    )
 
     # --- write path -----------------------------------------------------------------------
     memory_max_chars: int = Field(16_000, ge=100, description="Largest memory accepted.")
     memory_dedup_window_hours: int = Field(
         720, ge=0, description="A repeat of the same memory within this window is a dedup hit."
+    )
+    import_batch_size: int = Field(
+        500, ge=1, le=5000,
+        description="Rows per bulk-import transaction (one embedding call, one COPY each).",
+    )
+    import_rebuild_index_min_rows: int = Field(
+        10_000, ge=0,
+        description="Auto mode drops and rebuilds the generation's HNSW index around an "
+        "import larger than this and than the rows the index already holds.",
     )
 
     # --- chunking -------------------------------------------------------------------------

@@ -29,6 +29,10 @@ BEGIN
     IF NEW.embedding IS NULL THEN
         RETURN NEW;
     END IF;
+    IF TG_OP = 'UPDATE' AND NEW.embedding IS NOT DISTINCT FROM OLD.embedding
+       AND NEW.generation_id IS NOT DISTINCT FROM OLD.generation_id THEN
+        RETURN NEW;  -- the vector did not change; only new vectors are checked
+    END IF;
     IF NEW.generation_id IS NULL THEN
         RAISE EXCEPTION '%: an embedding needs its generation_id', TG_TABLE_NAME
             USING ERRCODE = 'check_violation';

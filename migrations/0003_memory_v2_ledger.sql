@@ -55,7 +55,7 @@ CREATE TABLE agent_memory_sources (
     content_hash    text NOT NULL,
     metadata        jsonb NOT NULL DEFAULT '{}'::jsonb,
     created_at      timestamptz NOT NULL DEFAULT now(),
-    CHECK (audience_kind <> 'private' OR audience_key = owner_user_id),
+    CHECK (audience_kind <> 'private' OR (owner_user_id IS NOT NULL AND audience_key = owner_user_id)),
     UNIQUE (instance_key, source_key),
     UNIQUE (instance_key, id),
     UNIQUE (instance_key, audience_kind, audience_key, id)
@@ -125,7 +125,7 @@ CREATE TABLE agent_memory_assertions (
     last_injected_at     timestamptz,
     created_at           timestamptz NOT NULL DEFAULT now(),
     updated_at           timestamptz NOT NULL DEFAULT now(),
-    CHECK (audience_kind <> 'private' OR audience_key = owner_user_id),
+    CHECK (audience_kind <> 'private' OR (owner_user_id IS NOT NULL AND audience_key = owner_user_id)),
     CHECK (valid_to IS NULL OR valid_from IS NULL OR valid_to > valid_from),
     CHECK (revision_of <> id AND superseded_by <> id),
     UNIQUE (instance_key, audience_kind, audience_key, identity_hash),

@@ -32,7 +32,7 @@ CREATE TABLE agent_memories (
     archived_at              timestamptz,
     created_at               timestamptz NOT NULL DEFAULT now(),
     updated_at               timestamptz NOT NULL DEFAULT now(),
-    CHECK (visibility_scope <> 'private' OR audience_key = user_id),
+    CHECK (visibility_scope <> 'private' OR (user_id IS NOT NULL AND audience_key = user_id)),
     CHECK (visibility_scope <> 'channel' OR channel_thread_key IS NOT NULL OR group_room_id IS NOT NULL),
     CHECK (memory_scope <> 'user' OR user_id IS NOT NULL),
     CHECK (memory_scope <> 'session' OR session_key IS NOT NULL),

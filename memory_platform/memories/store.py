@@ -25,34 +25,42 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from memory_platform.access import (
-    SUBJECT_REF_KEYS,
-    AccessContext,
-    Audience,
-    AudienceKind,
-    audience_for,
-)
+from memory_platform.access import AccessContext, Audience, AudienceKind, audience_for
 from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_provider
 from memory_platform.embeddings.generations import Generation, ensure_generation
-from memory_platform.errors import InvalidInput
 from memory_platform.ledger import assertions as ledger
 from memory_platform.ledger.policy import write_path_decision
 from memory_platform.ledger.sources import ensure_source
 from memory_platform.memories.chunking import Chunk, chunk_text
+from memory_platform.memories.rules import (
+    ASSERTION_SOURCE_TYPES,
+    SOURCE_TYPES,
+    TRUST_CLASSES,
+    audience_refs,
+    clean_subject_refs,
+    dedup_lock_key,
+    embedding_provenance,
+    embedding_texts,
+    fact_assertion_fields,
+    memory_metadata,
+    memory_scope,
+    source_locator,
+    source_owner,
+    subject_key,
+    validate_kind,
+)
 from memory_platform.memories.sharing import resolve_visibility
 from memory_platform.memories.validation import clean_content
 from memory_platform.settings import Settings
-from memory_platform.text import canonical_json, content_hash
+from memory_platform.text import content_hash
 
 log = logging.getLogger(__name__)
 
-SOURCE_TYPES = ("prompt_file", "summary", "fact", "manual", "dream", "flush")
-# Source types whose rows become canonical assertions; summaries, flushes and prompt files
-# stay assertion-less (they are Dreaming's episodic input).
-ASSERTION_SOURCE_TYPES = ("fact",)
-TRUST_CLASSES = ("human_direct", "human_channel", "assistant_inference", "automation",
-                 "system", "imported")
-_MAX_REFS, _MAX_REF_KEY, _MAX_REF_VALUE = 32, 64, 512
+# Re-exported: the rules live in memories/rules.py, shared with the bulk import.
+__all__ = [
+    "ASSERTION_SOURCE_TYPES", "SOURCE_TYPES", "TRUST_CLASSES", "MemoryWrite", "StoredMemory",
+    "clean_subject_refs", "store_memory", "subject_key",
+]
 
 
 @dataclass(frozen=True)
@@ -82,54 +90,8 @@ class StoredMemory:
     embedded: bool = False
 
 
-def clean_subject_refs(refs: object) -> dict[str, str]:
-    """Subject refs are a flat object of short string (or number) values."""
-    if refs is None:
-        return {}
-    if not isinstance(refs, Mapping):
-        raise InvalidInput("subject_refs must be an object", details={"field": "subject_refs"})
-    if len(refs) > _MAX_REFS:
-        raise InvalidInput(f"subject_refs has more than {_MAX_REFS} keys",
-                           details={"field": "subject_refs"})
-    cleaned: dict[str, str] = {}
-    for key, value in refs.items():
-        if not isinstance(key, str) or not key or len(key) > _MAX_REF_KEY:
-            raise InvalidInput("subject_refs keys are non-empty strings of at most "
-                               f"{_MAX_REF_KEY} characters", details={"field": "subject_refs"})
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise InvalidInput(f"subject_refs.{key} must be a string or number",
-                               details={"field": f"subject_refs.{key}"})
-        text = clean_content(str(value), max_chars=_MAX_REF_VALUE, field=f"subject_refs.{key}")
-        cleaned[key] = text
-    return cleaned
-
-
 def _validate_kind(write: MemoryWrite) -> None:
-    if write.source_type not in SOURCE_TYPES:
-        raise InvalidInput(f"source_type must be one of {', '.join(SOURCE_TYPES)}",
-                           details={"field": "source_type"})
-    if write.trust_class not in TRUST_CLASSES:
-        raise InvalidInput(f"trust_class must be one of {', '.join(TRUST_CLASSES)}",
-                           details={"field": "trust_class"})
-    if write.assertion_type not in ledger.ASSERTION_TYPES:
-        raise InvalidInput(f"assertion_type must be one of {', '.join(ledger.ASSERTION_TYPES)}",
-                           details={"field": "assertion_type"})
-
-
-def _memory_scope(audience: Audience, ctx: AccessContext, source_type: str) -> str:
-    if audience.kind == "channel":
-        return "channel"
-    if source_type in ("flush", "summary") and ctx.session_key:
-        return "session"
-    if audience.kind == "workspace" or not ctx.user_id:
-        return "workspace"
-    return "user"
-
-
-def subject_key(refs: Mapping[str, str]) -> str:
-    """The identifying part of the subject refs, canonical, for dedup."""
-    identifying = {k: v for k, v in refs.items() if k in SUBJECT_REF_KEYS}
-    return canonical_json(identifying) if identifying else ""
+    validate_kind(write.source_type, write.trust_class, write.assertion_type)
 
 
 def _find_duplicate(conn, ctx: AccessContext, audience: Audience, digest: str, subject: str,
@@ -176,12 +138,7 @@ def store_memory(
                               agent_personal=write.agent_personal)
     audience = audience_for(kind, ctx)
     # Shared facts keep who said them, even in the team audience.
-    if ctx.user_id and audience.kind != "private":
-        refs.setdefault("userId", ctx.user_id)
-    for key, value in (("groupRoomId", ctx.group_room_id),
-                       ("channelThreadKey", ctx.channel_thread_key)):
-        if value:
-            refs.setdefault(key, value)
+    refs = audience_refs(refs, ctx, audience)
     digest, subject = content_hash(content), subject_key(refs)
 
     existing = _find_duplicate(conn, ctx, audience, digest, subject,
@@ -192,15 +149,13 @@ def store_memory(
 
     chunks = chunk_text(content, settings.chunk_target_chars, settings.chunk_overlap_chars)
     provider = embedder or get_provider(settings)
-    texts = [c.content for c in chunks]
-    if write.source_type in ASSERTION_SOURCE_TYPES and len(chunks) > 1:
-        texts.append(content)  # the assertion's own vector, used if it activates
+    texts = embedding_texts(write.source_type, content, chunks)  # + the assertion's own
     vectors = _embed(provider, texts)
 
     with conn.transaction():
         # Serialise concurrent writers of the same content in the same audience, then look
         # again: the loser of the race becomes a dedup hit instead of a duplicate row.
-        lock = f"memory-dedup:{ctx.instance_key}:{audience.kind}:{audience.key}:{digest}:{subject}"
+        lock = dedup_lock_key(ctx.instance_key, audience, digest, subject)
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (lock,))
         existing = _find_duplicate(conn, ctx, audience, digest, subject,
                                    settings.memory_dedup_window_hours)
@@ -219,18 +174,18 @@ def _insert(conn, ctx: AccessContext, write: MemoryWrite, content: str, refs: di
             vectors: np.ndarray | None, generation: Generation | None,
             provider: EmbeddingProvider) -> StoredMemory:
     memory_id = uuid.uuid4()
-    owner = ctx.user_id if audience.kind == "private" else None
+    owner = source_owner(ctx, audience)
     source_id = ensure_source(
         conn, instance_key=ctx.instance_key, audience=audience,
         source_key=f"memory:{memory_id}", source_kind="memory", trust_class=write.trust_class,
         content=content, owner_user_id=owner, session_key=ctx.session_key, memory_id=memory_id,
-        locator={"memoryId": str(memory_id), "sourceType": write.source_type},
+        locator=source_locator(memory_id, write.source_type),
     )
     assertion = None
     if write.source_type in ASSERTION_SOURCE_TYPES:
         assertion = _assert_fact(conn, ctx, write, content, refs, audience, owner, source_id,
                                  chunks[0].content)
-    metadata = {**write.metadata, "memoryClass": write.memory_class}
+    metadata = memory_metadata(write.metadata, write.memory_class)
     conn.execute(
         """
         INSERT INTO agent_memories
@@ -240,14 +195,14 @@ def _insert(conn, ctx: AccessContext, write: MemoryWrite, content: str, refs: di
                 assertion_id, source_id)
         VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
         """,
-        (memory_id, ctx.instance_key, _memory_scope(audience, ctx, write.source_type),
+        (memory_id, ctx.instance_key, memory_scope(audience, ctx, write.source_type),
          audience.kind, audience.key, ctx.user_id, ctx.session_key, ctx.group_room_id,
          ctx.channel_thread_key, ctx.channel_type, Jsonb(refs), write.source_type, write.title,
          content, digest, subject, Jsonb(metadata), assertion.id if assertion else None,
          source_id),
     )
-    provenance = {"key": generation.generation_key, "strategy": provider.strategy,
-                  "model": provider.model} if generation else None
+    provenance = embedding_provenance(generation.generation_key, provider.strategy,
+                                      provider.model) if generation else None
     with conn.cursor() as cur:
         cur.executemany(
             """
@@ -274,12 +229,11 @@ def _assert_fact(conn, ctx: AccessContext, write: MemoryWrite, content: str,
                  source_id: uuid.UUID, excerpt: str) -> ledger.AssertionRef:
     """The canonical assertion of a fact, with the memory's own text as verbatim evidence,
     activated at once only under the write-path policy."""
-    origin = "explicit" if write.memory_class == "explicit" else "shared_fact"
+    origin, confidence, metadata = fact_assertion_fields(write.memory_class, write.trust_class)
     assertion = ledger.ensure_assertion(
         conn, instance_key=ctx.instance_key, audience=audience, text=content,
         assertion_type=write.assertion_type, origin=origin, owner_user_id=owner,
-        subject_refs=refs, confidence=0.9 if write.trust_class == "human_direct" else 0.5,
-        metadata={"memoryClass": write.memory_class, "trustClass": write.trust_class},
+        subject_refs=refs, confidence=confidence, metadata=metadata,
     )
     ledger.add_evidence(conn, instance_key=ctx.instance_key, audience=audience,
                         assertion_id=assertion.id, source_id=source_id, excerpt=excerpt)

@@ -539,10 +539,6 @@ def test_private_row_of_another_user_is_rejected(
     assert_private_owner_check(db, caught, owner)
 
 
-@pytest.mark.xfail(
-    strict=True, raises=pytest.fail.Exception,
-    reason="schema hole: CHECK (kind <> 'private' OR audience_key = owner) is NULL, hence "
-           "satisfied, when the owner is NULL; the former 'owner IS NOT NULL' was dropped")
 @pytest.mark.parametrize(("table", "audience", "owner"), PRIVATE_ROWS, ids=PRIVATE_ROW_IDS)
 def test_private_row_needs_its_owner(
     db: rows.Conn, home: str, table: str, audience: str, owner: str

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import socket
 import sys
 from typing import Any
@@ -56,7 +57,9 @@ def assert_unit_rows(matrix: np.ndarray, dimensions: int) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_provider_cache():
+def _fresh_provider_cache(monkeypatch):
+    for name in [name for name in os.environ if name.startswith(("MEMORY_", "OPENAI_"))]:
+        monkeypatch.delenv(name)  # the settings under test are the ones written here
     clear_provider_cache()
     yield
     clear_provider_cache()

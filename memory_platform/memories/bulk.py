@@ -1,0 +1,1014 @@
+"""Bulk import of memories: ``store_memory``'s rules, at COPY speed.
+
+Every row goes through the same rules as a single write (memories/rules.py, validation.py,
+sharing.py): content validation with credential rejection, subject refs, visibility derived
+from the row's own access fields, dedup against the database and within the batch, chunking,
+an immutable source envelope, the ``agent_memories`` row (memoryClass ``import``), chunks with
+vectors and, for facts, the canonical assertion with verbatim evidence and the write-path
+policy decision. A row that breaks a rule is reported with its line number and the reason;
+the other rows continue.
+
+What differs is the mechanics: a batch is embedded in one provider call and written in one
+transaction with binary COPY; assertions, evidence and assertion vectors go through temporary
+tables and ``INSERT ... SELECT ... ON CONFLICT`` because their uniqueness must be honoured.
+Embedding (CPU- or network-bound) of the next batch overlaps the database work of the current
+one in a worker thread.
+
+HNSW maintenance dominates a large load (a vector insert into an HNSW graph is ~20x slower than
+a COPY without it). When the import is large relative to what the generation's index already
+holds, the chunk index is replaced by an empty placeholder of the same name for the duration of
+the load (so concurrent ``ensure_vector_indexes`` calls do not rebuild it half-way) and built
+once at the end, with more maintenance memory and parallel workers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from itertools import islice
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg.adapt import Dumper
+from psycopg.pq import Format, TransactionStatus
+from psycopg.types import TypeInfo
+
+from memory_platform.access import AUDIENCE_KINDS, AccessContext, Audience, audience_for
+from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_provider
+from memory_platform.embeddings.generations import (
+    Generation,
+    ensure_generation,
+    ensure_vector_indexes,
+    generation_key,
+    index_name,
+)
+from memory_platform.errors import AccessDenied, InvalidInput
+from memory_platform.ledger.assertions import APPROVED_REVIEW_STATES, identity_hash
+from memory_platform.ledger.policy import write_path_decision
+from memory_platform.memories.chunking import Chunk, chunk_text
+from memory_platform.memories.rules import (
+    ASSERTION_SOURCE_TYPES,
+    audience_refs,
+    clean_subject_refs,
+    dedup_lock_key,
+    embedding_provenance,
+    embedding_texts,
+    fact_assertion_fields,
+    memory_metadata,
+    memory_scope,
+    source_locator,
+    source_owner,
+    subject_key,
+    validate_kind,
+)
+from memory_platform.memories.sharing import resolve_visibility
+from memory_platform.memories.validation import clean_content
+from memory_platform.settings import Settings
+from memory_platform.text import content_hash
+
+log = logging.getLogger(__name__)
+
+MEMORY_CLASS = "import"
+IMPORT_SOURCE_TYPES = ("fact", "manual", "flush", "summary", "prompt_file")
+DEFAULT_SOURCE_TYPE = "manual"
+# Imported text was not just said by a person to the agent: facts wait for review.
+DEFAULT_TRUST_CLASS = "imported"
+DEFAULT_ASSERTION_TYPE = "fact"
+ACCESS_FIELDS = ("user_id", "session_key", "group_room_id", "channel_thread_key",
+                 "channel_type", "instance_key")
+ROW_FIELDS = ("content", "visibility", *ACCESS_FIELDS, "subject_refs", "source_type",
+              "assertion_type", "trust_class", "title", "metadata")
+_ROW_FIELD_SET = frozenset(ROW_FIELDS)
+# Auto mode looks ahead at most this many rows to learn an import's size when it is not
+# given; a longer stream of unknown size keeps the index (slower, never wrong).
+LOOKAHEAD_MAX_ROWS = 100_000
+_PLACEHOLDER_LOCK = "memory-import-index:"
+
+
+# --- input ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NumberedRow:
+    """A decoded row and the line it came from."""
+
+    line: int
+    value: object
+
+
+@dataclass(frozen=True)
+class MalformedLine:
+    """A line that is not a JSON value; reported, never fatal."""
+
+    line: int
+    reason: str
+
+
+def _no_constants(name: str) -> object:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def read_jsonl(lines: Iterable[bytes | str]) -> Iterator[NumberedRow | MalformedLine]:
+    """Decode JSON Lines, numbering lines from 1; blank lines are skipped, a line that is not
+    UTF-8 or not JSON becomes a :class:`MalformedLine`."""
+    for number, raw in enumerate(lines, 1):
+        if isinstance(raw, bytes):
+            try:
+                raw = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield MalformedLine(number, f"line is not valid UTF-8 (byte {exc.start})")
+                continue
+        text = raw.strip()
+        if not text:
+            continue
+        try:
+            value = json.loads(text, parse_constant=_no_constants)
+        except json.JSONDecodeError as exc:
+            yield MalformedLine(number, f"malformed JSON: {exc.msg} (column {exc.colno})")
+            continue
+        except (ValueError, RecursionError) as exc:
+            yield MalformedLine(number, f"malformed JSON: {exc}")
+            continue
+        yield NumberedRow(number, value)
+
+
+def context_from_row(default_instance: str) -> Callable[[Mapping[str, Any]], AccessContext]:
+    """The access context a row describes: its own access fields, in its own instance or
+    ``default_instance``."""
+
+    def ctx_for_row(row: Mapping[str, Any]) -> AccessContext:
+        return AccessContext(
+            instance_key=row.get("instance_key") or default_instance,
+            user_id=row.get("user_id"),
+            session_key=row.get("session_key"),
+            group_room_id=row.get("group_room_id"),
+            channel_thread_key=row.get("channel_thread_key"),
+            channel_type=row.get("channel_type"),
+        )
+
+    return ctx_for_row
+
+
+# --- results ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rejection:
+    line: int
+    reason: str
+    code: str = "invalid_input"
+
+
+@dataclass
+class ImportStats:
+    rows: int = 0  # input rows seen (blank lines not counted)
+    accepted: int = 0  # new memories written
+    deduplicated: int = 0  # rows that matched an existing memory (or an earlier row)
+    rejected: list[Rejection] = field(default_factory=list)
+    chunks: int = 0
+    embedded: int = 0  # accepted memories written with vectors
+    assertions_created: int = 0
+    assertions_activated: int = 0
+    evidence: int = 0
+    batches: int = 0
+    embedding_errors: list[str] = field(default_factory=list)
+    generation_key: str | None = None
+    index_rebuilt: bool = False
+    index_note: str | None = None
+    load_seconds: float = 0.0  # validating, embedding and writing the rows
+    index_seconds: float = 0.0  # dropping and rebuilding the HNSW index
+    seconds: float = 0.0  # all of it
+
+    @property
+    def keyword_only(self) -> int:
+        return self.accepted - self.embedded
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows / self.seconds if self.seconds else 0.0
+
+    @property
+    def load_rows_per_second(self) -> float:
+        return self.rows / self.load_seconds if self.load_seconds else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows, "accepted": self.accepted, "deduplicated": self.deduplicated,
+            "rejected": len(self.rejected), "chunks": self.chunks, "embedded": self.embedded,
+            "keyword_only": self.keyword_only, "assertions_created": self.assertions_created,
+            "assertions_activated": self.assertions_activated, "evidence": self.evidence,
+            "batches": self.batches, "embedding_errors": self.embedding_errors,
+            "generation_key": self.generation_key, "index_rebuilt": self.index_rebuilt,
+            "index_note": self.index_note,
+            "load_seconds": round(self.load_seconds, 3),
+            "index_seconds": round(self.index_seconds, 3),
+            "seconds": round(self.seconds, 3),
+            "rows_per_second": round(self.rows_per_second, 1),
+            "load_rows_per_second": round(self.load_rows_per_second, 1),
+        }
+
+
+# --- per-row preparation ------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Row:
+    line: int
+    fields: dict[str, Any]
+    content: str
+    refs: dict[str, str]
+    source_type: str
+    trust_class: str
+    assertion_type: str
+    title: str | None
+    metadata: dict[str, Any]
+    digest: str
+    chunks: list[Chunk]
+    ctx: AccessContext | None = None
+    audience: Audience | None = None
+    subject: str = ""
+    memory_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    source_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    vectors: np.ndarray | None = None
+
+    @property
+    def is_fact(self) -> bool:
+        return self.source_type in ASSERTION_SOURCE_TYPES
+
+    @property
+    def dedup_key(self) -> tuple[str, str, str, str, str]:
+        assert self.ctx is not None and self.audience is not None
+        return (self.ctx.instance_key, self.audience.kind, self.audience.key, self.digest,
+                self.subject)
+
+
+def _optional_text(row: Mapping[str, Any], name: str) -> str | None:
+    value = row.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"{name} must be a non-empty string or null",
+                           details={"field": name})
+    return value
+
+
+def _check_row(value: object, settings: Settings, line: int) -> _Row:
+    """Everything about a row that needs no database: shape, types, content rules, chunks."""
+    if not isinstance(value, dict):
+        raise InvalidInput(f"a row must be a JSON object, not {type(value).__name__}")
+    unknown = sorted(str(k) for k in value if k not in _ROW_FIELD_SET)
+    if unknown:
+        raise InvalidInput(f"unknown field(s): {', '.join(unknown)} "
+                           f"(allowed: {', '.join(ROW_FIELDS)})", details={"fields": unknown})
+    if "content" not in value:
+        raise InvalidInput("content is missing", details={"field": "content"})
+    content = clean_content(value["content"], max_chars=settings.memory_max_chars)
+    for name in ACCESS_FIELDS:
+        _optional_text(value, name)
+    visibility = value.get("visibility")
+    if visibility is not None and visibility not in AUDIENCE_KINDS:
+        raise InvalidInput(f"visibility must be one of {', '.join(AUDIENCE_KINDS)} or null",
+                           details={"field": "visibility"})
+    source_type = value.get("source_type", DEFAULT_SOURCE_TYPE)
+    if source_type not in IMPORT_SOURCE_TYPES:
+        raise InvalidInput(f"source_type must be one of {', '.join(IMPORT_SOURCE_TYPES)}",
+                           details={"field": "source_type"})
+    trust_class = value.get("trust_class", DEFAULT_TRUST_CLASS)
+    assertion_type = value.get("assertion_type", DEFAULT_ASSERTION_TYPE)
+    if not isinstance(trust_class, str) or not isinstance(assertion_type, str):
+        raise InvalidInput("trust_class and assertion_type must be strings")
+    validate_kind(source_type, trust_class, assertion_type)
+    title = value.get("title")
+    if title is not None and not isinstance(title, str):
+        raise InvalidInput("title must be a string or null", details={"field": "title"})
+    metadata = value.get("metadata")
+    if metadata is None:
+        metadata = {}
+    elif not isinstance(metadata, dict):
+        raise InvalidInput("metadata must be an object", details={"field": "metadata"})
+    refs = clean_subject_refs(value.get("subject_refs"))
+    chunks = chunk_text(content, settings.chunk_target_chars, settings.chunk_overlap_chars)
+    return _Row(line, value, content, refs, source_type, trust_class, assertion_type, title,
+                metadata, content_hash(content), chunks)
+
+
+# --- binary COPY of vectors ------------------------------------------------------------------
+
+
+class _PackedVector(bytes):
+    """A vector already in pgvector's binary wire format (dims, unused, big-endian f4)."""
+
+
+def _packed_vectors(matrix: np.ndarray) -> list[_PackedVector]:
+    """All rows of ``matrix`` in pgvector's binary format, converted in one numpy pass."""
+    rows, dims = matrix.shape
+    packed = np.empty((rows, 4 + 4 * dims), dtype=np.uint8)
+    packed[:, :4] = np.frombuffer(np.array([dims, 0], dtype=">u2").tobytes(), dtype=np.uint8)
+    packed[:, 4:] = np.ascontiguousarray(matrix, dtype=">f4").view(np.uint8).reshape(rows, -1)
+    return [_PackedVector(row.tobytes()) for row in packed]
+
+
+def _packed_dumper(oid: int) -> type[Dumper]:
+    class PackedVectorDumper(Dumper):
+        format = Format.BINARY
+
+        def dump(self, obj: Any) -> bytes:
+            return obj
+
+    PackedVectorDumper.oid = oid
+    return PackedVectorDumper
+
+
+# --- the importer ---------------------------------------------------------------------------
+
+_TEMP_TABLES = """
+CREATE TEMP TABLE IF NOT EXISTS memory_import_assertions (
+    ord int, instance_key text, audience_kind text, audience_key text, owner_user_id text,
+    identity_hash text, assertion_type text, assertion_text text, origin text,
+    confidence real, subject_refs jsonb, metadata jsonb, status text, review_state text
+) ON COMMIT DELETE ROWS;
+CREATE TEMP TABLE IF NOT EXISTS memory_import_evidence (
+    ord int, instance_key text, audience_kind text, audience_key text, assertion_id uuid,
+    source_id uuid, excerpt text
+) ON COMMIT DELETE ROWS;
+CREATE TEMP TABLE IF NOT EXISTS memory_import_assertion_vectors (
+    ord int, instance_key text, assertion_id uuid, generation_id bigint, embedding_key text,
+    embedding vector, content_hash text
+) ON COMMIT DELETE ROWS;
+"""
+
+_EXISTING = """
+SELECT DISTINCT ON (k.ord) k.ord, m.id
+  FROM unnest(%(instances)s::text[], %(kinds)s::text[], %(keys)s::text[], %(digests)s::text[],
+              %(subjects)s::text[], %(ords)s::int[])
+       AS k(instance_key, kind, audience_key, digest, subject, ord)
+  JOIN agent_memories m
+    ON m.instance_key = k.instance_key
+   AND m.visibility_scope = k.kind
+   AND m.audience_key = k.audience_key
+   AND m.content_hash = k.digest
+   AND m.subject_key = k.subject
+ WHERE m.memory_state = 'active'
+   AND m.updated_at > now() - make_interval(hours => %(window)s)
+ ORDER BY k.ord, m.updated_at DESC
+"""
+
+_INSERT_ASSERTIONS = """
+INSERT INTO agent_memory_assertions
+       (instance_key, audience_kind, audience_key, owner_user_id, identity_hash,
+        assertion_type, assertion_text, origin, confidence, subject_refs, metadata, status,
+        review_state)
+SELECT DISTINCT ON (instance_key, audience_kind, audience_key, identity_hash)
+       instance_key, audience_kind, audience_key, owner_user_id, identity_hash,
+       assertion_type, assertion_text, origin, confidence, subject_refs, metadata, status,
+       review_state
+  FROM memory_import_assertions
+ ORDER BY instance_key, audience_kind, audience_key, identity_hash, ord
+ON CONFLICT (instance_key, audience_kind, audience_key, identity_hash) DO NOTHING
+RETURNING id
+"""
+
+_ASSERTION_REFS = """
+SELECT t.ord, a.id, a.status, a.review_state
+  FROM memory_import_assertions t
+  JOIN agent_memory_assertions a
+    ON a.instance_key = t.instance_key
+   AND a.audience_kind = t.audience_kind
+   AND a.audience_key = t.audience_key
+   AND a.identity_hash = t.identity_hash
+"""
+
+_INSERT_EVIDENCE = """
+INSERT INTO agent_memory_assertion_evidence
+       (instance_key, audience_kind, audience_key, assertion_id, source_id, excerpt)
+SELECT instance_key, audience_kind, audience_key, assertion_id, source_id, excerpt
+  FROM memory_import_evidence
+ ORDER BY ord
+ON CONFLICT (assertion_id, source_id, stance, md5(excerpt)) DO NOTHING
+"""
+
+_INSERT_ASSERTION_VECTORS = """
+INSERT INTO agent_memory_assertion_embeddings
+       (instance_key, assertion_id, generation_id, embedding_key, embedding, content_hash)
+SELECT DISTINCT ON (assertion_id)
+       instance_key, assertion_id, generation_id, embedding_key, embedding, content_hash
+  FROM memory_import_assertion_vectors
+ ORDER BY assertion_id, ord
+ON CONFLICT (assertion_id, generation_id) DO NOTHING
+"""
+
+
+@dataclass
+class _AssertionRef:
+    id: uuid.UUID
+    status: str
+    review_state: str
+
+    @property
+    def recallable(self) -> bool:
+        return self.status == "active" and self.review_state in APPROVED_REVIEW_STATES
+
+
+@dataclass
+class _Outcome:
+    """What one committed batch wrote (merged into the stats only after the commit)."""
+
+    accepted: int = 0
+    deduplicated: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    assertions_created: int = 0
+    assertions_activated: int = 0
+    evidence: int = 0
+
+
+class _BatchFailed(Exception):
+    def __init__(self, error: psycopg.Error) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Importer:
+    def __init__(self, conn: psycopg.Connection, settings: Settings,
+                 provider: EmbeddingProvider,
+                 ctx_for_row: Callable[[Mapping[str, Any]], AccessContext],
+                 stats: ImportStats) -> None:
+        self.conn = conn
+        self.settings = settings
+        self.provider = provider
+        self.ctx_for_row = ctx_for_row
+        self.stats = stats
+        self.generations: dict[str, Generation] = {}
+        self.visibility: dict[tuple[AccessContext, str | None], object] = {}
+        info = TypeInfo.fetch(conn, "vector")
+        if info is None:
+            raise RuntimeError("the vector type is missing: run `memory-platform db migrate`")
+        self.vector_info = info
+        self.vector_dumper = _packed_dumper(info.oid)
+
+    # -- stage 1 (worker thread): pure checks, chunking, embedding -------------------------
+    def check_and_embed(self, items: list[NumberedRow | MalformedLine]
+                        ) -> tuple[list[_Row], list[Rejection], str | None]:
+        rows: list[_Row] = []
+        rejected: list[Rejection] = []
+        for item in items:
+            if isinstance(item, MalformedLine):
+                rejected.append(Rejection(item.line, item.reason, "malformed_json"))
+                continue
+            try:
+                rows.append(_check_row(item.value, self.settings, item.line))
+            except InvalidInput as exc:
+                rejected.append(Rejection(item.line, exc.message, exc.code))
+        error = self._embed(rows)
+        return rows, rejected, error
+
+    def _embed(self, rows: list[_Row]) -> str | None:
+        texts: list[str] = []
+        spans = []
+        for row in rows:
+            row_texts = embedding_texts(row.source_type, row.content, row.chunks)
+            spans.append((len(texts), len(texts) + len(row_texts)))
+            texts.extend(row_texts)
+        if not texts:
+            return None
+        try:
+            matrix = self.provider.embed_documents(texts)
+        except EmbeddingError as exc:
+            log.warning("embedding failed; importing keyword-only, re-embed later: %s", exc)
+            return str(exc)
+        for row, (start, end) in zip(rows, spans, strict=True):
+            row.vectors = matrix[start:end]
+        return None
+
+    # -- stage 2 (connection owner): audience, dedup, write -------------------------------
+    def resolve(self, rows: list[_Row]) -> tuple[list[_Row], list[Rejection], int]:
+        """Access context, visibility, audience refs and in-batch dedup; answers the rows
+        to write, the rejected ones and the number of in-batch duplicates."""
+        keep: list[_Row] = []
+        rejected: list[Rejection] = []
+        seen: set[tuple[str, str, str, str, str]] = set()
+        duplicates = 0
+        for row in rows:
+            try:
+                ctx = self.ctx_for_row(row.fields)
+                kind = self._visibility(ctx, row.fields.get("visibility"))
+                audience = audience_for(kind, ctx)
+            except (AccessDenied, InvalidInput) as exc:
+                rejected.append(Rejection(row.line, exc.message, exc.code))
+                continue
+            row.ctx, row.audience = ctx, audience
+            row.refs = audience_refs(row.refs, ctx, audience)
+            row.subject = subject_key(row.refs)
+            if row.dedup_key in seen:
+                duplicates += 1
+                continue
+            seen.add(row.dedup_key)
+            keep.append(row)
+        return keep, rejected, duplicates
+
+    def _visibility(self, ctx: AccessContext, requested: Any) -> Any:
+        # resolve_visibility reads the share-with-team preference (one query); an import
+        # asks once per distinct context. The session key plays no part in the decision.
+        key = (replace(ctx, session_key=None), requested)
+        answer = self.visibility.get(key)
+        if answer is None:
+            try:
+                answer = resolve_visibility(self.conn, ctx, requested)
+            except (AccessDenied, InvalidInput) as exc:
+                answer = exc
+            self.visibility[key] = answer
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def generation(self, instance_key: str) -> Generation:
+        generation = self.generations.get(instance_key)
+        if generation is None:
+            generation = ensure_generation(self.conn, instance_key, self.provider)
+            self.generations[instance_key] = generation
+        return generation
+
+    def _existing(self, rows: list[_Row]) -> dict[int, uuid.UUID]:
+        """Position in ``rows`` -> id of the live memory each one duplicates."""
+        if not rows:
+            return {}
+        keys = [row.dedup_key for row in rows]
+        found = self.conn.execute(_EXISTING, {
+            "instances": [k[0] for k in keys], "kinds": [k[1] for k in keys],
+            "keys": [k[2] for k in keys], "digests": [k[3] for k in keys],
+            "subjects": [k[4] for k in keys], "ords": list(range(len(keys))),
+            "window": self.settings.memory_dedup_window_hours,
+        }).fetchall()
+        return {ord_: memory_id for ord_, memory_id in found}
+
+    def _touch(self, memory_ids: Iterable[uuid.UUID]) -> None:
+        ids = list(memory_ids)
+        if ids:
+            self.conn.execute("UPDATE agent_memories SET updated_at = now() WHERE id = ANY(%s)",
+                              (ids,))
+
+    def drop_known(self, rows: list[_Row]) -> tuple[list[_Row], int]:
+        """Outside the write transaction: rows already in the database are dedup hits before
+        anything is written (a re-run of the same file costs one query per batch)."""
+        with self.conn.transaction():
+            existing = self._existing(rows)
+            self._touch(existing.values())
+        return [row for i, row in enumerate(rows) if i not in existing], len(existing)
+
+    def write(self, rows: list[_Row]) -> _Outcome:
+        """One transaction: lock the dedup keys (the same locks store_memory takes), look for
+        duplicates again, then COPY everything."""
+        outcome = _Outcome()
+        generations = {row.ctx.instance_key: self.generation(row.ctx.instance_key)
+                       for row in rows if row.vectors is not None and row.ctx}
+        try:
+            with self.conn.transaction():
+                self.conn.execute(
+                    "SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT"
+                    " hashtextextended(k, 0) AS h FROM unnest(%s::text[]) AS k) s ORDER BY h",
+                    ([dedup_lock_key(r.ctx.instance_key, r.audience, r.digest, r.subject)
+                      for r in rows if r.ctx and r.audience],),
+                )
+                existing = self._existing(rows)
+                self._touch(existing.values())
+                outcome.deduplicated = len(existing)
+                rows = [row for i, row in enumerate(rows) if i not in existing]
+                if rows:
+                    self._write_rows(rows, generations, outcome)
+        except (psycopg.OperationalError, psycopg.InterfaceError):
+            raise
+        except psycopg.Error as exc:
+            raise _BatchFailed(exc) from exc
+        return outcome
+
+    def _write_rows(self, rows: list[_Row], generations: dict[str, Generation],
+                    outcome: _Outcome) -> None:
+        with self.conn.cursor() as cur:
+            self.vector_info.register(cur)
+            cur.adapters.register_dumper(_PackedVector, self.vector_dumper)
+            self._copy_sources(cur, rows)
+            refs = self._assertions(cur, rows, outcome)
+            self._copy_memories(cur, rows, refs)
+            self._copy_chunks(cur, rows, generations, outcome)
+            self._evidence(cur, rows, refs, outcome)
+            self._assertion_vectors(cur, rows, refs, generations)
+        outcome.accepted = len(rows)
+
+    def _copy_sources(self, cur: psycopg.Cursor, rows: list[_Row]) -> None:
+        with cur.copy(
+            "COPY agent_memory_sources (id, instance_key, audience_kind, audience_key,"
+            " owner_user_id, session_key, source_key, source_kind, trust_class, source_locator,"
+            " memory_id, content, content_hash, metadata) FROM STDIN (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["uuid", "text", "text", "text", "text", "text", "text", "text",
+                            "text", "jsonb", "uuid", "text", "text", "jsonb"])
+            for r in rows:
+                ctx, audience = r.ctx, r.audience
+                assert ctx is not None and audience is not None
+                copy.write_row((
+                    r.source_id, ctx.instance_key, audience.kind, audience.key,
+                    source_owner(ctx, audience), ctx.session_key, f"memory:{r.memory_id}",
+                    "memory", r.trust_class, source_locator(r.memory_id, r.source_type),
+                    r.memory_id, r.content, r.digest, {},
+                ))
+
+    def _assertions(self, cur: psycopg.Cursor, rows: list[_Row],
+                    outcome: _Outcome) -> dict[int, _AssertionRef]:
+        """Canonical assertions of the fact rows: created (first row of an identity wins,
+        as if written one by one) or found. Answers row position -> assertion."""
+        facts = [(i, r) for i, r in enumerate(rows) if r.is_fact]
+        if not facts:
+            return {}
+        decisions = {}
+        with cur.copy(
+            "COPY memory_import_assertions (ord, instance_key, audience_kind, audience_key,"
+            " owner_user_id, identity_hash, assertion_type, assertion_text, origin, confidence,"
+            " subject_refs, metadata, status, review_state) FROM STDIN (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["int4", "text", "text", "text", "text", "text", "text", "text",
+                            "text", "float4", "jsonb", "jsonb", "text", "text"])
+            for i, r in facts:
+                ctx, audience = r.ctx, r.audience
+                assert ctx is not None and audience is not None
+                origin, confidence, metadata = fact_assertion_fields(MEMORY_CLASS,
+                                                                     r.trust_class)
+                decision = write_path_decision(r.trust_class, r.assertion_type, audience.kind)
+                decisions[i] = decision
+                status, review = (("active", "policy_approved") if decision.activate
+                                  else ("candidate", "pending"))
+                copy.write_row((
+                    i, ctx.instance_key, audience.kind, audience.key,
+                    source_owner(ctx, audience), identity_hash(r.content), r.assertion_type,
+                    r.content, origin, confidence, r.refs, metadata, status, review,
+                ))
+        created = {row[0] for row in cur.execute(_INSERT_ASSERTIONS).fetchall()}
+        refs = {ord_: _AssertionRef(id_, status, review)
+                for ord_, id_, status, review in cur.execute(_ASSERTION_REFS).fetchall()}
+        # The policy decision is recorded once, by the row that created the assertion.
+        creators: dict[uuid.UUID, int] = {}
+        for i, _ in facts:
+            if refs[i].id in created:
+                creators.setdefault(refs[i].id, i)
+        if creators:
+            with cur.copy(
+                "COPY agent_memory_assertion_reviews (instance_key, assertion_id, decision,"
+                " reviewer_kind, reason_code) FROM STDIN (FORMAT BINARY)"
+            ) as copy:
+                copy.set_types(["text", "uuid", "text", "text", "text"])
+                for assertion_id, i in creators.items():
+                    decision = decisions[i]
+                    ctx = rows[i].ctx
+                    assert ctx is not None
+                    copy.write_row((ctx.instance_key, assertion_id,
+                                    "activate" if decision.activate else "defer", "policy",
+                                    decision.reason_code))
+        outcome.assertions_created += len(creators)
+        outcome.assertions_activated += sum(decisions[i].activate for i in creators.values())
+        return refs
+
+    def _copy_memories(self, cur: psycopg.Cursor, rows: list[_Row],
+                       refs: dict[int, _AssertionRef]) -> None:
+        with cur.copy(
+            "COPY agent_memories (id, instance_key, memory_scope, visibility_scope, audience_key,"
+            " user_id, session_key, group_room_id, channel_thread_key, channel_type,"
+            " subject_refs, source_type, title, content, content_hash, subject_key, metadata,"
+            " assertion_id, source_id) FROM STDIN (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["uuid", "text", "text", "text", "text", "text", "text", "text",
+                            "text", "text", "jsonb", "text", "text", "text", "text", "text",
+                            "jsonb", "uuid", "uuid"])
+            for i, r in enumerate(rows):
+                ctx, audience = r.ctx, r.audience
+                assert ctx is not None and audience is not None
+                ref = refs.get(i)
+                copy.write_row((
+                    r.memory_id, ctx.instance_key, memory_scope(audience, ctx, r.source_type),
+                    audience.kind, audience.key, ctx.user_id, ctx.session_key,
+                    ctx.group_room_id, ctx.channel_thread_key, ctx.channel_type, r.refs,
+                    r.source_type, r.title, r.content, r.digest, r.subject,
+                    memory_metadata(r.metadata, MEMORY_CLASS), ref.id if ref else None,
+                    r.source_id,
+                ))
+
+    def _copy_chunks(self, cur: psycopg.Cursor, rows: list[_Row],
+                     generations: dict[str, Generation], outcome: _Outcome) -> None:
+        with cur.copy(
+            "COPY agent_memory_chunks (instance_key, memory_id, chunk_index, content,"
+            " start_offset, end_offset, embedding, generation_id, embedding_key, metadata)"
+            " FROM STDIN (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["text", "uuid", "int4", "text", "int4", "int4", "vector", "int8",
+                            "text", "jsonb"])
+            for r in rows:
+                ctx = r.ctx
+                assert ctx is not None
+                generation = generations.get(ctx.instance_key) if r.vectors is not None else None
+                if generation is None:
+                    for c in r.chunks:
+                        copy.write_row((ctx.instance_key, r.memory_id, c.index, c.content,
+                                        c.start, c.end, None, None, None, {}))
+                    continue
+                assert r.vectors is not None
+                packed = _packed_vectors(r.vectors[: len(r.chunks)])
+                metadata = {"embedding": embedding_provenance(
+                    generation.generation_key, self.provider.strategy, self.provider.model)}
+                for c in r.chunks:
+                    copy.write_row((ctx.instance_key, r.memory_id, c.index, c.content, c.start,
+                                    c.end, packed[c.index], generation.id,
+                                    generation.generation_key, metadata))
+                outcome.embedded += 1
+            outcome.chunks += sum(len(r.chunks) for r in rows)
+
+    def _evidence(self, cur: psycopg.Cursor, rows: list[_Row], refs: dict[int, _AssertionRef],
+                  outcome: _Outcome) -> None:
+        if not refs:
+            return
+        with cur.copy(
+            "COPY memory_import_evidence (ord, instance_key, audience_kind, audience_key,"
+            " assertion_id, source_id, excerpt) FROM STDIN (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["int4", "text", "text", "text", "uuid", "uuid", "text"])
+            for i, ref in refs.items():
+                r = rows[i]
+                assert r.ctx is not None and r.audience is not None
+                copy.write_row((i, r.ctx.instance_key, r.audience.kind, r.audience.key, ref.id,
+                                r.source_id, r.chunks[0].content))
+        outcome.evidence += cur.execute(_INSERT_EVIDENCE).rowcount
+
+    def _assertion_vectors(self, cur: psycopg.Cursor, rows: list[_Row],
+                           refs: dict[int, _AssertionRef],
+                           generations: dict[str, Generation]) -> None:
+        """The vector of every recallable assertion in the generation, from the first row
+        that cites it (store_memory stores it the same way, ON CONFLICT DO NOTHING)."""
+        wanted = [(i, ref) for i, ref in refs.items()
+                  if ref.recallable and rows[i].vectors is not None]
+        if not wanted:
+            return
+        with cur.copy(
+            "COPY memory_import_assertion_vectors (ord, instance_key, assertion_id,"
+            " generation_id, embedding_key, embedding, content_hash) FROM STDIN (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["int4", "text", "uuid", "int8", "text", "vector", "text"])
+            for i, ref in wanted:
+                r = rows[i]
+                assert r.ctx is not None and r.vectors is not None
+                generation = generations[r.ctx.instance_key]
+                copy.write_row((i, r.ctx.instance_key, ref.id, generation.id,
+                                generation.generation_key, _packed_vectors(r.vectors[-1:])[0],
+                                content_hash(r.content)))
+        cur.execute(_INSERT_ASSERTION_VECTORS)
+
+
+# --- the HNSW index around a large load -------------------------------------------------------
+
+
+def _lock_id(key: str) -> str:
+    return _PLACEHOLDER_LOCK + key
+
+
+def _try_index_lock(conn: psycopg.Connection, key: str) -> bool:
+    return bool(conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))",
+                             (_lock_id(key),)).fetchone()[0])
+
+
+def _index_unlock(conn: psycopg.Connection, key: str) -> None:
+    conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (_lock_id(key),))
+
+
+def _chunk_index_state(conn: psycopg.Connection, key: str) -> str:
+    """'hnsw', 'placeholder' or 'missing': the chunk index of generation key ``key``."""
+    row = conn.execute(
+        "SELECT am.amname FROM pg_class i JOIN pg_am am ON am.oid = i.relam"
+        " WHERE i.oid = to_regclass(%s)",
+        (sql.Identifier(index_name("agent_memory_chunks", key)).as_string(conn),),
+    ).fetchone()
+    if row is None:
+        return "missing"
+    return "hnsw" if row[0] == "hnsw" else "placeholder"
+
+
+def _key_registered(conn: psycopg.Connection, key: str) -> bool:
+    return conn.execute("SELECT EXISTS (SELECT 1 FROM agent_memory_embedding_generations"
+                        " WHERE generation_key = %s)", (key,)).fetchone()[0]
+
+
+def _install_placeholder(conn: psycopg.Connection, key: str) -> None:
+    """Swap the HNSW chunk index of ``key`` for an empty index of the same name: inserts skip
+    it (its predicate is false), and ``CREATE INDEX IF NOT EXISTS`` of a concurrent
+    generation registration sees the name and does not build it half-way through the load."""
+    name = sql.Identifier(index_name("agent_memory_chunks", key))
+    with conn.transaction():
+        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(name))
+        conn.execute(sql.SQL("CREATE INDEX {} ON agent_memory_chunks (id) WHERE false")
+                     .format(name))
+
+
+def build_vector_index(conn: psycopg.Connection, settings: Settings, key: str,
+                       dimensions: int) -> float:
+    """(Re)build the HNSW chunk index of ``key`` (replacing a placeholder) with the bulk
+    build settings; answers the seconds it took."""
+    started = time.perf_counter()
+    name = sql.Identifier(index_name("agent_memory_chunks", key))
+    with conn.transaction():
+        conn.execute("SELECT set_config('maintenance_work_mem', %s, true)",
+                     (settings.index_build_maintenance_work_mem,))
+        conn.execute("SELECT set_config('max_parallel_maintenance_workers', %s, true)",
+                     (str(settings.index_build_parallel_workers),))
+        if _chunk_index_state(conn, key) == "placeholder":
+            conn.execute(sql.SQL("DROP INDEX {}").format(name))
+        ensure_vector_indexes(conn, key, dimensions)
+    return time.perf_counter() - started
+
+
+def repair_vector_index(conn: psycopg.Connection, settings: Settings, key: str,
+                        dimensions: int) -> bool:
+    """Rebuild the chunk index of ``key`` if an interrupted import left it missing or as a
+    placeholder (and no import is loading that key right now). Answers whether it did."""
+    if not _key_registered(conn, key) or _chunk_index_state(conn, key) == "hnsw":
+        return False
+    if not _try_index_lock(conn, key):
+        return False  # an import is loading this key; it rebuilds the index when done
+    try:
+        if _chunk_index_state(conn, key) == "hnsw":
+            return False
+        log.warning("rebuilding the HNSW chunk index of %s left behind by an interrupted "
+                    "import", key)
+        build_vector_index(conn, settings, key, dimensions)
+        return True
+    finally:
+        _index_unlock(conn, key)
+
+
+def _rows_in_index(conn: psycopg.Connection, key: str, cap: int) -> int:
+    """Chunks of generation key ``key`` (all instances share its index), counted to ``cap``."""
+    return conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM agent_memory_chunks WHERE embedding_key = %s"
+        " LIMIT %s) s", (key, cap),
+    ).fetchone()[0]
+
+
+# --- entry point -----------------------------------------------------------------------------
+
+
+def _numbered(rows: Iterable[Any]) -> Iterator[NumberedRow | MalformedLine]:
+    for position, item in enumerate(rows, 1):
+        if isinstance(item, NumberedRow | MalformedLine):
+            yield item
+        else:
+            yield NumberedRow(position, item)
+
+
+def _decide_rebuild(conn: psycopg.Connection, settings: Settings, key: str,
+                    items: Iterator[NumberedRow | MalformedLine], known: int | None,
+                    ) -> tuple[bool, Iterator[NumberedRow | MalformedLine]]:
+    """Auto mode: rebuild when the import has more than ``import_rebuild_index_min_rows``
+    rows and more than the index already holds. Without a known size, look ahead."""
+    threshold = settings.import_rebuild_index_min_rows
+    if known is not None:
+        if known <= threshold:
+            return False, items
+        return known > _rows_in_index(conn, key, known + 1), items
+    existing = _rows_in_index(conn, key, LOOKAHEAD_MAX_ROWS + 1)
+    bound = max(threshold, existing) + 1
+    if bound > LOOKAHEAD_MAX_ROWS:
+        return False, items
+    head = list(islice(items, bound))
+    return len(head) >= bound, _chain(head, items)
+
+
+def _chain(head: list[Any], tail: Iterator[Any]) -> Iterator[Any]:
+    yield from head
+    yield from tail
+
+
+def import_memories(
+    conn: psycopg.Connection,
+    settings: Settings,
+    ctx_for_row: Callable[[Mapping[str, Any]], AccessContext],
+    rows: Iterable[Any],
+    *,
+    embedder: EmbeddingProvider | None = None,
+    batch_size: int | None = None,
+    progress: Callable[[ImportStats], None] | None = None,
+    rebuild_index: bool | None = None,
+    expected_rows: int | None = None,
+) -> ImportStats:
+    """Import ``rows`` (dicts in the JSONL row format, or :func:`read_jsonl` items that
+    carry their line numbers); every batch commits on its own.
+
+    ``ctx_for_row`` builds a row's access context from its fields (see
+    :func:`context_from_row`). ``rebuild_index``: True/False force the HNSW drop-and-rebuild
+    or forbid it; None decides from the import's size (``expected_rows``, ``len(rows)``, or a
+    bounded look-ahead) against the rows the generation's index already holds."""
+    if conn.info.transaction_status != TransactionStatus.IDLE:
+        raise RuntimeError("import_memories needs a connection outside a transaction: "
+                           "every batch commits on its own")
+    started = time.perf_counter()
+    provider = embedder or get_provider(settings)
+    size = batch_size or settings.import_batch_size
+    stats = ImportStats()
+    key = generation_key(provider.provider, provider.model, provider.dimensions,
+                         provider.preprocessing)
+    stats.generation_key = key
+    items: Iterator[NumberedRow | MalformedLine] = _numbered(rows)
+    if expected_rows is None and isinstance(rows, Sized):
+        expected_rows = len(rows)
+    repair_vector_index(conn, settings, key, provider.dimensions)
+    if rebuild_index is None:
+        rebuild_index, items = _decide_rebuild(conn, settings, key, items, expected_rows)
+    holding = False
+    if rebuild_index:
+        holding = _try_index_lock(conn, key)
+        if holding:
+            t0 = time.perf_counter()
+            _install_placeholder(conn, key)
+            stats.index_seconds += time.perf_counter() - t0
+        else:
+            stats.index_note = "another import is loading this generation; index kept"
+    with conn.transaction():
+        conn.execute(_TEMP_TABLES)
+    importer = _Importer(conn, settings, provider, ctx_for_row, stats)
+    try:
+        _run(importer, items, size, progress)
+    finally:
+        stats.load_seconds = time.perf_counter() - started - stats.index_seconds
+        if holding:
+            try:
+                if conn.info.transaction_status == TransactionStatus.IDLE:
+                    stats.index_seconds += build_vector_index(conn, settings, key,
+                                                              provider.dimensions)
+                    stats.index_rebuilt = True
+            finally:
+                if not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE:
+                    _index_unlock(conn, key)
+        stats.seconds = time.perf_counter() - started
+    return stats
+
+
+def _batches(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
+    while batch := list(islice(items, size)):
+        yield batch
+
+
+def _run(importer: _Importer, items: Iterator[NumberedRow | MalformedLine], size: int,
+         progress: Callable[[ImportStats], None] | None) -> None:
+    """Checks and embedding of batch n+1 run in a worker thread while batch n is written."""
+    stats = importer.stats
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-import") as pool:
+        batches = _batches(items, size)
+        pending: Future | None = None
+        first = next(batches, None)
+        if first is not None:
+            pending = pool.submit(importer.check_and_embed, first)
+            stats.rows += len(first)
+        while pending is not None:
+            rows, rejected, error = pending.result()
+            following = next(batches, None)
+            pending = None
+            if following is not None:
+                pending = pool.submit(importer.check_and_embed, following)
+                stats.rows += len(following)
+            _write_batch(importer, rows, rejected, error)
+            if progress:
+                progress(stats)
+
+
+def _write_batch(importer: _Importer, rows: list[_Row], rejected: list[Rejection],
+                 error: str | None) -> None:
+    stats = importer.stats
+    if error and error not in stats.embedding_errors:
+        stats.embedding_errors.append(error)
+    rows, unreachable, duplicates = importer.resolve(rows)
+    rejected.extend(unreachable)
+    rows, known = importer.drop_known(rows)
+    stats.deduplicated += duplicates + known
+    try:
+        outcomes = [importer.write(rows)] if rows else []
+    except _BatchFailed as exc:
+        # Find the row(s) the database refused: write the batch one row at a time.
+        log.warning("batch rejected by the database (%s); retrying row by row", exc)
+        outcomes = []
+        for row in rows:
+            try:
+                outcomes.append(importer.write([row]))
+            except _BatchFailed as single:
+                diag = single.error.diag.message_primary or str(single.error)
+                rejected.append(Rejection(row.line, f"database rejected the row: {diag}",
+                                          "database_error"))
+    for outcome in outcomes:
+        stats.accepted += outcome.accepted
+        stats.deduplicated += outcome.deduplicated
+        stats.chunks += outcome.chunks
+        stats.embedded += outcome.embedded
+        stats.assertions_created += outcome.assertions_created
+        stats.assertions_activated += outcome.assertions_activated
+        stats.evidence += outcome.evidence
+    stats.rejected.extend(sorted(rejected, key=lambda r: r.line))
+    stats.batches += 1

@@ -1,0 +1,130 @@
+"""The pure rules of the write path, shared by ``store_memory`` (one write) and
+``import_memories`` (bulk): what a write may carry, which scope and subject refs its row gets,
+which texts are embedded, and how a fact's canonical assertion starts out.
+
+No database access here: both paths apply exactly these functions, so a row imported in bulk
+cannot differ from the same row written one at a time.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from memory_platform.access import SUBJECT_REF_KEYS, AccessContext, Audience
+from memory_platform.errors import InvalidInput
+from memory_platform.ledger import assertions as ledger
+from memory_platform.memories.chunking import Chunk
+from memory_platform.memories.validation import clean_content
+from memory_platform.text import canonical_json
+
+SOURCE_TYPES = ("prompt_file", "summary", "fact", "manual", "dream", "flush")
+# Source types whose rows become canonical assertions; summaries, flushes and prompt files
+# stay assertion-less (they are Dreaming's episodic input).
+ASSERTION_SOURCE_TYPES = ("fact",)
+TRUST_CLASSES = ("human_direct", "human_channel", "assistant_inference", "automation",
+                 "system", "imported")
+_MAX_REFS, _MAX_REF_KEY, _MAX_REF_VALUE = 32, 64, 512
+
+
+def clean_subject_refs(refs: object) -> dict[str, str]:
+    """Subject refs are a flat object of short string (or number) values."""
+    if refs is None:
+        return {}
+    if not isinstance(refs, Mapping):
+        raise InvalidInput("subject_refs must be an object", details={"field": "subject_refs"})
+    if len(refs) > _MAX_REFS:
+        raise InvalidInput(f"subject_refs has more than {_MAX_REFS} keys",
+                           details={"field": "subject_refs"})
+    cleaned: dict[str, str] = {}
+    for key, value in refs.items():
+        if not isinstance(key, str) or not key or len(key) > _MAX_REF_KEY:
+            raise InvalidInput("subject_refs keys are non-empty strings of at most "
+                               f"{_MAX_REF_KEY} characters", details={"field": "subject_refs"})
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise InvalidInput(f"subject_refs.{key} must be a string or number",
+                               details={"field": f"subject_refs.{key}"})
+        text = clean_content(str(value), max_chars=_MAX_REF_VALUE, field=f"subject_refs.{key}")
+        cleaned[key] = text
+    return cleaned
+
+
+def validate_kind(source_type: str, trust_class: str, assertion_type: str) -> None:
+    if source_type not in SOURCE_TYPES:
+        raise InvalidInput(f"source_type must be one of {', '.join(SOURCE_TYPES)}",
+                           details={"field": "source_type"})
+    if trust_class not in TRUST_CLASSES:
+        raise InvalidInput(f"trust_class must be one of {', '.join(TRUST_CLASSES)}",
+                           details={"field": "trust_class"})
+    if assertion_type not in ledger.ASSERTION_TYPES:
+        raise InvalidInput(f"assertion_type must be one of {', '.join(ledger.ASSERTION_TYPES)}",
+                           details={"field": "assertion_type"})
+
+
+def audience_refs(refs: dict[str, str], ctx: AccessContext, audience: Audience) -> dict[str, str]:
+    """The refs a row is stored with: shared facts keep who said them, even in the team
+    audience, and every row names its group room / channel thread. Mutates and answers
+    ``refs``."""
+    if ctx.user_id and audience.kind != "private":
+        refs.setdefault("userId", ctx.user_id)
+    for key, value in (("groupRoomId", ctx.group_room_id),
+                       ("channelThreadKey", ctx.channel_thread_key)):
+        if value:
+            refs.setdefault(key, value)
+    return refs
+
+
+def subject_key(refs: Mapping[str, str]) -> str:
+    """The identifying part of the subject refs, canonical, for dedup."""
+    identifying = {k: v for k, v in refs.items() if k in SUBJECT_REF_KEYS}
+    return canonical_json(identifying) if identifying else ""
+
+
+def memory_scope(audience: Audience, ctx: AccessContext, source_type: str) -> str:
+    if audience.kind == "channel":
+        return "channel"
+    if source_type in ("flush", "summary") and ctx.session_key:
+        return "session"
+    if audience.kind == "workspace" or not ctx.user_id:
+        return "workspace"
+    return "user"
+
+
+def dedup_lock_key(instance_key: str, audience: Audience, digest: str, subject: str) -> str:
+    """Advisory-lock name that serialises writers of the same memory in the same audience."""
+    return f"memory-dedup:{instance_key}:{audience.kind}:{audience.key}:{digest}:{subject}"
+
+
+def embedding_texts(source_type: str, content: str, chunks: list[Chunk]) -> list[str]:
+    """The texts embedded for a memory: its chunks, plus for a multi-chunk fact the whole
+    text (the assertion's own vector, the last one). A single-chunk fact's assertion reuses
+    its chunk's vector, which is then also the last one."""
+    texts = [c.content for c in chunks]
+    if source_type in ASSERTION_SOURCE_TYPES and len(chunks) > 1:
+        texts.append(content)
+    return texts
+
+
+def source_owner(ctx: AccessContext, audience: Audience) -> str | None:
+    return ctx.user_id if audience.kind == "private" else None
+
+
+def source_locator(memory_id: uuid.UUID, source_type: str) -> dict[str, str]:
+    return {"memoryId": str(memory_id), "sourceType": source_type}
+
+
+def memory_metadata(metadata: Mapping[str, Any], memory_class: str) -> dict[str, Any]:
+    return {**metadata, "memoryClass": memory_class}
+
+
+def fact_assertion_fields(memory_class: str, trust_class: str) -> tuple[str, float, dict]:
+    """(origin, confidence, metadata) of a fact's canonical assertion."""
+    origin = "explicit" if memory_class == "explicit" else "shared_fact"
+    confidence = 0.9 if trust_class == "human_direct" else 0.5
+    return origin, confidence, {"memoryClass": memory_class, "trustClass": trust_class}
+
+
+def embedding_provenance(generation_key: str, strategy: str, model: str) -> dict[str, str]:
+    """What ``agent_memory_chunks.metadata.embedding`` records about the vector's maker."""
+    return {"key": generation_key, "strategy": strategy, "model": model}
