@@ -32,7 +32,7 @@ test: $(STAMP)  ## ruff + pytest against the embedded PostgreSQL
 	$(BIN)/pytest -q
 
 lock: $(BIN)/python  ## Re-resolve dependencies and rewrite constraints.txt
-	$(BIN)/pip install --quiet --upgrade --editable '.[dev]'
+	$(BIN)/pip install --quiet --upgrade --editable '.[dev,local]'
 	$(BIN)/pip freeze --exclude-editable | grep -v '^-e' > constraints.txt
 
 clean:  ## Remove the venv and local state (the embedded database included!)

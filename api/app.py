@@ -1,4 +1,4 @@
-"""Application factory: routes, lifespan (the pool), error mapping."""
+"""Application factory: routes, middleware (metrics, auth), lifespan (pool), error mapping."""
 
 from __future__ import annotations
 
@@ -7,11 +7,16 @@ from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 
+from api import openapi
+from api.auth import AuthMiddleware
 from api.errors import EXCEPTION_HANDLERS
-from api.routes import health
+from api.metrics import Metrics
+from api.routes import context, feedback, health, internal, memory
 from memory_platform.db import migrations
 from memory_platform.db.connection import open_pool
+from memory_platform.embeddings import get_provider
 from memory_platform.settings import Settings, get_settings
 
 
@@ -23,19 +28,30 @@ def _refuse_edited_migrations(pool, settings: Settings) -> None:
 
 def create_app(settings: Settings | None = None) -> Starlette:
     settings = settings or get_settings()
+    holder: dict = {"pool": None}
+    metrics = Metrics(lambda: holder["pool"])
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         app.state.settings = settings
-        app.state.pool = await run_in_threadpool(open_pool, settings)
-        await run_in_threadpool(_refuse_edited_migrations, app.state.pool, settings)
+        app.state.embedder = await run_in_threadpool(get_provider, settings)
+        app.state.pool = holder["pool"] = await run_in_threadpool(open_pool, settings)
         try:
+            await run_in_threadpool(_refuse_edited_migrations, app.state.pool, settings)
             yield
         finally:
+            holder["pool"] = None
             await run_in_threadpool(app.state.pool.close)
 
+    routes = [*health.routes, *memory.routes, *context.routes, *feedback.routes,
+              *internal.routes, *openapi.routes, metrics.route()]
     return Starlette(
-        routes=[*health.routes],
+        routes=routes,
         lifespan=lifespan,
         exception_handlers=EXCEPTION_HANDLERS,
+        middleware=[
+            Middleware(metrics.middleware),
+            Middleware(AuthMiddleware, pool_getter=lambda: holder["pool"],
+                       cache_seconds=settings.api_key_cache_seconds),
+        ],
     )

@@ -1,12 +1,25 @@
-"""One JSON error shape for every failure: ``{"error": {"code", "message", "details"}}``."""
+"""One JSON error shape for every failure: ``{"error": {"code", "message", "details"}}``,
+and the one place where exception types become HTTP statuses."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import pydantic
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+
+from memory_platform.errors import (
+    AccessDenied,
+    CredentialDetected,
+    InvalidInput,
+    MemoryPlatformError,
+    NotFound,
+)
+
+log = logging.getLogger("api")
 
 
 class ApiError(Exception):
@@ -20,14 +33,42 @@ class ApiError(Exception):
         self.details = details
 
 
+# Domain error class -> HTTP status (most specific class first).
+DOMAIN_STATUS: tuple[tuple[type[MemoryPlatformError], int], ...] = (
+    (CredentialDetected, 422),
+    (InvalidInput, 400),
+    (AccessDenied, 403),
+    (NotFound, 404),
+)
+
+
 def error_response(status: int, code: str, message: str, details: Any = None) -> JSONResponse:
     body = {"error": {"code": code, "message": message, "details": details}}
     return JSONResponse(body, status_code=status)
 
 
+def validation_details(exc: pydantic.ValidationError) -> list[dict[str, str]]:
+    return [{"field": ".".join(str(p) for p in err["loc"]) or "(body)", "problem": err["msg"]}
+            for err in exc.errors(include_url=False, include_input=False)]
+
+
 async def _api_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
     return error_response(exc.status, exc.code, exc.message, exc.details)
+
+
+async def _domain_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, MemoryPlatformError)
+    status = next((s for cls, s in DOMAIN_STATUS if isinstance(exc, cls)), 400)
+    return error_response(status, exc.code, exc.message, exc.details)
+
+
+async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, pydantic.ValidationError)
+    details = validation_details(exc)
+    first = details[0] if details else {"field": "(body)", "problem": "invalid"}
+    return error_response(400, "validation_error",
+                          f"{first['field']}: {first['problem']}", details)
 
 
 async def _http_error(_: Request, exc: Exception) -> JSONResponse:
@@ -36,12 +77,15 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.status_code, code, str(exc.detail))
 
 
-async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
     return error_response(500, "internal_error", "unexpected server error; see the server log")
 
 
 EXCEPTION_HANDLERS = {
     ApiError: _api_error,
+    MemoryPlatformError: _domain_error,
+    pydantic.ValidationError: _validation_error,
     HTTPException: _http_error,
     Exception: _unexpected,
 }

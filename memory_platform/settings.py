@@ -153,6 +153,9 @@ class Settings(BaseSettings):
     api_host: str = "127.0.0.1"
     api_port: int = Field(8080, ge=1, le=65535)
     api_max_body_bytes: int = Field(64 * 1024, ge=1024)
+    api_key_cache_seconds: float = Field(
+        5.0, ge=0.0, description="How long a verified API key is trusted without a lookup."
+    )
     dagster_port: int = Field(3000, ge=1, le=65535)
 
     @property

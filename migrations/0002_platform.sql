@@ -5,7 +5,7 @@ CREATE TABLE api_keys (
     instance_key  text NOT NULL,
     user_id       text NOT NULL CHECK (user_id <> ''),
     name          text NOT NULL DEFAULT '',
-    token_prefix  text NOT NULL,                 -- first characters, to recognise a key in lists
+    token_prefix  text NOT NULL UNIQUE,          -- public id: finds the row, shown in lists
     token_hash    text NOT NULL UNIQUE,          -- sha256 of the token; the token is never stored
     scopes        text[] NOT NULL
                   CHECK (cardinality(scopes) > 0

@@ -141,3 +141,14 @@ def search_assertions(
                                  vector_rank))
     hits.sort(key=lambda h: h.score, reverse=True)
     return [replace(h, score=round(h.score, 6)) for h in hits[:limit]]
+
+
+def visible_assertion_ids(conn: psycopg.Connection, ctx: AccessContext,
+                          ids: list[UUID]) -> list[UUID]:
+    """The subset of ``ids`` that ``ctx`` may recall (feedback only counts those)."""
+    rows = conn.execute(
+        sql.SQL("SELECT a.id FROM agent_memory_assertions a WHERE a.id = ANY(%s) AND {}")
+        .format(recallable_assertion(ctx)),
+        (ids,),
+    )
+    return [r[0] for r in rows]

@@ -101,7 +101,7 @@ def _vector_expr(dims: int) -> sql.Composable:
         d=sql.Literal(dims))
 
 
-def _keyword_candidates(ctx, terms, cap, match_cap) -> sql.Composable:
+def _keyword_candidates(ctx, visible, terms, cap, match_cap) -> sql.Composable:
     return sql.SQL("""
         SELECT id FROM (
             SELECT c.id, c.content_tsv
@@ -116,11 +116,11 @@ def _keyword_candidates(ctx, terms, cap, match_cap) -> sql.Composable:
         ORDER BY ts_rank(matches.content_tsv, {tsq}, 0) DESC
         LIMIT {cap}
     """).format(join=ASSERTION_JOIN, instance=sql.Literal(ctx.instance_key), tsq=_tsquery(terms),
-                visible=recallable_memory(ctx), match_cap=sql.Literal(match_cap),
-                cap=sql.Literal(cap))
+                visible=visible, match_cap=sql.Literal(match_cap), cap=sql.Literal(cap))
 
 
-def _vector_candidates(ctx, key: str, dims: int, cap: int, exact: bool) -> sql.Composable:
+def _vector_candidates(ctx, visible, key: str, dims: int, cap: int,
+                       exact: bool) -> sql.Composable:
     distance = _vector_expr(dims)
     order = sql.SQL("{} + 0").format(distance) if exact else distance  # +0: no index
     return sql.SQL("""
@@ -134,10 +134,10 @@ def _vector_candidates(ctx, key: str, dims: int, cap: int, exact: bool) -> sql.C
          ORDER BY {order}
          LIMIT {cap}
     """).format(join=ASSERTION_JOIN, key=sql.Literal(key), instance=sql.Literal(ctx.instance_key),
-                visible=recallable_memory(ctx), order=order, cap=sql.Literal(cap))
+                visible=visible, order=order, cap=sql.Literal(cap))
 
 
-def _visible_vector_rows_at_most(conn, ctx, key: str, bound: int) -> int:
+def _visible_vector_rows_at_most(conn, ctx, visible, key: str, bound: int) -> int:
     """How many visible chunks of this generation there are, counting no further than
     ``bound`` (cheap: a btree walk that stops early)."""
     query = sql.SQL("""
@@ -150,11 +150,11 @@ def _visible_vector_rows_at_most(conn, ctx, key: str, bound: int) -> int:
              LIMIT {bound}
         ) visible_rows
     """).format(join=ASSERTION_JOIN, key=sql.Literal(key), instance=sql.Literal(ctx.instance_key),
-                visible=recallable_memory(ctx), bound=sql.Literal(bound))
+                visible=visible, bound=sql.Literal(bound))
     return conn.execute(query).fetchone()[0]
 
 
-def _details(ctx, terms, key: str | None, dims: int | None) -> sql.Composable:
+def _details(visible, terms, key: str | None, dims: int | None) -> sql.Composable:
     vector_score = sql.SQL("NULL::float8")
     if key is not None:
         vector_score = sql.SQL("CASE WHEN c.embedding_key = {key} THEN 1 - {d} END").format(
@@ -174,7 +174,7 @@ def _details(ctx, terms, key: str | None, dims: int | None) -> sql.Composable:
          WHERE c.id = ANY(%(ids)s)
            AND {visible}
     """).format(vector_score=vector_score, keyword_score=keyword_score, join=ASSERTION_JOIN,
-                visible=recallable_memory(ctx))
+                visible=visible)
 
 
 def _subject_boost(row_refs: Mapping[str, Any], wanted: Mapping[str, str]) -> float:
@@ -191,10 +191,12 @@ def search_memories(
     *,
     limit: int | None = None,
     subject_refs: Mapping[str, str] | None = None,
+    scopes: tuple[str, ...] | None = None,
     embedder: EmbeddingProvider | None = None,
     stamp: bool = True,
 ) -> list[MemoryHit]:
-    """The best visible memories for ``query``: one hit per memory (its best chunk)."""
+    """The best visible memories for ``query``: one hit per memory (its best chunk).
+    ``scopes`` narrows the visibility scopes searched (it never widens what is visible)."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("query is empty", details={"field": "query"})
     limit = limit or settings.retrieval_top_k
@@ -205,21 +207,26 @@ def search_memories(
     active = active_generation(conn, ctx.instance_key)
     vector = _query_vector(provider, query) if active and active.generation_key == key else None
     candidate_cap = max(limit * 4, 24)
+    visible = recallable_memory(ctx)
+    if scopes:
+        visible = sql.SQL("{} AND m.visibility_scope = ANY({})").format(
+            visible, sql.Literal(list(scopes)))
 
     with conn.transaction():
         parts: list[sql.Composable] = []
         if terms:
-            parts.append(_keyword_candidates(ctx, terms, candidate_cap,
+            parts.append(_keyword_candidates(ctx, visible, terms, candidate_cap,
                                              settings.retrieval_keyword_match_cap))
         if vector is not None:
             exact = _visible_vector_rows_at_most(
-                conn, ctx, key, settings.retrieval_exact_scan_max + 1
+                conn, ctx, visible, key, settings.retrieval_exact_scan_max + 1
             ) <= settings.retrieval_exact_scan_max
             if not exact:
                 conn.execute("SET LOCAL hnsw.iterative_scan = 'relaxed_order'")
                 conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
                     sql.Literal(max(settings.retrieval_hnsw_ef_search, candidate_cap))))
-            parts.append(_vector_candidates(ctx, key, provider.dimensions, candidate_cap, exact))
+            parts.append(_vector_candidates(ctx, visible, key, provider.dimensions,
+                                            candidate_cap, exact))
         if not parts:
             return []
         candidates = sql.SQL(" UNION ").join(sql.SQL("({})").format(p) for p in parts)
@@ -227,7 +234,7 @@ def search_memories(
         if not ids:
             return []
         rows = conn.execute(
-            _details(ctx, terms, key if vector is not None else None, provider.dimensions),
+            _details(visible, terms, key if vector is not None else None, provider.dimensions),
             {"ids": ids, "qv": vector},
         ).fetchall()
 

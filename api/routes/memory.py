@@ -1,0 +1,79 @@
+"""/api/v1/memory: semantic search, exact retrieval, explicit write."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from api.auth import access_context, require
+from api.db import with_connection
+from api.requests import read_json, read_query
+from api.schemas import MemoryCreate, MemoryOut, SearchParams, SearchResponse, StoreResponse
+from memory_platform.memories.store import MemoryWrite, store_memory
+from memory_platform.retrieval.memories import MemoryRecord, get_memory
+from memory_platform.retrieval.search import MemoryHit, search_memories
+
+
+def memory_out(item: MemoryHit | MemoryRecord) -> MemoryOut:
+    is_hit = isinstance(item, MemoryHit)
+    return MemoryOut(
+        id=str(item.memory_id if is_hit else item.id),
+        content=item.content,
+        score=item.score if is_hit else None,
+        visibility=item.visibility_scope,
+        memory_scope=item.memory_scope,
+        source_type=item.source_type,
+        subject_refs=item.subject_refs,
+        assertion_id=str(item.assertion_id) if item.assertion_id else None,
+        created_at=item.created_at.isoformat(),
+    )
+
+
+def _dump(model) -> dict:
+    return model.model_dump(by_alias=True, mode="json")
+
+
+async def search(request: Request) -> JSONResponse:
+    key = require(request, "memory:read")
+    params = read_query(request, SearchParams)
+    ctx = access_context(key, params)
+    hits = await with_connection(
+        request, search_memories, request.app.state.settings, ctx, params.query,
+        limit=params.limit, scopes=(params.scope,) if params.scope else None,
+        embedder=request.app.state.embedder,
+    )
+    return JSONResponse(_dump(SearchResponse(results=[memory_out(h) for h in hits])))
+
+
+async def get_one(request: Request) -> JSONResponse:
+    key = require(request, "memory:read")
+    ctx = access_context(key)
+    record = await with_connection(request, get_memory, ctx, request.path_params["memory_id"])
+    return JSONResponse(_dump(memory_out(record)))
+
+
+async def create(request: Request) -> JSONResponse:
+    key = require(request, "memory:write")
+    body = await read_json(request, MemoryCreate)
+    ctx = access_context(key, body.context)
+    write = MemoryWrite(
+        content=body.content, source_type="fact", memory_class="explicit",
+        visibility=body.visibility, explicit_private=body.explicit_private,
+        subject_refs=body.subject_refs, assertion_type=body.assertion_type, title=body.title,
+        trust_class="human_direct", metadata={"writtenVia": "api", "apiKeyId": str(key.id)},
+    )
+    stored = await with_connection(request, store_memory, request.app.state.settings, ctx, write,
+                                   embedder=request.app.state.embedder)
+    response = StoreResponse(id=str(stored.id), audience=stored.audience.as_dict(),
+                             deduplicated=stored.deduplicated,
+                             assertion_id=str(stored.assertion_id) if stored.assertion_id else None,
+                             assertion_status=stored.assertion_status)
+    return JSONResponse(_dump(response), status_code=200 if stored.deduplicated else 201)
+
+
+routes = [
+    Route("/api/v1/memory", search, methods=["GET"]),
+    Route("/api/v1/memory", create, methods=["POST"]),
+    Route("/api/v1/memory/{memory_id}", get_one, methods=["GET"]),
+]

@@ -1,0 +1,94 @@
+"""What an operator needs to judge an instance's memory at a glance (/internal/memory/status)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+
+def _grouped(conn, query: str, instance_key: str) -> dict[str, int]:
+    return {str(k): int(n) for k, n in conn.execute(query, (instance_key,))}
+
+
+def memory_status(conn: psycopg.Connection, instance_key: str) -> dict[str, Any]:
+    active = conn.execute(
+        "SELECT id, generation_key, provider, model, dimensions FROM"
+        " agent_memory_embedding_generations WHERE instance_key = %s AND status = 'active'",
+        (instance_key,),
+    ).fetchone()
+    generations = [
+        {"id": g, "key": key, "status": status, "chunks": chunks}
+        for g, key, status, chunks in conn.execute(
+            """
+            SELECT g.id, g.generation_key, g.status,
+                   (SELECT count(*) FROM agent_memory_chunks c
+                     WHERE c.instance_key = g.instance_key AND c.generation_id = g.id)
+              FROM agent_memory_embedding_generations g
+             WHERE g.instance_key = %s
+             ORDER BY g.id
+            """,
+            (instance_key,),
+        )
+    ]
+    backlog_chunks = conn.execute(
+        "SELECT count(*) FROM agent_memory_chunks WHERE instance_key = %s"
+        " AND embedding_key IS DISTINCT FROM %s",
+        (instance_key, active[1] if active else None),
+    ).fetchone()[0]
+    backlog_assertions = conn.execute(
+        """
+        SELECT count(*) FROM agent_memory_assertions a
+         WHERE a.instance_key = %s AND a.status = 'active'
+           AND NOT EXISTS (SELECT 1 FROM agent_memory_assertion_embeddings e
+                            WHERE e.assertion_id = a.id AND e.generation_id = %s)
+        """,
+        (instance_key, active[0] if active else None),
+    ).fetchone()[0]
+    pending, failed, oldest = conn.execute(
+        """
+        SELECT count(*) FILTER (WHERE status = 'pending'),
+               count(*) FILTER (WHERE status = 'failed'),
+               extract(epoch FROM now() - min(created_at) FILTER (WHERE status IN
+                       ('pending', 'failed')))
+          FROM agent_memory_ingestion_outbox WHERE instance_key = %s
+        """,
+        (instance_key,),
+    ).fetchone()
+    return {
+        "instance": instance_key,
+        "memories": {
+            "byScope": _grouped(conn, "SELECT memory_scope, count(*) FROM agent_memories"
+                                " WHERE instance_key = %s GROUP BY 1", instance_key),
+            "byVisibility": _grouped(conn, "SELECT visibility_scope, count(*) FROM"
+                                     " agent_memories WHERE instance_key = %s GROUP BY 1",
+                                     instance_key),
+            "bySourceType": _grouped(conn, "SELECT source_type, count(*) FROM agent_memories"
+                                     " WHERE instance_key = %s GROUP BY 1", instance_key),
+            "byState": _grouped(conn, "SELECT memory_state, count(*) FROM agent_memories"
+                                " WHERE instance_key = %s GROUP BY 1", instance_key),
+        },
+        "assertions": {
+            "byStatus": _grouped(conn, "SELECT status, count(*) FROM agent_memory_assertions"
+                                 " WHERE instance_key = %s GROUP BY 1", instance_key),
+            "byReviewState": _grouped(conn, "SELECT review_state, count(*) FROM"
+                                      " agent_memory_assertions WHERE instance_key = %s"
+                                      " GROUP BY 1", instance_key),
+        },
+        "evidence": conn.execute("SELECT count(*) FROM agent_memory_assertion_evidence"
+                                 " WHERE instance_key = %s", (instance_key,)).fetchone()[0],
+        "conflicts": _grouped(conn, "SELECT status, count(*) FROM"
+                              " agent_memory_assertion_conflicts WHERE instance_key = %s"
+                              " GROUP BY 1", instance_key),
+        "embeddings": {
+            "active": {"id": active[0], "key": active[1], "provider": active[2],
+                       "model": active[3], "dimensions": active[4]} if active else None,
+            "generations": generations,
+            "reembedBacklog": {"chunks": backlog_chunks, "assertions": backlog_assertions},
+        },
+        "outbox": {"pending": pending, "failed": failed,
+                   "oldestAgeSeconds": round(float(oldest), 1) if oldest is not None else None},
+        "feedback": _grouped(conn, "SELECT event_type, count(*) FROM"
+                             " agent_memory_retrieval_feedback WHERE instance_key = %s"
+                             " GROUP BY 1", instance_key),
+    }
