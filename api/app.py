@@ -17,6 +17,7 @@ from api.routes import context, feedback, health, internal, memory
 from memory_platform.db import migrations
 from memory_platform.db.connection import open_pool
 from memory_platform.embeddings import get_provider
+from memory_platform.retrieval.stamping import RetrievalStamper
 from memory_platform.settings import Settings, get_settings
 
 
@@ -36,10 +37,12 @@ def create_app(settings: Settings | None = None) -> Starlette:
         app.state.settings = settings
         app.state.embedder = await run_in_threadpool(get_provider, settings)
         app.state.pool = holder["pool"] = await run_in_threadpool(open_pool, settings)
+        app.state.stamper = RetrievalStamper(app.state.pool)
         try:
             await run_in_threadpool(_refuse_edited_migrations, app.state.pool, settings)
             yield
         finally:
+            await run_in_threadpool(app.state.stamper.close)
             holder["pool"] = None
             await run_in_threadpool(app.state.pool.close)
 

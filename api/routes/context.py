@@ -25,7 +25,7 @@ async def search(request: Request) -> JSONResponse:
     items = await with_connection(
         request, context_search, request.app.state.settings, access_context(key, body.context),
         body.query, depth=body.depth, intent=body.intent, limit=body.limit,
-        embedder=request.app.state.embedder,
+        embedder=request.app.state.embedder, stamper=request.app.state.stamper,
     )
     response = ContextSearchResponse(results=[item_out(i) for i in items])
     return JSONResponse(response.model_dump(by_alias=True, mode="json"))

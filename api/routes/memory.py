@@ -41,7 +41,7 @@ async def search(request: Request) -> JSONResponse:
     hits = await with_connection(
         request, search_memories, request.app.state.settings, ctx, params.query,
         limit=params.limit, scopes=(params.scope,) if params.scope else None,
-        embedder=request.app.state.embedder,
+        embedder=request.app.state.embedder, stamper=request.app.state.stamper,
     )
     return JSONResponse(_dump(SearchResponse(results=[memory_out(h) for h in hits])))
 

@@ -31,6 +31,7 @@ from memory_platform.errors import InvalidInput, NotFound
 from memory_platform.retrieval.assertions import recallable_assertion, search_assertions
 from memory_platform.retrieval.memories import get_memory, parse_uuid
 from memory_platform.retrieval.search import query_terms, search_memories
+from memory_platform.retrieval.stamping import RetrievalStamper
 from memory_platform.settings import Settings
 
 RRF_K = 60
@@ -138,6 +139,7 @@ def context_search(
     intent: str | None = None,
     limit: int | None = None,
     embedder: EmbeddingProvider | None = None,
+    stamper: RetrievalStamper | None = None,
 ) -> list[ContextItem]:
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("query is empty", details={"field": "query"})
@@ -164,7 +166,7 @@ def context_search(
                                  "visibility": h.visibility_scope,
                                  "subjectRefs": h.subject_refs})
             for h in search_memories(conn, settings, ctx, query, limit=per_source,
-                                     embedder=provider)
+                                     embedder=provider, stamper=stamper)
         ],
         "history": _search_history(conn, ctx, terms, per_source),
         "graph": _search_claims(conn, ctx, terms, per_source),

@@ -46,6 +46,7 @@ from memory_platform.embeddings.generations import active_generation, generation
 from memory_platform.errors import InvalidInput
 from memory_platform.retrieval.feedback import feedback_multiplier
 from memory_platform.retrieval.filters import ASSERTION_JOIN, recallable_memory
+from memory_platform.retrieval.stamping import RetrievalStamper
 from memory_platform.retrieval.stopwords import ALL as STOPWORDS
 from memory_platform.settings import Settings
 
@@ -194,9 +195,12 @@ def search_memories(
     scopes: tuple[str, ...] | None = None,
     embedder: EmbeddingProvider | None = None,
     stamp: bool = True,
+    stamper: RetrievalStamper | None = None,
 ) -> list[MemoryHit]:
     """The best visible memories for ``query``: one hit per memory (its best chunk).
-    ``scopes`` narrows the visibility scopes searched (it never widens what is visible)."""
+    ``scopes`` narrows the visibility scopes searched (it never widens what is visible).
+    Returned memories are stamped as retrieved: by ``stamper`` (deferred, batched) when
+    given, else right away on ``conn``; ``stamp=False`` skips it (benchmarks)."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("query is empty", details={"field": "query"})
     limit = limit or settings.retrieval_top_k
@@ -240,7 +244,11 @@ def search_memories(
 
     hits = _rank(rows, settings, limit, subject_refs or {})
     if stamp and hits:
-        stamp_retrieved(conn, ctx.instance_key, [h.memory_id for h in hits])
+        ids = [h.memory_id for h in hits]
+        if stamper is not None:
+            stamper.record(ctx.instance_key, ids)
+        else:
+            stamp_retrieved(conn, ctx.instance_key, ids)
     return hits
 
 
