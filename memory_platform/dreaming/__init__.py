@@ -1,0 +1,1 @@
+"""Dreaming v2: background curation of episodic memory into cited canonical assertions."""

@@ -1,0 +1,1 @@
+"""Maintenance-model clients: OpenAI-compatible (streamed, strict JSON) and extractive."""
