@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     embedded_pgdata: Path | None = Field(
         None, description="Data directory of the embedded server (default DATA_DIR/pgdata)."
     )
+    embedded_shared_buffers: str = Field(
+        "1GB", description="shared_buffers of the embedded server (vector indexes live here)."
+    )
     database_name: str = Field("memory", description="Database of the platform's tables.")
     dagster_database_name: str = Field(
         "dagster", description="Database of Dagster's instance storage (same server)."
@@ -50,7 +53,7 @@ class Settings(BaseSettings):
     retrieval_vector_weight: float = Field(0.8, ge=0.0, le=1.0)
     retrieval_keyword_weight: float = Field(0.2, ge=0.0, le=1.0)
     retrieval_keyword_match_cap: int = Field(
-        2000, ge=10, description="Keyword matches ranked per query (bounds common-word cost)."
+        500, ge=10, description="Keyword matches ranked per query (bounds common-word cost)."
     )
     retrieval_exact_scan_max: int = Field(
         5000, ge=0, description="Visible vector rows up to which search scans exactly."
@@ -137,9 +140,84 @@ class Settings(BaseSettings):
     dream_max_field_chars: int = Field(600, ge=50)
     dream_phase_timeout_minutes: int = Field(10, ge=1, le=30)
     dream_completion_tokens: int = Field(12_000, ge=256)
+    maintenance_default_model: str = Field(
+        "extractive", min_length=1,
+        description="Last step of the model resolution (after an explicit model, the "
+        "memory_dreaming_model app setting and MEMORY_MAINTENANCE_MODEL). 'extractive' is "
+        "the offline, deterministic sentence-copying baseline of the dev profile; a "
+        "deployment with a real provider sets its model here or in MAINTENANCE_MODEL.",
+    )
+    maintenance_idle_timeout_seconds: float = Field(
+        120.0, gt=0.0,
+        description="A maintenance-model call fails (idle_timeout) after this long without "
+        "a byte from the provider; SSE data events and heartbeats refresh it.",
+    )
+    maintenance_phase_timeout_seconds_override: float | None = Field(
+        None, gt=0.0,
+        description="Replaces dream_phase_timeout_minutes in seconds (tests only).",
+    )
+    maintenance_max_completion_tokens: int | None = Field(
+        None, ge=1,
+        description="Completion-token limit of the configured provider/model; the lowest "
+        "of this, the built-in catalog limit and dream_completion_tokens is requested.",
+    )
+    maintenance_max_retries: int = Field(
+        2, ge=0, le=2,
+        description="Retries of a maintenance call after a connection error, 429 or 5xx "
+        "before any data arrived (never after).",
+    )
+    maintenance_retry_backoff_seconds: float = Field(
+        1.0, ge=0.0, le=30.0, description="First retry delay; doubles on the next retry."
+    )
     dream_stale_minutes: int = Field(90, ge=1)
     dream_reconcile_interval_seconds: int = Field(30, ge=1)
     outbox_poll_seconds: int = Field(30, ge=1)
+    automation_session_prefixes: list[str] = Field(
+        default_factory=lambda: [
+            "system:", "heartbeat:", "webhook:", "cron:", "scheduled:", "automation:",
+            "github:", "release:", "docproc:", "livestream:",
+        ],
+        description="Session keys starting with one of these (case-insensitive) are the "
+        "agent's own automation runs: never Dreaming input (and skipped by the flush).",
+    )
+    dream_candidate_limit: int = Field(
+        1000, ge=1, description="Most recent eligible rows per partition and input pool "
+        "considered (automation sessions are excluded before this limit).",
+    )
+    dream_max_inputs: int = Field(
+        200, ge=1, le=1000, description="Inputs one Dream partition sends to the model."
+    )
+    dream_per_session_activity_cap: int = Field(
+        12, ge=1, description="Summary/flush rows one session may contribute to a partition."
+    )
+    dream_fact_quota_ratio: float = Field(
+        0.3, ge=0.0, le=1.0,
+        description="Share of the inputs reserved for direct human facts (filled first).",
+    )
+    dream_min_inputs: int = Field(
+        3, ge=1, description="Inputs a partition needs before it is dreamed (manual runs too)."
+    )
+    dream_activation_confidence: float = Field(
+        0.7, ge=0.0, le=1.0,
+        description="Confidence at which the safety pass activates a Dream assertion.",
+    )
+    dream_update_confidence: float = Field(
+        0.9, ge=0.0, le=1.0,
+        description="Confidence an 'updates' relation needs when it is a correction "
+        "rather than an exact duplicate.",
+    )
+    dream_input_max_chars: int = Field(
+        4000, ge=200, description="Characters of one input shown to the model."
+    )
+    outbox_max_attempts: int = Field(
+        5, ge=1, description="Attempts of an outbox job before it stays failed."
+    )
+    outbox_retry_backoff_seconds: float = Field(
+        30.0, ge=0.0, description="Delay before the first retry; doubles on each further one."
+    )
+    outbox_processing_timeout_seconds: int = Field(
+        600, ge=1, description="A job claimed longer ago than this is claimable again."
+    )
 
     # --- knowledge graph and consolidation ------------------------------------------------
     graph_decay_half_life_days: float = Field(180.0, gt=0.0)

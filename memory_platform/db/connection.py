@@ -33,7 +33,9 @@ def server_url(settings: Settings) -> str:
     """URL of the maintenance database (``postgres``) of the configured server."""
     if settings.database_url is not None:
         return with_database(settings.database_url.get_secret_value(), "postgres")
-    return embedded.ensure_server(settings.pgdata).uri("postgres")
+    config = {"shared_buffers": settings.embedded_shared_buffers,
+              "maintenance_work_mem": settings.index_build_maintenance_work_mem}
+    return embedded.ensure_server(settings.pgdata, config=config).uri("postgres")
 
 
 def ensure_database(settings: Settings, database: str) -> str:

@@ -29,7 +29,7 @@ import signal
 import subprocess
 import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -209,7 +209,7 @@ def _recover_stale_lock(pgdata: Path) -> None:
     pid_file.unlink(missing_ok=True)
 
 
-def _start(pgdata: Path, tcp_port: int | None) -> None:
+def _start(pgdata: Path, tcp_port: int | None, config: Mapping[str, str]) -> None:
     if not (pgdata / "PG_VERSION").exists():
         _run_as_server_user(
             [_bin("initdb"), "-D", str(pgdata), "--auth=trust", "--encoding=UTF8",
@@ -223,6 +223,7 @@ def _start(pgdata: Path, tcp_port: int | None) -> None:
         options += ["-h 127.0.0.1", f"-p {tcp_port}"]
     else:
         options += ["-h ''", f"-p {SOCKET_PORT}"]
+    options += [f"-c {name}={value}" for name, value in config.items()]
     _run_as_server_user(
         [_bin("pg_ctl"), "-D", str(pgdata), "-l", str(pgdata / "server.log"), "-w", "-t", "60",
          "-o", " ".join(options), "start"],
@@ -233,9 +234,11 @@ def _start(pgdata: Path, tcp_port: int | None) -> None:
 class EmbeddedServer:
     """A handle on the shared server of one data directory, held by this process."""
 
-    def __init__(self, pgdata: Path, tcp_port: int | None = None) -> None:
+    def __init__(self, pgdata: Path, tcp_port: int | None = None,
+                 config: Mapping[str, str] | None = None) -> None:
         self.pgdata = pgdata.resolve()
         self.tcp_port = tcp_port
+        self.config = dict(config or {})
         self.users_dir = self.pgdata.parent / f".{self.pgdata.name}.users"
         self.info: ServerInfo | None = None
 
@@ -248,7 +251,7 @@ class EmbeddedServer:
             info = read_server_info(self.pgdata)
             if info is None:
                 _prepare_permissions(self.pgdata)
-                _start(self.pgdata, self.tcp_port)
+                _start(self.pgdata, self.tcp_port, self.config)
                 info = read_server_info(self.pgdata)
                 if info is None:
                     log = self.pgdata / "server.log"
@@ -310,12 +313,14 @@ def destroy(pgdata: Path) -> None:
 _handles: dict[Path, EmbeddedServer] = {}
 
 
-def ensure_server(pgdata: Path, tcp_port: int | None = None) -> ServerInfo:
-    """The one handle per data directory and process: start or find, then register."""
+def ensure_server(pgdata: Path, tcp_port: int | None = None,
+                  config: Mapping[str, str] | None = None) -> ServerInfo:
+    """The one handle per data directory and process: start or find, then register.
+    ``config`` (server settings such as shared_buffers) applies when this call starts it."""
     pgdata = pgdata.resolve()
     handle = _handles.get(pgdata)
     if handle is None:
-        handle = _handles[pgdata] = EmbeddedServer(pgdata, tcp_port)
+        handle = _handles[pgdata] = EmbeddedServer(pgdata, tcp_port, config)
     return handle.ensure()
 
 

@@ -196,11 +196,13 @@ def search_memories(
     embedder: EmbeddingProvider | None = None,
     stamp: bool = True,
     stamper: RetrievalStamper | None = None,
+    explain: list[str] | None = None,
 ) -> list[MemoryHit]:
     """The best visible memories for ``query``: one hit per memory (its best chunk).
     ``scopes`` narrows the visibility scopes searched (it never widens what is visible).
     Returned memories are stamped as retrieved: by ``stamper`` (deferred, batched) when
-    given, else right away on ``conn``; ``stamp=False`` skips it (benchmarks)."""
+    given, else right away on ``conn``; ``stamp=False`` skips it (benchmarks). ``explain``
+    (a list) receives the EXPLAIN ANALYZE plan of the candidate query (benchmarks, tuning)."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("query is empty", details={"field": "query"})
     limit = limit or settings.retrieval_top_k
@@ -217,6 +219,10 @@ def search_memories(
             visible, sql.Literal(list(scopes)))
 
     with conn.transaction():
+        # Keyword matches come from the GIN index, never a scan of the whole chunk table:
+        # a question with common words matches a large share of rows, and only the first
+        # `retrieval_keyword_match_cap` visible matches are ranked anyway.
+        conn.execute("SET LOCAL enable_seqscan = off")
         parts: list[sql.Composable] = []
         if terms:
             parts.append(_keyword_candidates(ctx, visible, terms, candidate_cap,
@@ -234,6 +240,9 @@ def search_memories(
         if not parts:
             return []
         candidates = sql.SQL(" UNION ").join(sql.SQL("({})").format(p) for p in parts)
+        if explain is not None:
+            explain.extend(row[0] for row in conn.execute(
+                sql.SQL("EXPLAIN (ANALYZE, BUFFERS) {}").format(candidates), {"qv": vector}))
         ids = [row[0] for row in conn.execute(candidates, {"qv": vector})]
         if not ids:
             return []

@@ -1,0 +1,138 @@
+"""Latency of the library-level hybrid search (``search_memories``) over a large corpus.
+
+Imports a synthetic German/English corpus (default 100,000 memories, hash embeddings) into a
+fresh database through the bulk import (HNSW and GIN indexes built), then runs natural
+questions from random callers (private, team, workspace and channel contexts) and reports
+p50/p95/p99 in milliseconds, the plan of the candidate query (HNSW + GIN in use) and the
+machine. Results: stdout and bench/results/retrieval_latency.json.
+
+    .venv/bin/python bench/retrieval_latency.py --n 100000 --queries 1000
+
+The issue's target: p95 <= 10 ms at 100,000 memories with hash embeddings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import psycopg
+from pgvector.psycopg import register_vector
+
+from bench.common import fresh_database, machine_info, synthetic_corpus, write_result
+from memory_platform.access import AccessContext
+from memory_platform.embeddings.hashing import HashEmbeddingProvider
+from memory_platform.memories.bulk import context_from_row, import_memories
+from memory_platform.retrieval.search import search_memories
+from memory_platform.settings import Settings
+
+INSTANCE = "bench-latency"
+QUESTIONS = (
+    "Wann ist die Umsatzsteuervoranmeldung für {company} fällig?",
+    "Who covers the account while {person} is on parental leave?",
+    "Welche Bankverbindung hat {company} jetzt?",
+    "What caused the {product} outage?",
+    "Wie möchte {person} Unterlagen erhalten?",
+    "When is the quarterly review with {company}?",
+    "Wer betreut die Lohnabrechnung von {company}?",
+    "Why was the invoice for {company} disputed?",
+    "Wann ist die Inventur bei {company} geplant?",
+    "Who owns the migration of the {product}?",
+)
+COMPANIES = ("Nordlicht GmbH", "Alpen Logistik AG", "Elbtal Software", "Isar Energie",
+             "Brandt Steuerberatung", "Spree Medien")
+PEOPLE = ("Anna Müller", "Jonas Schmidt", "Lea Weber", "Paul Becker", "Emma Koch")
+PRODUCTS = ("billing service", "customer portal", "search API", "payment gateway")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def random_context(rng: random.Random) -> AccessContext:
+    user = f"user-{rng.randint(0, 49):03d}"
+    pick = rng.random()
+    if pick < 0.6:
+        return AccessContext(INSTANCE, user_id=user)
+    if pick < 0.8:
+        return AccessContext(INSTANCE, user_id=user, channel_type="slack",
+                             channel_thread_key=f"C{rng.randint(100, 999)}/1700000000.0001")
+    return AccessContext(INSTANCE)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=100_000, help="memories in the corpus")
+    parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--warmup", type=int, default=100)
+    parser.add_argument("--database-url", default=None)
+    parser.add_argument("--seed", type=int, default=11)
+    args = parser.parse_args(argv)
+
+    rng = random.Random(args.seed)
+    with fresh_database(args.database_url) as url:
+        settings = Settings(database_url=url, embedding_provider="hash",
+                            _env_file=None)  # type: ignore[call-arg]
+        provider = HashEmbeddingProvider(settings.hash_embedding_dimensions)
+        with psycopg.connect(url, autocommit=True) as conn:
+            register_vector(conn)
+            print(f"importing {args.n:,} memories ...", file=sys.stderr, flush=True)
+            stats = import_memories(conn, settings, context_from_row(INSTANCE),
+                                    synthetic_corpus(args.n), embedder=provider)
+            conn.execute("VACUUM ANALYZE")
+            print(f"imported {stats.accepted:,} in {stats.seconds:.0f}s; querying ...",
+                  file=sys.stderr, flush=True)
+
+            def one() -> tuple[float, int]:
+                question = rng.choice(QUESTIONS).format(
+                    company=rng.choice(COMPANIES), person=rng.choice(PEOPLE),
+                    product=rng.choice(PRODUCTS))
+                ctx = random_context(rng)
+                started = time.perf_counter()
+                hits = search_memories(conn, settings, ctx, question, embedder=provider,
+                                       stamp=False)
+                return (time.perf_counter() - started) * 1000, len(hits)
+
+            for _ in range(args.warmup):
+                one()
+            samples = [one() for _ in range(args.queries)]
+            plan: list[str] = []
+            search_memories(conn, settings, AccessContext(INSTANCE, user_id="user-001"),
+                            "Wann ist die Umsatzsteuervoranmeldung für Nordlicht GmbH fällig?",
+                            embedder=provider, stamp=False, explain=plan)
+            machine = machine_info(conn)
+
+    latencies = [ms for ms, _ in samples]
+    result = {
+        "corpus_memories": stats.accepted,
+        "queries": len(samples),
+        "embedding": {"provider": provider.provider, "dimensions": provider.dimensions},
+        "p50_ms": round(percentile(latencies, 50), 2),
+        "p95_ms": round(percentile(latencies, 95), 2),
+        "p99_ms": round(percentile(latencies, 99), 2),
+        "mean_ms": round(statistics.fmean(latencies), 2),
+        "mean_hits": round(statistics.fmean(h for _, h in samples), 2),
+        "uses_hnsw": any("hnsw" in line for line in plan),
+        "uses_gin": any("tsv_idx" in line for line in plan),
+        "plan": plan,
+        "target_p95_ms": 10,
+        "machine": machine,
+    }
+    target = write_result("retrieval_latency", result)
+    print("\n".join(plan))
+    print(f"{len(samples)} queries over {stats.accepted:,} memories: p50 {result['p50_ms']} ms, "
+          f"p95 {result['p95_ms']} ms, p99 {result['p99_ms']} ms (target p95 <= 10 ms); "
+          f"HNSW {result['uses_hnsw']}, GIN {result['uses_gin']}")
+    print(f"wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
