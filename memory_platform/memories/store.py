@@ -98,16 +98,18 @@ def _find_duplicate(conn, ctx: AccessContext, audience: Audience, digest: str, s
                     window_hours: int):
     return conn.execute(
         """
-        SELECT id, assertion_id
-          FROM agent_memories
-         WHERE instance_key = %s
-           AND visibility_scope = %s
-           AND audience_key = %s
-           AND content_hash = %s
-           AND subject_key = %s
-           AND memory_state = 'active'
-           AND updated_at > now() - make_interval(hours => %s)
-         ORDER BY updated_at DESC
+        SELECT m.id, m.assertion_id, a.status
+          FROM agent_memories m
+          LEFT JOIN agent_memory_assertions a
+            ON a.instance_key = m.instance_key AND a.id = m.assertion_id
+         WHERE m.instance_key = %s
+           AND m.visibility_scope = %s
+           AND m.audience_key = %s
+           AND m.content_hash = %s
+           AND m.subject_key = %s
+           AND m.memory_state = 'active'
+           AND m.updated_at > now() - make_interval(hours => %s)
+         ORDER BY m.updated_at DESC
          LIMIT 1
         """,
         (ctx.instance_key, audience.kind, audience.key, digest, subject, window_hours),
@@ -145,7 +147,7 @@ def store_memory(
                                settings.memory_dedup_window_hours)
     if existing:
         conn.execute("UPDATE agent_memories SET updated_at = now() WHERE id = %s", (existing[0],))
-        return StoredMemory(existing[0], audience, True, existing[1])
+        return StoredMemory(existing[0], audience, True, existing[1], existing[2])
 
     chunks = chunk_text(content, settings.chunk_target_chars, settings.chunk_overlap_chars)
     provider = embedder or get_provider(settings)
@@ -162,7 +164,7 @@ def store_memory(
         if existing:
             conn.execute("UPDATE agent_memories SET updated_at = now() WHERE id = %s",
                          (existing[0],))
-            return StoredMemory(existing[0], audience, True, existing[1])
+            return StoredMemory(existing[0], audience, True, existing[1], existing[2])
         generation = None if vectors is None else ensure_generation(conn, ctx.instance_key,
                                                                      provider)
         return _insert(conn, ctx, write, content, refs, audience, digest, subject, chunks,
