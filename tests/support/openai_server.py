@@ -5,10 +5,20 @@ tested is what runs in production: request bodies, headers, timeouts, retries, p
 
 Routes are generic: every ``POST /v1/<route>`` goes to the default handler registered for
 ``<route>`` unless a scripted step is queued for it. ``/v1/embeddings`` has a deterministic
-default (vectors derived from a hash of each input). To add, say, chat completions::
+default (vectors derived from a hash of each input). ``/v1/chat/completions`` has a default
+too: with ``"stream": true`` it answers Server-Sent Events shaped like OpenAI's (a role
+delta, content deltas, a ``finish_reason`` chunk, a usage chunk with empty ``choices`` when
+``stream_options.include_usage`` is set, then ``[DONE]``), otherwise one ``chat.completion``
+object; the model echoes the requested one. Script a chat answer with::
 
-    server.add_route("chat/completions", my_default_handler)   # RecordedRequest -> Response
-    server.script("chat/completions", sse=[{"choices": [...]}, "[DONE]"])
+    server.script_chat(content=['```json\n{"a": 1}', "\n```"], model="other-model",
+                       finish_reason="length", event_delay=0.05, pauses={2: 1.5},
+                       heartbeat=0.1, done=False, cut_after=3)
+
+Any other route can get a default the same way::
+
+    server.add_route("my/route", my_default_handler)   # RecordedRequest -> Response
+    server.script("my/route", sse=[{"choices": [...]}, "[DONE]"])
 
 Scripted steps are consumed in order, one per request; they can answer with a status and
 JSON, a raw body (malformed JSON), a Server-Sent-Events stream, a mutation of the default
@@ -25,7 +35,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +79,42 @@ class Step:
     sse: list[Any] | None = None
     mutate: Callable[[Any], Any] | None = None
     respond: Handler | None = None
+    chat: ChatScript | None = None  # a scripted /v1/chat/completions answer (see script_chat)
+
+
+@dataclass
+class ChatScript:
+    """How a chat completion answers. Defaults behave like OpenAI.
+
+    ``content``: the assistant text (None: the default text), split into deltas of
+    ``piece_chars``, or a list of the exact deltas. ``model``: the model reported in every
+    chunk (None: the requested one). ``finish_reason``: None sends no finish chunk.
+    ``usage``: send the final usage chunk (empty ``choices``); None follows the request's
+    ``stream_options.include_usage``. ``done``: send ``data: [DONE]``. ``cut_after``: stop
+    after that many events, sending only the first half of the next event's JSON line, then
+    ``cut_terminated`` decides whether that broken line still ends with the blank line that
+    dispatches it (a proxy that cut the body) or the connection just closes. Timing:
+    ``event_delay`` seconds before every event after the first, ``pauses`` extra seconds
+    before event i (0-based, counting the role chunk), and during every wait a ``: keepalive``
+    SSE comment each ``heartbeat`` seconds (None: silence).
+    """
+
+    content: str | list[str] | None = None
+    model: str | None = None
+    finish_reason: str | None = "stop"
+    usage: bool | None = None
+    done: bool = True
+    cut_after: int | None = None
+    cut_terminated: bool = True
+    piece_chars: int = 16
+    event_delay: float = 0.0
+    pauses: dict[int, float] = field(default_factory=dict)
+    heartbeat: float | None = None
+    stream: bool | None = None  # None: as requested
+
+
+DEFAULT_CHAT_TEXT = "Hello from the scripted OpenAI-compatible server."
+DEFAULT_CHAT_JSON = "{}"
 
 
 def fake_embedding(text: str, dimensions: int) -> list[float]:
@@ -105,6 +151,102 @@ def _embeddings_default(request: RecordedRequest) -> Response:
     return JSONResponse(embeddings_answer(request))
 
 
+def _default_chat_text(payload: dict[str, Any]) -> str:
+    response_format = payload.get("response_format") or {}
+    if response_format.get("type") in ("json_schema", "json_object"):
+        return DEFAULT_CHAT_JSON
+    return DEFAULT_CHAT_TEXT
+
+
+def _usage(payload: dict[str, Any], text: str) -> dict[str, int]:
+    prompt = sum(len(str(m.get("content", "")).split()) for m in payload.get("messages", []))
+    completion = len(text.split())
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}
+
+
+def chat_completion_chunks(payload: dict[str, Any], script: ChatScript) -> list[Any]:
+    """The SSE ``data`` values (dicts, and the string ``[DONE]``) of a streamed answer."""
+    model = script.model if script.model is not None else payload.get("model")
+    text_pieces: list[str]
+    if isinstance(script.content, list):
+        text_pieces = list(script.content)
+    else:
+        text = script.content if script.content is not None else _default_chat_text(payload)
+        size = max(1, script.piece_chars)
+        text_pieces = [text[i : i + size] for i in range(0, len(text), size)]
+    base = {"id": f"chatcmpl-scripted-{time.monotonic_ns()}", "object": "chat.completion.chunk",
+            "created": int(time.time()), "model": model, "system_fingerprint": "fp_scripted"}
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                     "finish_reason": finish_reason}], "usage": None}
+
+    events: list[Any] = [chunk({"role": "assistant", "content": "", "refusal": None})]
+    events += [chunk({"content": piece}) for piece in text_pieces]
+    if script.finish_reason is not None:
+        events.append(chunk({}, script.finish_reason))
+    usage = script.usage
+    if usage is None:
+        usage = bool((payload.get("stream_options") or {}).get("include_usage"))
+    if usage:
+        events.append({**base, "choices": [], "usage": _usage(payload, "".join(text_pieces))})
+    if script.done:
+        events.append("[DONE]")
+    return events
+
+
+def _chat_response(request: RecordedRequest, script: ChatScript, status: int,
+                   headers: dict[str, str]) -> Response:
+    payload = request.json
+    stream = script.stream if script.stream is not None else bool(payload.get("stream"))
+    if not stream:
+        text = script.content if isinstance(script.content, str) else (
+            "".join(script.content) if script.content is not None
+            else _default_chat_text(payload))
+        body = {
+            "id": f"chatcmpl-scripted-{time.monotonic_ns()}", "object": "chat.completion",
+            "created": int(time.time()),
+            "model": script.model if script.model is not None else payload.get("model"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text,
+                                                 "refusal": None},
+                         "logprobs": None, "finish_reason": script.finish_reason}],
+            "usage": _usage(payload, text),
+        }
+        return JSONResponse(body, status_code=status, headers=headers)
+    frames = [
+        f"data: {event if isinstance(event, str) else json.dumps(event)}\n\n".encode()
+        for event in chat_completion_chunks(payload, script)
+    ]
+    if script.cut_after is not None and script.cut_after < len(frames):
+        broken = frames[script.cut_after]
+        broken = broken[: max(len(b"data: ") + 1, len(broken) // 2)]
+        frames = frames[: script.cut_after] + [broken + (b"\n\n" if script.cut_terminated
+                                                        else b"")]
+
+    async def paced() -> AsyncIterator[bytes]:
+        for index, frame in enumerate(frames):
+            wait = script.pauses.get(index, 0.0) + (script.event_delay if index else 0.0)
+            while wait > 0:
+                step = wait if script.heartbeat is None else min(wait, script.heartbeat)
+                await asyncio.sleep(step)
+                wait -= step
+                if script.heartbeat is not None and wait > 0:
+                    yield b": keepalive\n\n"
+            yield frame
+
+    return StreamingResponse(paced(), status_code=status, media_type="text/event-stream",
+                             headers={"cache-control": "no-cache", **headers})
+
+
+def _chat_default(request: RecordedRequest) -> Response:
+    return _chat_response(request, ChatScript(), 200, {})
+
+
+def _default_routes() -> dict[str, Handler]:
+    return {"embeddings": _embeddings_default, "chat/completions": _chat_default}
+
+
 def _sse_stream(events: list[Any]) -> Iterator[bytes]:
     for event in events:
         data = event if isinstance(event, str) else json.dumps(event)
@@ -116,7 +258,7 @@ class ScriptedOpenAIServer:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._defaults: dict[str, Handler] = {"embeddings": _embeddings_default}
+        self._defaults: dict[str, Handler] = _default_routes()
         self._steps: dict[str, deque[Step]] = {}
         self._requests: list[RecordedRequest] = []
         self._socket: socket.socket | None = None
@@ -135,6 +277,16 @@ class ScriptedOpenAIServer:
             queue = self._steps.setdefault(route.strip("/"), deque())
             queue.extend(Step(**step) for _ in range(times))
 
+    def script_chat(
+        self, *, times: int = 1, delay: float = 0.0, status: int = 200,
+        headers: dict[str, str] | None = None, **chat: Any,
+    ) -> None:
+        """Queue ``times`` chat answers shaped by :class:`ChatScript` fields (``chat``);
+        ``delay`` holds back the response headers, ``status`` is the HTTP status of the
+        (still well-formed) answer; for an error body use ``script(..., status=...)``."""
+        self.script("chat/completions", times=times, delay=delay, status=status,
+                    headers=dict(headers or {}), chat=ChatScript(**chat))
+
     def requests(self, route: str | None = None) -> list[RecordedRequest]:
         with self._lock:
             return [r for r in self._requests if route is None or r.route == route]
@@ -148,7 +300,7 @@ class ScriptedOpenAIServer:
         with self._lock:
             self._steps.clear()
             self._requests.clear()
-            self._defaults = {"embeddings": _embeddings_default}
+            self._defaults = _default_routes()
 
     # --- lifecycle ----------------------------------------------------------------------
     @property
@@ -209,6 +361,8 @@ class ScriptedOpenAIServer:
         headers = dict(step.headers)
         if step.respond is not None:
             return step.respond(request)
+        if step.chat is not None:
+            return _chat_response(request, step.chat, step.status, headers)
         if step.sse is not None:
             return StreamingResponse(
                 _sse_stream(step.sse), status_code=step.status,
