@@ -94,62 +94,45 @@ def audience_for(kind: AudienceKind, ctx: AccessContext) -> Audience:
     raise AccessError(f"unknown visibility {kind!r}; use one of {', '.join(AUDIENCE_KINDS)}")
 
 
-def visibility_predicate(ctx: AccessContext, alias: str = "m") -> sql.Composed:
-    """SQL condition over a row with ``instance_key``, ``visibility_scope``, ``user_id``,
-    ``channel_thread_key`` and ``group_room_id`` columns (``agent_memories`` shape) that is
-    true exactly for the rows ``ctx`` may see. Values are bound as literals by psycopg's
-    quoting, never interpolated as text."""
-    col = _columns(alias)
-    branches = [sql.SQL("{} = 'workspace'").format(col("visibility_scope"))]
+def _rule(ctx: AccessContext, alias: str, kind_col: str, key_col: str,
+          owner_col: str | None) -> sql.Composed:
+    """THE visibility rule, over any row that carries an audience (kind, key) and optionally
+    the user it belongs to. Private rows have the owner's user id as their audience key."""
+    kind, key = sql.Identifier(alias, kind_col), sql.Identifier(alias, key_col)
+    branches = [sql.SQL("{} = 'workspace'").format(kind)]
     if ctx.user_id:
         branches.append(sql.SQL("({} = 'private' AND {} = {})").format(
-            col("visibility_scope"), col("user_id"), sql.Literal(ctx.user_id)))
+            kind, key, sql.Literal(ctx.user_id)))
     if ctx.has_team_access:
-        branches.append(sql.SQL("{} = 'team'").format(col("visibility_scope")))
+        branches.append(sql.SQL("{} = 'team'").format(kind))
     channel_matches = []
-    if ctx.channel_thread_key:
+    channel_keys = [k for k in (ctx.channel_thread_key, ctx.group_room_id) if k]
+    if channel_keys:
+        channel_matches.append(sql.SQL("{} = ANY({})").format(key, sql.Literal(channel_keys)))
+    if ctx.user_id and owner_col:
         channel_matches.append(sql.SQL("{} = {}").format(
-            col("channel_thread_key"), sql.Literal(ctx.channel_thread_key)))
-    if ctx.group_room_id:
-        channel_matches.append(sql.SQL("{} = {}").format(
-            col("group_room_id"), sql.Literal(ctx.group_room_id)))
-    if ctx.user_id:
-        channel_matches.append(sql.SQL("{} = {}").format(
-            col("user_id"), sql.Literal(ctx.user_id)))
+            sql.Identifier(alias, owner_col), sql.Literal(ctx.user_id)))
     if channel_matches:
         branches.append(sql.SQL("({} = 'channel' AND ({}))").format(
-            col("visibility_scope"), sql.SQL(" OR ").join(channel_matches)))
+            kind, sql.SQL(" OR ").join(channel_matches)))
     return sql.SQL("({} = {} AND ({}))").format(
-        col("instance_key"), sql.Literal(ctx.instance_key), sql.SQL(" OR ").join(branches))
+        sql.Identifier(alias, "instance_key"), sql.Literal(ctx.instance_key),
+        sql.SQL(" OR ").join(branches))
+
+
+def visibility_predicate(ctx: AccessContext, alias: str = "m") -> sql.Composed:
+    """SQL condition, true exactly for the ``agent_memories`` rows ``ctx`` may see (the
+    linked user of a channel row is its ``user_id``). Values are quoted by psycopg."""
+    return _rule(ctx, alias, "visibility_scope", "audience_key", "user_id")
 
 
 def audience_predicate(ctx: AccessContext, alias: str = "a") -> sql.Composed:
-    """The same rule over ledger rows, which carry ``audience_kind``/``audience_key`` and
-    ``owner_user_id`` instead (assertions, sources, dreams, wiki proposals)."""
-    col = _columns(alias)
-    branches = [sql.SQL("{} = 'workspace'").format(col("audience_kind"))]
-    if ctx.user_id:
-        branches.append(sql.SQL("({} = 'private' AND {} = {})").format(
-            col("audience_kind"), col("audience_key"), sql.Literal(ctx.user_id)))
-    if ctx.has_team_access:
-        branches.append(sql.SQL("{} = 'team'").format(col("audience_kind")))
-    channel_keys = [k for k in (ctx.channel_thread_key, ctx.group_room_id) if k]
-    channel_matches = []
-    if channel_keys:
-        channel_matches.append(sql.SQL("{} = ANY({})").format(
-            col("audience_key"), sql.Literal(channel_keys)))
-    if ctx.user_id:
-        channel_matches.append(sql.SQL("{} = {}").format(
-            col("owner_user_id"), sql.Literal(ctx.user_id)))
-    if channel_matches:
-        branches.append(sql.SQL("({} = 'channel' AND ({}))").format(
-            col("audience_kind"), sql.SQL(" OR ").join(channel_matches)))
-    return sql.SQL("({} = {} AND ({}))").format(
-        col("instance_key"), sql.Literal(ctx.instance_key), sql.SQL(" OR ").join(branches))
+    """The same rule over ledger rows (assertions, sources, dreams, wiki proposals), which
+    carry ``audience_kind``/``audience_key`` and ``owner_user_id``."""
+    return _rule(ctx, alias, "audience_kind", "audience_key", "owner_user_id")
 
 
-def _columns(alias: str):
-    def col(name: str) -> sql.Identifier:
-        return sql.Identifier(alias, name)
-
-    return col
+def graph_predicate(ctx: AccessContext, alias: str = "k") -> sql.Composed:
+    """The same rule over knowledge-graph rows (``visibility_scope``/``audience_key``; graph
+    rows name no owner, so only the channel itself opens a channel row)."""
+    return _rule(ctx, alias, "visibility_scope", "audience_key", None)

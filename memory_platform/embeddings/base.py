@@ -33,6 +33,9 @@ class EmbeddingProvider(Protocol):
     dimensions: int
     preprocessing: str
     strategy: str
+    # Cosine similarity that unrelated texts reach with this model: below it, a vector match
+    # is noise (retrieval's inclusion gate). Models differ a lot (hash ~0, e5 ~0.75).
+    similarity_floor: float
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
 

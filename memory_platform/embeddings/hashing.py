@@ -162,6 +162,7 @@ class HashEmbeddingProvider:
     model = MODEL
     preprocessing = PREPROCESSING
     strategy = "hash"
+    similarity_floor = 0.1
 
     def __init__(self, dimensions: int) -> None:
         self.dimensions = dimensions

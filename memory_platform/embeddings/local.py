@@ -131,6 +131,11 @@ def _engine(spec: LocalModel) -> tuple[Any, threading.Lock]:
         return loaded
 
 
+# Similarity of unrelated texts per model (measured on the retrieval fixtures): e5 packs
+# everything into 0.7-0.9, USE spreads from about 0.
+_SIMILARITY_FLOORS = {"e5-small": 0.75, "use": 0.15}
+
+
 class LocalEmbeddingProvider:
     provider = "local"
     preprocessing = PREPROCESSING
@@ -140,6 +145,7 @@ class LocalEmbeddingProvider:
         self._spec = _spec(name)
         self.model = self._spec.model
         self.dimensions = self._spec.dimensions
+        self.similarity_floor = _SIMILARITY_FLOORS[name]
         # Load now: fail at start-up, not on the first write.
         self._engine, self._lock = _engine(self._spec)
 

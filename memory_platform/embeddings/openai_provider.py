@@ -37,6 +37,7 @@ class OpenAIEmbeddingProvider:
     provider = "openai"
     preprocessing = PREPROCESSING
     strategy = "openai"
+    similarity_floor = 0.15  # text-embedding-3: unrelated texts mostly score below this
 
     def __init__(
         self,

@@ -41,8 +41,9 @@ def _split_long(start: int, end: int, text: str, target: int) -> list[tuple[int,
     """Cut a span longer than ``target`` at whitespace (hard cut when there is none)."""
     pieces = []
     while end - start > target:
-        cut = text.rfind(" ", start + target // 2, start + target)
-        cut = cut if cut > start else start + target
+        window = text[start + target // 2:start + target]
+        spaces = [i for i, c in enumerate(window) if c.isspace()]
+        cut = start + target // 2 + spaces[-1] if spaces else start + target
         pieces.append((start, cut))
         start = cut
         while start < end and text[start].isspace():

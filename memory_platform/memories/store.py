@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -50,7 +50,7 @@ from memory_platform.memories.rules import (
     validate_kind,
 )
 from memory_platform.memories.sharing import resolve_visibility
-from memory_platform.memories.validation import clean_content
+from memory_platform.memories.validation import clean_content, clean_metadata, clean_title
 from memory_platform.settings import Settings
 from memory_platform.text import content_hash
 
@@ -116,6 +116,24 @@ def _find_duplicate(conn, ctx: AccessContext, audience: Audience, digest: str, s
     ).fetchone()
 
 
+def _dedup_hit(conn, ctx: AccessContext, write: MemoryWrite, audience: Audience,
+               existing: tuple) -> StoredMemory:
+    """A repeat only touches ``updated_at`` (and may activate an undecided assertion)."""
+    memory_id, assertion_id, status = existing[:3]
+    with conn.transaction():
+        conn.execute("UPDATE agent_memories SET updated_at = now() WHERE id = %s", (memory_id,))
+        if assertion_id is not None:
+            review_state = conn.execute(
+                "SELECT review_state FROM agent_memory_assertions WHERE id = %s",
+                (assertion_id,),
+            ).fetchone()[0]
+            ref = _activate_on_restatement(conn, ctx, write, audience,
+                                           ledger.AssertionRef(assertion_id, False, status,
+                                                               review_state))
+            status = ref.status
+    return StoredMemory(memory_id, audience, True, assertion_id, status)
+
+
 def _embed(provider: EmbeddingProvider, texts: list[str]) -> np.ndarray | None:
     try:
         return provider.embed_documents(texts)
@@ -134,6 +152,8 @@ def store_memory(
 ) -> StoredMemory:
     _validate_kind(write)
     content = clean_content(write.content, max_chars=settings.memory_max_chars)
+    write = replace(write, title=clean_title(write.title),
+                    metadata=clean_metadata(write.metadata))
     refs = clean_subject_refs(write.subject_refs)
     kind = resolve_visibility(conn, ctx, write.visibility,
                               explicit_private=write.explicit_private,
@@ -146,8 +166,7 @@ def store_memory(
     existing = _find_duplicate(conn, ctx, audience, digest, subject,
                                settings.memory_dedup_window_hours)
     if existing:
-        conn.execute("UPDATE agent_memories SET updated_at = now() WHERE id = %s", (existing[0],))
-        return StoredMemory(existing[0], audience, True, existing[1], existing[2])
+        return _dedup_hit(conn, ctx, write, audience, existing)
 
     chunks = chunk_text(content, settings.chunk_target_chars, settings.chunk_overlap_chars)
     provider = embedder or get_provider(settings)
@@ -162,9 +181,7 @@ def store_memory(
         existing = _find_duplicate(conn, ctx, audience, digest, subject,
                                    settings.memory_dedup_window_hours)
         if existing:
-            conn.execute("UPDATE agent_memories SET updated_at = now() WHERE id = %s",
-                         (existing[0],))
-            return StoredMemory(existing[0], audience, True, existing[1], existing[2])
+            return _dedup_hit(conn, ctx, write, audience, existing)
         generation = None if vectors is None else ensure_generation(conn, ctx.instance_key,
                                                                      provider)
         return _insert(conn, ctx, write, content, refs, audience, digest, subject, chunks,
@@ -240,7 +257,7 @@ def _assert_fact(conn, ctx: AccessContext, write: MemoryWrite, content: str,
     ledger.add_evidence(conn, instance_key=ctx.instance_key, audience=audience,
                         assertion_id=assertion.id, source_id=source_id, excerpt=excerpt)
     if not assertion.created:
-        return assertion
+        return _activate_on_restatement(conn, ctx, write, audience, assertion)
     decision = write_path_decision(write.trust_class, write.assertion_type, audience.kind)
     ledger.record_decision(
         conn, instance_key=ctx.instance_key, assertion_id=assertion.id,
@@ -250,6 +267,20 @@ def _assert_fact(conn, ctx: AccessContext, write: MemoryWrite, content: str,
     if decision.activate:
         return ledger.AssertionRef(assertion.id, True, "active", "policy_approved")
     return assertion
+
+
+def _activate_on_restatement(conn, ctx: AccessContext, write: MemoryWrite, audience: Audience,
+                             assertion: ledger.AssertionRef) -> ledger.AssertionRef:
+    """A fact already in the ledger but still undecided (e.g. an assistant's inference)
+    activates when a write that qualifies on its own restates it; decided ones stay as
+    they are (a human decision always stands)."""
+    decision = write_path_decision(write.trust_class, write.assertion_type, audience.kind)
+    if not decision.activate or assertion.review_state != "pending":
+        return assertion
+    ledger.record_decision(conn, instance_key=ctx.instance_key, assertion_id=assertion.id,
+                           decision="activate", reviewer_kind="policy",
+                           reason_code="direct_human_restatement")
+    return ledger.AssertionRef(assertion.id, False, "active", "policy_approved")
 
 
 def _store_assertion_vector(conn, ctx: AccessContext, assertion_id: uuid.UUID, text: str,

@@ -3,8 +3,11 @@ credentials (secrets never enter memory: they would be retrieved into prompts)."
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
+from collections.abc import Mapping
+from typing import Any
 
 from memory_platform.errors import CredentialDetected, InvalidInput
 
@@ -23,17 +26,31 @@ _CREDENTIAL_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("JSON web token", r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", 0),
         ("bearer token", r"\bbearer\s+[A-Za-z0-9._~+/-]{20,}=*", re.IGNORECASE),
         ("URL with password", r"\b[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@", re.IGNORECASE),
-        ("password", r"\b(?:password|passwort|passwd|pwd|kennwort)\b\s*[:=]\s*\S{3,}",
-         re.IGNORECASE),
-        ("password", r"\b(?:password|passwort|kennwort)\b\s+(?:is|ist|lautet)\s*:?\s*\S{3,}",
-         re.IGNORECASE),
-        ("API key or secret",
-         r"\b(?:api[_-]?key|secret|client[_-]?secret|access[_-]?token)\b\s*[:=]\s*['\"]?"
-         r"[A-Za-z0-9_\-./+]{12,}", re.IGNORECASE),
     )
 )
 
 _ALLOWED_CONTROLS = {"\n", "\t", "\r"}
+
+
+# "<label> [for the build server] is|ist|lautet|:|= <value>": a secret only when the value
+# looks like one, so "the password is required" or "das Passwort ist abgelaufen" stay fine.
+_LABELLED_SECRET = re.compile(
+    r"\b(?P<label>passwor[dt]|passwd|pwd|kennwort|api[\s_-]?(?:key|schlüssel|token)"
+    r"|access[\s_-]?token|auth[\s_-]?token|client[\s_-]?secret|secret[\s_-]?key|secret|token)"
+    r"\b(?:\s+(?:for|of|to|on|für|vom|von|des|der|die|das|zum|zur)\b[^.:=\n]{0,40}?)?"
+    r"\s*(?:[:=]|\s(?:is|ist|lautet|are|sind)\b:?)\s*"
+    r"[\'\"“„]?(?P<value>[^\s\'\"”“]{6,})",
+    re.IGNORECASE,
+)
+
+
+def _looks_secret(value: str) -> bool:
+    """Digits, symbols or inner capitals: how passwords and keys look, unlike words."""
+    value = value.rstrip(".,;!?)")
+    if len(value) < 6:
+        return False
+    return (any(c.isdigit() for c in value) or any(not c.isalnum() for c in value)
+            or not value[1:].islower())
 
 
 def find_credential(text: str) -> str | None:
@@ -41,6 +58,10 @@ def find_credential(text: str) -> str | None:
     for name, pattern in _CREDENTIAL_PATTERNS:
         if pattern.search(text):
             return name
+    for match in _LABELLED_SECRET.finditer(text):
+        if _looks_secret(match.group("value")):
+            label = match.group("label").lower()
+            return "password" if label.startswith(("pass", "pwd", "kenn")) else "API key or secret"
     return None
 
 
@@ -71,3 +92,47 @@ def clean_content(text: object, *, max_chars: int, field: str = "content") -> st
             details={"field": field, "kind": kind},
         )
     return text
+
+
+TITLE_MAX_CHARS = 300
+METADATA_MAX_BYTES = 16 * 1024
+
+
+def clean_title(title: object) -> str | None:
+    """A title follows the content's rules (it is stored and shown beside it)."""
+    if title is None:
+        return None
+    return clean_content(title, max_chars=TITLE_MAX_CHARS, field="title")
+
+
+def _strings(value: Any):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
+def clean_metadata(metadata: object) -> dict[str, Any]:
+    """Caller metadata: a small JSON object whose strings PostgreSQL can store."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidInput("metadata must be an object", details={"field": "metadata"})
+    try:
+        encoded = json.dumps(metadata, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"metadata is not plain JSON: {exc}",
+                           details={"field": "metadata"}) from exc
+    if len(encoded.encode("utf-8", "surrogatepass")) > METADATA_MAX_BYTES:
+        raise InvalidInput(f"metadata is larger than {METADATA_MAX_BYTES} bytes",
+                           details={"field": "metadata"})
+    for text in _strings(metadata):
+        if "\x00" in text or any("\ud800" <= c <= "\udfff" for c in text):
+            raise InvalidInput("metadata contains a NUL character or an unpaired surrogate",
+                               details={"field": "metadata"})
+    return dict(metadata)

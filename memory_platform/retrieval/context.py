@@ -25,7 +25,7 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
-from memory_platform.access import AccessContext
+from memory_platform.access import AccessContext, graph_predicate
 from memory_platform.embeddings import EmbeddingProvider, get_provider
 from memory_platform.errors import InvalidInput, NotFound
 from memory_platform.retrieval.assertions import recallable_assertion, search_assertions
@@ -70,22 +70,9 @@ def history_visibility(ctx: AccessContext, alias: str) -> sql.Composed:
 
 
 def claim_visibility(ctx: AccessContext, alias: str = "k") -> sql.Composed:
-    """Graph claims follow the memory rules: private needs the owner (audience key),
-    team a team context, channel the same channel."""
-    col = lambda name: sql.Identifier(alias, name)  # noqa: E731
-    branches = [sql.SQL("{} = 'workspace'").format(col("visibility_scope"))]
-    if ctx.user_id:
-        branches.append(sql.SQL("({} = 'private' AND {} = {})").format(
-            col("visibility_scope"), col("audience_key"), sql.Literal(ctx.user_id)))
-    if ctx.has_team_access:
-        branches.append(sql.SQL("{} = 'team'").format(col("visibility_scope")))
-    keys = [k for k in (ctx.channel_thread_key, ctx.group_room_id) if k]
-    if keys:
-        branches.append(sql.SQL("({} = 'channel' AND {} = ANY({}))").format(
-            col("visibility_scope"), col("audience_key"), sql.Literal(keys)))
-    return sql.SQL("({} = {} AND {} = 'active' AND ({}))").format(
-        col("instance_key"), sql.Literal(ctx.instance_key), col("status"),
-        sql.SQL(" OR ").join(branches))
+    """Active graph claims the caller may see (the shared rule, access.graph_predicate)."""
+    return sql.SQL("{} AND {} = 'active'").format(graph_predicate(ctx, alias),
+                                                 sql.Identifier(alias, "status"))
 
 
 def _search_history(conn, ctx: AccessContext, terms: list[str], cap: int) -> list[ContextItem]:

@@ -13,7 +13,10 @@ for every candidate, so the weights mean the same for every model: raw cosine si
 are compressed very differently per model (multilingual-e5 puts unrelated texts at 0.7-0.8,
 hash embeddings at 0), and with raw similarity the 0.2 keyword share swamped e5's spread
 (fixture benchmark, e5: MRR 0.68 raw vs 0.87 min-max; hash: 0.63 vs 0.66).
-``minScore`` gates that normalised score, i.e. it trims the weak tail of each answer.
+``minScore`` gates that normalised score, i.e. it trims the weak tail of each answer. Before
+it, an inclusion gate drops candidates with no evidence at all: no keyword match and a raw
+similarity at or below the model's ``similarity_floor`` (what unrelated texts score), so a
+query about nothing stored answers nothing instead of its least bad neighbours.
 
 Every candidate gets both real scores, whichever arm found it. The keyword arm uses OR
 semantics over the stemmed lexemes of the query in both German and English (AND semantics
@@ -251,7 +254,8 @@ def search_memories(
             {"ids": ids, "qv": vector},
         ).fetchall()
 
-    hits = _rank(rows, settings, limit, subject_refs or {})
+    hits = _rank(rows, settings, limit, subject_refs or {},
+                 getattr(provider, "similarity_floor", 0.0))
     if stamp and hits:
         ids = [h.memory_id for h in hits]
         if stamper is not None:
@@ -261,7 +265,8 @@ def search_memories(
     return hits
 
 
-def _rank(rows, settings: Settings, limit: int, wanted_refs: Mapping[str, str]) -> list[MemoryHit]:
+def _rank(rows, settings: Settings, limit: int, wanted_refs: Mapping[str, str],
+          similarity_floor: float) -> list[MemoryHit]:
     best_keyword = max((r[4] for r in rows), default=0.0) or 1.0
     similarities = [float(r[3]) for r in rows if r[3] is not None]
     low, high = (min(similarities), max(similarities)) if similarities else (0.0, 0.0)
@@ -273,6 +278,8 @@ def _rank(rows, settings: Settings, limit: int, wanted_refs: Mapping[str, str]) 
         if vec is not None:
             vector_score = (float(vec) - low) / (high - low) if high > low else 1.0
         keyword_score = float(kw) / best_keyword
+        if keyword_score == 0.0 and (vec is None or float(vec) <= similarity_floor):
+            continue  # no evidence at all: neither a word nor more than noise similarity
         score = (settings.retrieval_vector_weight * (vector_score or 0.0)
                  + settings.retrieval_keyword_weight * keyword_score)
         if score < settings.retrieval_min_score:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import psycopg
+from psycopg import sql
 
 from memory_platform.embeddings import EmbeddingError
 
@@ -32,7 +33,9 @@ def row_counts(conn: psycopg.Connection, instance_key: str) -> dict[str, int]:
     """How many rows of ``instance_key`` each write-path table holds."""
     return {
         table: conn.execute(
-            f"SELECT count(*) FROM {table} WHERE instance_key = %s", (instance_key,)
+            sql.SQL("SELECT count(*) FROM {} WHERE instance_key = %s").format(
+                sql.Identifier(table)),
+            (instance_key,),
         ).fetchone()[0]
         for table in WRITE_TABLES
     }

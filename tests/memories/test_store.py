@@ -12,6 +12,7 @@ from psycopg.rows import dict_row
 from memory_platform.access import AccessContext, AccessError
 from memory_platform.embeddings.hashing import HashEmbeddingProvider
 from memory_platform.errors import NotFound
+from memory_platform.ledger.assertions import record_decision
 from memory_platform.memories.sharing import set_share_with_team
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.retrieval.memories import get_memory
@@ -327,6 +328,29 @@ def test_a_fact_needing_review_stays_pending_and_is_not_recalled(
         get_memory(db, ctx, stored.id)
 
 
+def test_a_direct_human_fact_restating_a_pending_inference_is_recalled(
+        db, hash_settings, instance):
+    ctx = AccessContext(instance, user_id="ada")
+    text = "Ada prefers dark mode in the editor."
+    inferred = _write(db, hash_settings, ctx, text, trust_class="assistant_inference")
+    assert inferred.assertion_status == "candidate"
+    stated = _write(db, hash_settings, ctx, text, subject_refs={"moduleSlug": "editor"})
+    assert not stated.deduplicated
+    assert get_memory(db, ctx, stated.id).content == text
+
+
+def test_a_human_rejected_fact_stays_rejected_when_restated(db, hash_settings, instance):
+    ctx = AccessContext(instance, user_id="ada")
+    text = "Ada prefers light mode in the editor."
+    first = _write(db, hash_settings, ctx, text)
+    record_decision(db, instance_key=instance, assertion_id=first.assertion_id,
+                    decision="reject", reviewer_kind="human", reason_code="wrong")
+    again = _write(db, hash_settings, ctx, text, subject_refs={"moduleSlug": "editor"})
+    assert _assertion(db, again.assertion_id)["review_state"] == "human_rejected"
+    with pytest.raises(NotFound):
+        get_memory(db, ctx, again.id)
+
+
 @pytest.mark.parametrize("source_type", ["flush", "summary"])
 def test_flush_and_summary_rows_get_no_assertion(db, hash_settings, instance, source_type):
     ctx = AccessContext(instance, user_id="ada", session_key="web:s1")
@@ -356,8 +380,10 @@ def test_an_embedding_outage_keeps_the_write_keyword_reachable(db, hash_settings
     chunks = db.execute("SELECT embedding IS NULL, generation_id IS NULL, embedding_key"
                         " FROM agent_memory_chunks WHERE memory_id = %s", (stored.id,)).fetchall()
     assert chunks == [(True, True, None)]
-    hits = search_memories(db, hash_settings, ctx, "When is the VAT filing for Nord due?")
-    assert [(h.memory_id, h.vector_score) for h in hits] == [(stored.id, None)]
+    hits = {h.memory_id: h for h in search_memories(db, hash_settings, ctx,
+                                                     "When is the VAT filing for Nord due?")}
+    assert stored.id in hits and hits[stored.id].vector_score is None
+    assert hits[stored.id].keyword_score > 0
 
 
 @pytest.mark.parametrize("other", [TinyLocalEmbedder(), HashEmbeddingProvider(384)],

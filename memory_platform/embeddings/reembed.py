@@ -1,0 +1,206 @@
+"""The re-embedding backlog: bring vectors to the instance's target generation.
+
+A write never waits for a vector (invariant 6): when the provider fails, the row is stored
+keyword-only; when the model changes, old vectors stay in their own generation and are never
+compared with the new one. This module works the backlog off in small batches:
+
+* chunks whose ``embedding`` is missing or belongs to another generation key get a vector of
+  the target generation, and ``metadata.embedding`` records who made it {key, strategy, model};
+* active, approved assertions without an ``agent_memory_assertion_embeddings`` row of the
+  target generation get one (older generations' rows stay: they are never compared).
+
+Each batch is one transaction that locks its rows with ``SKIP LOCKED`` before calling the
+provider, so concurrent workers (Dagster runs, CLI) split the backlog instead of colliding.
+A provider failure rolls the batch back (rows untouched) and ends the call with the error.
+Converted rows leave the backlog, so running it again is a no-op.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg.types.json import Jsonb
+
+from memory_platform.embeddings.base import EmbeddingError, EmbeddingProvider, get_provider
+from memory_platform.embeddings.generations import Generation, ensure_generation
+from memory_platform.ledger.assertions import APPROVED_REVIEW_STATES
+from memory_platform.settings import Settings
+from memory_platform.text import content_hash
+
+log = logging.getLogger(__name__)
+
+# Backlog counts stop here: an estimate for progress output, not a full scan of a huge table.
+BACKLOG_COUNT_CAP = 1_000_000
+_NIL = uuid.UUID(int=0)
+
+
+@dataclass
+class ReembedResult:
+    instance_key: str
+    generation_key: str
+    chunks_converted: int = 0
+    assertions_embedded: int = 0
+    remaining_chunks: int = 0  # counted up to BACKLOG_COUNT_CAP
+    remaining_assertions: int = 0
+    batches: int = 0
+    error: str | None = None
+
+    @property
+    def converted(self) -> int:
+        return self.chunks_converted + self.assertions_embedded
+
+    @property
+    def remaining(self) -> int:
+        return self.remaining_chunks + self.remaining_assertions
+
+    def as_dict(self) -> dict[str, object]:
+        return {"instance_key": self.instance_key, "generation_key": self.generation_key,
+                "chunks_converted": self.chunks_converted,
+                "assertions_embedded": self.assertions_embedded,
+                "remaining_chunks": self.remaining_chunks,
+                "remaining_assertions": self.remaining_assertions,
+                "batches": self.batches, "error": self.error}
+
+
+_CHUNK_BACKLOG = """
+    FROM agent_memory_chunks
+   WHERE instance_key = %(instance)s
+     AND (embedding IS NULL OR embedding_key IS DISTINCT FROM %(key)s)
+"""
+
+_ASSERTION_BACKLOG = """
+    FROM agent_memory_assertions a
+   WHERE a.instance_key = %(instance)s
+     AND a.status = 'active'
+     AND a.review_state = ANY(%(approved)s)
+     AND NOT EXISTS (SELECT 1
+                       FROM agent_memory_assertion_embeddings e
+                      WHERE e.assertion_id = a.id
+                        AND e.generation_id = %(generation)s)
+"""
+
+
+def _params(generation: Generation, **extra: object) -> dict[str, object]:
+    return {"instance": generation.instance_key, "key": generation.generation_key,
+            "generation": generation.id, "approved": list(APPROVED_REVIEW_STATES), **extra}
+
+
+def backlog(conn: psycopg.Connection, generation: Generation,
+            cap: int = BACKLOG_COUNT_CAP) -> tuple[int, int]:
+    """(chunks, assertions) still waiting for a vector of ``generation``, each counted to
+    ``cap``."""
+    params = _params(generation, cap=cap)
+    chunks = conn.execute(f"SELECT count(*) FROM (SELECT 1 {_CHUNK_BACKLOG} LIMIT %(cap)s) s",  # noqa: S608
+                          params).fetchone()[0]
+    assertions = conn.execute(
+        f"SELECT count(*) FROM (SELECT 1 {_ASSERTION_BACKLOG} LIMIT %(cap)s) s",  # noqa: S608
+        params).fetchone()[0]
+    return chunks, assertions
+
+
+def _embed_chunks(conn: psycopg.Connection, provider: EmbeddingProvider,
+                  generation: Generation, size: int, after: int) -> tuple[int, int]:
+    """One transaction: lock up to ``size`` backlog chunks after id ``after`` (skipping rows
+    another worker holds), embed, update. Answers (converted, last id)."""
+    with conn.transaction(), conn.cursor() as cur:
+        rows = cur.execute(
+            f"SELECT id, content {_CHUNK_BACKLOG} AND id > %(after)s"
+            " ORDER BY id LIMIT %(size)s FOR UPDATE SKIP LOCKED",
+            _params(generation, after=after, size=size),
+        ).fetchall()
+        if not rows:
+            return 0, after
+        vectors = provider.embed_documents([content for _, content in rows])
+        provenance = Jsonb({"key": generation.generation_key, "strategy": provider.strategy,
+                            "model": provider.model})
+        cur.executemany(
+            "UPDATE agent_memory_chunks"
+            "   SET embedding = %s, generation_id = %s, embedding_key = %s,"
+            "       metadata = metadata || jsonb_build_object('embedding', %s::jsonb)"
+            " WHERE id = %s",
+            [(vectors[i], generation.id, generation.generation_key, provenance, chunk_id)
+             for i, (chunk_id, _) in enumerate(rows)],
+        )
+    return len(rows), rows[-1][0]
+
+
+def _embed_assertions(conn: psycopg.Connection, provider: EmbeddingProvider,
+                      generation: Generation, size: int, after: uuid.UUID
+                      ) -> tuple[int, uuid.UUID]:
+    """Like :func:`_embed_chunks` for assertions. ``FOR NO KEY UPDATE`` is the weakest lock
+    two workers conflict on; it does not block the key-share locks of new evidence rows."""
+    with conn.transaction(), conn.cursor() as cur:
+        rows = cur.execute(
+            f"SELECT a.id, a.assertion_text {_ASSERTION_BACKLOG} AND a.id > %(after)s"
+            " ORDER BY a.id LIMIT %(size)s FOR NO KEY UPDATE OF a SKIP LOCKED",
+            _params(generation, after=after, size=size),
+        ).fetchall()
+        if not rows:
+            return 0, after
+        vectors = provider.embed_documents([text for _, text in rows])
+        cur.executemany(
+            "INSERT INTO agent_memory_assertion_embeddings"
+            "       (instance_key, assertion_id, generation_id, embedding_key, embedding,"
+            "        content_hash)"
+            " VALUES (%s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (assertion_id, generation_id) DO NOTHING",
+            [(generation.instance_key, assertion_id, generation.id, generation.generation_key,
+              vectors[i], content_hash(text)) for i, (assertion_id, text) in enumerate(rows)],
+        )
+    return len(rows), rows[-1][0]
+
+
+def reembed_backfill(
+    conn: psycopg.Connection,
+    settings: Settings,
+    *,
+    limit: int,
+    embedder: EmbeddingProvider | None = None,
+    instance_key: str | None = None,
+    batch_size: int | None = None,
+    progress: Callable[[ReembedResult], None] | None = None,
+) -> ReembedResult:
+    """Convert up to ``limit`` backlog rows of ``instance_key`` (default: the settings'
+    instance) to the configured provider's generation, assertions first (few, and each is a
+    recallable fact), then chunks. Needs a connection outside a transaction: every batch
+    commits on its own."""
+    provider = embedder or get_provider(settings)
+    instance = instance_key or settings.instance_key
+    size = batch_size or settings.reembed_batch_size
+    register_vector(conn)
+    generation = ensure_generation(conn, instance, provider)
+    result = ReembedResult(instance, generation.generation_key)
+    budget = max(0, limit)
+    try:
+        after_assertion = _NIL
+        while budget > 0:
+            done, after_assertion = _embed_assertions(conn, provider, generation,
+                                                      min(size, budget), after_assertion)
+            if not done:
+                break
+            result.assertions_embedded += done
+            result.batches += 1
+            budget -= done
+            if progress:
+                progress(result)
+        after_chunk = 0
+        while budget > 0:
+            done, after_chunk = _embed_chunks(conn, provider, generation, min(size, budget),
+                                              after_chunk)
+            if not done:
+                break
+            result.chunks_converted += done
+            result.batches += 1
+            budget -= done
+            if progress:
+                progress(result)
+    except EmbeddingError as exc:
+        log.warning("re-embedding stopped, the batch is untouched: %s", exc)
+        result.error = str(exc)
+    result.remaining_chunks, result.remaining_assertions = backlog(conn, generation)
+    return result

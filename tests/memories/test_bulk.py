@@ -1,0 +1,440 @@
+"""The bulk import applies store_memory's rules row by row, at COPY speed, and keeps the
+generation's HNSW index usable."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+from pgvector.psycopg import register_vector
+from psycopg.rows import dict_row
+
+from memory_platform.access import AccessContext
+from memory_platform.embeddings.generations import index_name
+from memory_platform.embeddings.hashing import HashEmbeddingProvider
+from memory_platform.memories.bulk import (
+    BULK_INDEX_TABLES,
+    MalformedLine,
+    NumberedRow,
+    context_from_row,
+    import_memories,
+    index_state,
+    install_placeholders,
+    read_jsonl,
+    repair_vector_index,
+)
+from memory_platform.memories.sharing import set_share_with_team
+from memory_platform.memories.store import MemoryWrite, store_memory
+from memory_platform.settings import Settings
+from tests.memories.support import OutageEmbedder, row_counts
+
+EMBEDDER = HashEmbeddingProvider(32)
+KEY = "hash:feature-hash-v1:32:v1"
+LONG_FACT = " ".join(
+    f"Satz {i}: Der Mandant Nordlicht reicht die Belege für Position {i} bis Freitag ein."
+    for i in range(20)
+)
+
+
+def run(conn, settings, instance, rows, **kwargs):
+    kwargs.setdefault("embedder", EMBEDDER)
+    kwargs.setdefault("rebuild_index", False)
+    return import_memories(conn, settings, context_from_row(instance), rows, **kwargs)
+
+
+def memories(conn, instance) -> list[dict[str, Any]]:
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute("SELECT * FROM agent_memories WHERE instance_key = %s"
+                           " ORDER BY content", (instance,)).fetchall()
+
+
+# --- the same rules as store_memory ------------------------------------------------------------
+
+PARITY_ROWS = [
+    # a direct user without a preference row: derived private; a human fact activates
+    {"content": "Anna prefers invoices as PDF by email.", "user_id": "anna",
+     "source_type": "fact", "trust_class": "human_direct",
+     "subject_refs": {"mandantId": "M-7", "note": "crm"}},
+    # an explicit team fact that needs review (imported trust), with title and metadata
+    {"content": "Die Steuererklärung 2024 für Nordlicht ist eingereicht.", "user_id": "ben",
+     "visibility": "team", "source_type": "fact", "title": "Steuer", "metadata": {"crm": 1}},
+    # a workspace manual note without any identity
+    {"content": "The office is closed on public holidays.", "visibility": "workspace"},
+    # an unlinked channel thread: channel audience, channel scope
+    {"content": "Release train leaves every Thursday.", "channel_thread_key": "C1/170.1",
+     "channel_type": "slack", "source_type": "fact", "trust_class": "human_direct"},
+    # a session summary: session scope, no assertion
+    {"content": "Session summary: discussed the Q3 roadmap with Lea.", "user_id": "lea",
+     "session_key": "s-1", "source_type": "summary"},
+    # a multi-chunk fact: the assertion gets the whole text's vector
+    {"content": LONG_FACT, "user_id": "anna", "visibility": "team", "source_type": "fact",
+     "trust_class": "human_direct", "assertion_type": "preference"},
+]
+
+
+def _write_one_by_one(conn, settings, instance, rows):
+    for row in rows:
+        ctx = context_from_row(instance)(row)
+        store_memory(conn, settings, ctx, MemoryWrite(
+            content=row["content"], source_type=row.get("source_type", "manual"),
+            memory_class="import", visibility=row.get("visibility"),
+            subject_refs=row.get("subject_refs", {}),
+            assertion_type=row.get("assertion_type", "fact"),
+            trust_class=row.get("trust_class", "imported"), title=row.get("title"),
+            metadata=row.get("metadata", {}),
+        ), embedder=EMBEDDER)
+
+
+def _snapshot(conn, instance) -> list[dict[str, Any]]:
+    """Every row a memory write produced, without ids, timestamps and the instance key."""
+    def clean(row: dict[str, Any] | None) -> dict[str, Any] | None:
+        if row is None:
+            return None
+        out = {}
+        for key, value in row.items():
+            if key in ("id", "created_at", "updated_at", "memory_id", "source_id",
+                       "assertion_id", "generation_id", "instance_key", "source_key",
+                       "activated_at", "content_tsv", "assertion_tsv"):
+                continue
+            if value == instance:
+                value = "<instance>"
+            if key == "source_locator":
+                value = {k: v for k, v in value.items() if k != "memoryId"}
+            if key == "embedding" and value is not None:
+                value = [round(float(x), 6) for x in value.to_list()]
+            out[key] = value
+        return out
+
+    snapshot = []
+    with conn.cursor(row_factory=dict_row) as cur:
+        for memory in memories(conn, instance):
+            source = cur.execute("SELECT * FROM agent_memory_sources WHERE id = %s",
+                                 (memory["source_id"],)).fetchone()
+            chunks = cur.execute("SELECT * FROM agent_memory_chunks WHERE memory_id = %s"
+                                 " ORDER BY chunk_index", (memory["id"],)).fetchall()
+            assertion = cur.execute("SELECT * FROM agent_memory_assertions WHERE id = %s",
+                                    (memory["assertion_id"],)).fetchone()
+            evidence = cur.execute("SELECT * FROM agent_memory_assertion_evidence"
+                                   " WHERE assertion_id = %s", (memory["assertion_id"],)
+                                   ).fetchall()
+            reviews = cur.execute("SELECT decision, reviewer_kind, reason_code FROM"
+                                  " agent_memory_assertion_reviews WHERE assertion_id = %s",
+                                  (memory["assertion_id"],)).fetchall()
+            vectors = cur.execute("SELECT * FROM agent_memory_assertion_embeddings"
+                                  " WHERE assertion_id = %s", (memory["assertion_id"],)
+                                  ).fetchall()
+            snapshot.append({
+                "memory": clean(memory), "source": clean(source),
+                "chunks": [clean(c) for c in chunks], "assertion": clean(assertion),
+                "evidence": [clean(e) for e in evidence], "reviews": reviews,
+                "assertion_vectors": [clean(v) for v in vectors],
+            })
+    return snapshot
+
+
+def test_imported_rows_equal_the_same_rows_written_through_store_memory(db, module_database_url,
+                                                                        tmp_path):
+    settings = Settings(database_url=module_database_url, _env_file=None)  # type: ignore[call-arg]
+    bulk_instance, single_instance = f"bulk-{uuid.uuid4().hex[:8]}", f"one-{uuid.uuid4().hex[:8]}"
+
+    stats = run(db, settings, bulk_instance, PARITY_ROWS)
+    _write_one_by_one(db, settings, single_instance, PARITY_ROWS)
+
+    assert stats.accepted == len(PARITY_ROWS) and not stats.rejected
+    imported, written = _snapshot(db, bulk_instance), _snapshot(db, single_instance)
+    assert imported == written
+    # and the rules did apply (not merely the same mistakes twice)
+    by_content = {s["memory"]["content"]: s for s in imported}
+    anna = by_content["Anna prefers invoices as PDF by email."]
+    assert (anna["memory"]["visibility_scope"], anna["memory"]["memory_scope"]) == ("private",
+                                                                                     "user")
+    assert anna["assertion"]["status"] == "active" and len(anna["assertion_vectors"]) == 1
+    assert anna["memory"]["metadata"] == {"memoryClass": "import"}
+    team = by_content["Die Steuererklärung 2024 für Nordlicht ist eingereicht."]
+    assert team["assertion"]["status"] == "candidate"
+    assert team["reviews"] == [{"decision": "defer", "reviewer_kind": "policy",
+                                "reason_code": "not_direct_human"}]
+    assert team["memory"]["subject_refs"] == {"userId": "ben"}
+    channel = by_content["Release train leaves every Thursday."]
+    assert channel["memory"]["visibility_scope"] == "channel"
+    long_fact = by_content[LONG_FACT]
+    assert len(long_fact["chunks"]) > 1 and long_fact["evidence"][0]["excerpt"] == \
+        long_fact["chunks"][0]["content"]
+
+
+def test_a_user_sharing_with_the_team_imports_to_team(db, hash_settings, instance):
+    set_share_with_team(db, instance, "carla", True)
+    run(db, hash_settings, instance, [{"content": "Carla shares this.", "user_id": "carla"},
+                                      {"content": "Dora keeps this.", "user_id": "dora"}])
+    assert {m["user_id"]: m["visibility_scope"] for m in memories(db, instance)} == {
+        "carla": "team", "dora": "private"}
+
+
+# --- rejected rows -----------------------------------------------------------------------------
+
+
+def test_a_credential_row_is_rejected_with_its_line_and_the_other_rows_land(db, hash_settings,
+                                                                            instance):
+    rows = [{"content": "First harmless note.", "visibility": "workspace"},
+            {"content": "Login for the portal: password: Sommer2024!", "visibility": "workspace"},
+            {"content": "Third harmless note.", "visibility": "workspace"}]
+    stats = run(db, hash_settings, instance, rows)
+    assert stats.accepted == 2
+    [rejection] = stats.rejected
+    assert rejection.line == 2 and rejection.code == "credential_detected"
+    assert "password" in rejection.reason and "Sommer2024" not in rejection.reason
+    assert [m["content"] for m in memories(db, instance)] == ["First harmless note.",
+                                                              "Third harmless note."]
+
+
+def test_a_credential_in_subject_refs_is_rejected(db, hash_settings, instance):
+    stats = run(db, hash_settings, instance, [
+        {"content": "Deploy notes.", "visibility": "workspace",
+         "subject_refs": {"documentId": "sk-proj-abcdefghijklmnopqrstuvwxyz123456"}}])
+    assert stats.accepted == 0 and stats.rejected[0].code == "credential_detected"
+
+
+@pytest.mark.parametrize(("row", "reason"), [
+    ({"content": "x", "visibility": "workspace", "colour": "red"}, "unknown field(s): colour"),
+    ({"visibility": "workspace"}, "content is missing"),
+    ({"content": 42, "visibility": "workspace"}, "content must be a string"),
+    ({"content": "   ", "visibility": "workspace"}, "content is empty"),
+    ({"content": "x", "visibility": "everyone"}, "visibility must be one of"),
+    ({"content": "x", "user_id": 7}, "user_id must be a non-empty string"),
+    ({"content": "x", "visibility": "workspace", "subject_refs": ["a"]},
+     "subject_refs must be an object"),
+    ({"content": "x", "visibility": "workspace", "metadata": "m"}, "metadata must be an object"),
+    ({"content": "x", "visibility": "workspace", "source_type": "dream"},
+     "source_type must be one of"),
+    ({"content": "x", "visibility": "workspace", "trust_class": "boss"},
+     "trust_class must be one of"),
+    ({"content": "x", "visibility": "workspace", "title": ["t"]}, "title must be a string"),
+    ({"content": "x", "visibility": "workspace", "title": "Wifi password: hunter22"},
+     "title looks like it contains a password"),
+    ({"content": "x", "visibility": "workspace", "title": "Bell\x07"},
+     "title contains the control character U+0007"),
+    ({"content": "x", "visibility": "private"}, "a private memory needs an authenticated user"),
+    ({"content": "x", "visibility": "channel", "user_id": "u"},
+     "a channel memory needs a channel thread or group room"),
+    (["content", "x"], "a row must be a JSON object, not list"),
+])
+def test_a_row_that_breaks_a_rule_is_rejected_with_a_clear_reason(db, hash_settings, instance,
+                                                                  row, reason):
+    stats = run(db, hash_settings, instance,
+                [row, {"content": "The good row.", "visibility": "workspace"}])
+    assert stats.accepted == 1
+    [rejection] = stats.rejected
+    assert rejection.line == 1 and reason in rejection.reason
+
+
+def test_malformed_json_lines_are_rejected_by_line_and_never_abort(db, hash_settings, instance):
+    lines = [b'{"content": "one", "visibility": "workspace"}\n', b"\n", b'{"content": "two",\n',
+             b'\xff\xfe{"content": "three"}\n', b'{"content": NaN}\n',
+             b'{"content": "four", "visibility": "workspace"}\n']
+    items = list(read_jsonl(lines))
+    assert [type(i) for i in items] == [NumberedRow, MalformedLine, MalformedLine,
+                                        MalformedLine, NumberedRow]
+    stats = run(db, hash_settings, instance, items)
+    assert stats.rows == 5 and stats.accepted == 2
+    assert [(r.line, r.code) for r in stats.rejected] == [
+        (3, "malformed_json"), (4, "malformed_json"), (5, "malformed_json")]
+    assert "not valid UTF-8" in stats.rejected[1].reason
+
+
+# --- dedup -------------------------------------------------------------------------------------
+
+
+def test_duplicates_within_one_batch_are_written_once(db, hash_settings, instance):
+    rows = [{"content": "Lunch is at noon.", "visibility": "workspace"},
+            {"content": "  lunch IS at   noon. ", "visibility": "workspace"},
+            {"content": "Lunch is at noon.", "visibility": "workspace",
+             "subject_refs": {"mandantId": "M-1"}}]
+    stats = run(db, hash_settings, instance, rows)
+    assert (stats.accepted, stats.deduplicated) == (2, 1)
+    assert row_counts(db, instance)["agent_memories"] == 2
+
+
+def test_rows_already_in_the_database_are_deduplicated_across_batches_and_runs(
+        db, hash_settings, instance):
+    store_memory(db, hash_settings, AccessContext(instance),
+                 MemoryWrite("Written earlier by an agent.", source_type="manual",
+                             visibility="workspace"), embedder=EMBEDDER)
+    rows = [{"content": f"Note number {i}.", "visibility": "workspace"} for i in range(5)]
+    rows += [{"content": "Note number 1.", "visibility": "workspace"},  # an earlier batch's
+             {"content": "Written earlier by an agent.", "visibility": "workspace"}]
+    first = run(db, hash_settings, instance, rows, batch_size=2)
+    assert (first.accepted, first.deduplicated) == (5, 2)
+    again = run(db, hash_settings, instance, rows, batch_size=3)
+    assert (again.accepted, again.deduplicated) == (0, 7)
+    assert row_counts(db, instance)["agent_memories"] == 6
+
+
+def test_a_repeated_fact_in_one_audience_is_one_assertion_citing_each_source(
+        db, hash_settings, instance):
+    rows = [{"content": "Anna likes green tea.", "user_id": "anna", "visibility": "team",
+             "source_type": "fact", "trust_class": "human_direct"},
+            {"content": "Anna likes green tea.", "user_id": "anna", "visibility": "team",
+             "source_type": "fact", "trust_class": "human_direct",
+             "subject_refs": {"mandantId": "M-2"}}]
+    stats = run(db, hash_settings, instance, rows)
+    assert (stats.accepted, stats.assertions_created, stats.evidence) == (2, 1, 2)
+    counts = row_counts(db, instance)
+    assert (counts["agent_memory_assertions"], counts["agent_memory_assertion_reviews"],
+            counts["agent_memory_assertion_embeddings"]) == (1, 1, 1)
+
+
+# --- embeddings --------------------------------------------------------------------------------
+
+
+def test_an_embedding_outage_imports_keyword_only_and_reports_it(db, hash_settings, instance):
+    stats = run(db, hash_settings, instance,
+                [{"content": "Keyword-only note.", "visibility": "workspace"}],
+                embedder=OutageEmbedder())
+    assert stats.accepted == 1 and stats.embedded == 0 and stats.keyword_only == 1
+    assert "HTTP 503" in stats.embedding_errors[0]
+    row = db.execute("SELECT embedding, embedding_key FROM agent_memory_chunks"
+                     " WHERE instance_key = %s", (instance,)).fetchone()
+    assert row == (None, None)
+
+
+def test_a_row_the_database_refuses_is_rejected_alone(db, module_database_url, instance):
+    # Evidence excerpts are capped at 2000 characters by the schema; with 3000-character
+    # chunks a long fact fails in the database, and only that row is rejected.
+    settings = Settings(database_url=module_database_url, chunk_target_chars=3000,
+                        _env_file=None)  # type: ignore[call-arg]
+    rows = [{"content": "Short fact.", "visibility": "team", "user_id": "u",
+             "source_type": "fact"},
+            {"content": "Langer Satz über Belege. " * 100, "visibility": "team",
+             "user_id": "u", "source_type": "fact"},
+            {"content": "Another short note.", "visibility": "workspace"}]
+    stats = run(db, settings, instance, rows)
+    assert stats.accepted == 2
+    [rejection] = stats.rejected
+    assert rejection.line == 2 and rejection.code == "database_error"
+    assert row_counts(db, instance)["agent_memory_sources"] == 2
+
+
+# --- the HNSW index around a large load --------------------------------------------------------
+
+
+def _index_states(conn, key: str = KEY) -> set[str]:
+    return {index_state(conn, table, key) for table in BULK_INDEX_TABLES}
+
+
+def _plan(conn) -> str:
+    query = EMBEDDER.embed_query("Belege Nordlicht")
+    with conn.transaction():
+        conn.execute("SET LOCAL enable_seqscan = off")
+        return "\n".join(r[0] for r in conn.execute(
+            "EXPLAIN SELECT id FROM agent_memory_chunks WHERE embedding_key = %s"
+            " ORDER BY embedding::vector(32) <=> %s::vector(32) LIMIT 5", (KEY, query)))
+
+
+def _rows(n: int) -> list[dict[str, Any]]:
+    return [{"content": f"Beleg {i} für Nordlicht ist eingegangen.", "visibility": "workspace"}
+            for i in range(n)]
+
+
+def test_an_import_larger_than_the_index_rebuilds_it_and_vector_queries_use_it(
+        db, module_database_url, instance):
+    settings = Settings(database_url=module_database_url, import_rebuild_index_min_rows=20,
+                        _env_file=None)  # type: ignore[call-arg]
+    existing = db.execute("SELECT count(*) FROM agent_memory_chunks WHERE embedding_key = %s",
+                          (KEY,)).fetchone()[0]
+    stats = run(db, settings, instance, _rows(existing + 25), rebuild_index=None)
+    assert stats.index_rebuilt and stats.index_seconds > 0
+    assert _index_states(db) == {"hnsw"}
+    assert index_name("agent_memory_chunks", KEY) in _plan(db)
+
+
+def test_an_import_of_unknown_size_looks_ahead_to_decide(db, module_database_url, instance):
+    settings = Settings(database_url=module_database_url, import_rebuild_index_min_rows=20,
+                        _env_file=None)  # type: ignore[call-arg]
+    existing = db.execute("SELECT count(*) FROM agent_memory_chunks WHERE embedding_key = %s",
+                          (KEY,)).fetchone()[0]
+    stats = run(db, settings, instance, iter(_rows(existing + 25)), rebuild_index=None)
+    assert stats.index_rebuilt and stats.accepted == existing + 25
+    assert _index_states(db) == {"hnsw"}
+
+
+def test_a_small_import_keeps_the_index(db, hash_settings, instance):
+    run(db, hash_settings, instance, _rows(1))  # the generation and its index exist
+    oid = db.execute("SELECT to_regclass(%s)::oid",
+                     (index_name("agent_memory_chunks", KEY),)).fetchone()[0]
+    stats = run(db, hash_settings, f"{instance}-2", _rows(5), rebuild_index=None)
+    assert not stats.index_rebuilt
+    assert db.execute("SELECT to_regclass(%s)::oid",
+                      (index_name("agent_memory_chunks", KEY),)).fetchone()[0] == oid
+
+
+def test_a_failing_import_still_rebuilds_the_index(db, hash_settings, instance):
+    def ctx_for_row(row):
+        if row["content"].startswith("Beleg 7 "):
+            raise RuntimeError("bug in the caller")
+        return AccessContext(instance)
+
+    with pytest.raises(RuntimeError, match="bug in the caller"):
+        import_memories(db, hash_settings, ctx_for_row, _rows(10), embedder=EMBEDDER,
+                        batch_size=3, rebuild_index=True)
+    assert _index_states(db) == {"hnsw"}
+    assert row_counts(db, instance)["agent_memories"] == 6  # the committed batches
+
+
+def test_an_index_left_as_placeholder_by_a_crash_is_repaired(db, hash_settings, instance):
+    run(db, hash_settings, instance, _rows(2))
+    install_placeholders(db, KEY, BULK_INDEX_TABLES)  # what a killed import leaves behind
+    assert _index_states(db) == {"placeholder"}
+    assert repair_vector_index(db, hash_settings, KEY, EMBEDDER.dimensions)
+    assert _index_states(db) == {"hnsw"}
+
+
+def test_an_import_does_not_touch_the_index_another_import_is_loading(
+        db, module_database_url, hash_settings, instance):
+    with psycopg.connect(module_database_url, autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))",
+                      (f"memory-import-index:{KEY}",))
+        stats = run(db, hash_settings, instance, _rows(3), rebuild_index=True)
+    assert not stats.index_rebuilt and "another import" in stats.index_note
+    assert stats.accepted == 3 and _index_states(db) == {"hnsw"}
+
+
+# --- CLI ---------------------------------------------------------------------------------------
+
+
+def test_cli_import_reports_progress_summary_and_rejected_lines(module_database_url, tmp_path,
+                                                                 monkeypatch, instance):
+    lines = [json.dumps({"content": f"CLI note {i}.", "visibility": "workspace"})
+             for i in range(25)]
+    lines[3] = "{not json"
+    lines[7] = json.dumps({"content": "token: ghp_" + "a" * 36, "visibility": "workspace"})
+    lines += [json.dumps({"content": "bad", "visibility": "workspace", "x": i}) for i in range(21)]
+    source = Path(tmp_path / "memories.jsonl")
+    source.write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv("MEMORY_DATABASE_URL", module_database_url)
+    monkeypatch.setenv("MEMORY_HASH_EMBEDDING_DIMENSIONS", "32")
+    from memory_platform.cli import main
+    from memory_platform.settings import get_settings
+
+    get_settings.cache_clear()
+    try:
+        result = CliRunner().invoke(main, ["import", str(source), "--instance", instance,
+                                           "--provider", "hash", "--batch-size", "10"])
+    finally:
+        get_settings.cache_clear()
+    assert result.exit_code == 1, result.output
+    assert "rows/s" in result.stderr and "accepted" in result.stderr
+    assert "46 rows" in result.stdout and "23 accepted" in result.stdout
+    assert "23 rejected" in result.stdout
+    assert "line 4: malformed JSON" in result.stdout
+    assert "line 8: " in result.stdout and "GitHub token" in result.stdout
+    assert "... and 3 more" in result.stdout
+
+
+@pytest.fixture(autouse=True)
+def _vector_types(db):
+    register_vector(db)
