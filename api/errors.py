@@ -42,9 +42,10 @@ DOMAIN_STATUS: tuple[tuple[type[MemoryPlatformError], int], ...] = (
 )
 
 
-def error_response(status: int, code: str, message: str, details: Any = None) -> JSONResponse:
+def error_response(status: int, code: str, message: str, details: Any = None,
+                   headers: dict[str, str] | None = None) -> JSONResponse:
     body = {"error": {"code": code, "message": message, "details": details}}
-    return JSONResponse(body, status_code=status)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def validation_details(exc: pydantic.ValidationError) -> list[dict[str, str]]:
@@ -74,7 +75,7 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
 async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-    return error_response(exc.status_code, code, str(exc.detail))
+    return error_response(exc.status_code, code, str(exc.detail), headers=exc.headers)
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -17,20 +17,33 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _unstorable(value: object, path: str = "") -> str | None:
+MAX_DEPTH = 32
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"number {text[:20]} is out of range")
+    return value
+
+
+def _unstorable(value: object, path: str = "", depth: int = 0) -> str | None:
     """Path of the first string PostgreSQL cannot store (NUL, lone surrogates), if any."""
+    if depth > MAX_DEPTH:
+        raise ApiError(400, "malformed_json", f"JSON nested deeper than {MAX_DEPTH} levels")
     if isinstance(value, str):
         if "\x00" in value or any("\ud800" <= c <= "\udfff" for c in value):
             return path or "(value)"
         return None
     if isinstance(value, dict):
         for key, item in value.items():
-            found = _unstorable(key, path) or _unstorable(item, f"{path}.{key}" if path else key)
+            found = (_unstorable(key, path, depth + 1)
+                     or _unstorable(item, f"{path}.{key}" if path else key, depth + 1))
             if found:
                 return found
     if isinstance(value, list):
         for index, item in enumerate(value):
-            found = _unstorable(item, f"{path}[{index}]")
+            found = _unstorable(item, f"{path}[{index}]", depth + 1)
             if found:
                 return found
     return None
@@ -69,7 +82,10 @@ async def read_json(request: Request, model: type[Model]) -> Model:
         raise ApiError(400, "invalid_encoding",
                        f"request body is not valid UTF-8 (byte {exc.start})") from exc
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite)
+    except RecursionError as exc:
+        raise ApiError(400, "malformed_json",
+                       f"JSON nested deeper than {MAX_DEPTH} levels") from exc
     except (json.JSONDecodeError, ValueError) as exc:
         raise ApiError(400, "malformed_json", f"request body is not valid JSON: {exc}") from exc
     if not isinstance(data, dict):

@@ -1,0 +1,148 @@
+"""The HTTP API against a real database, with keys made in that database.
+
+Each test gets its own fresh database (``database_url``) and app (``client``). A module whose
+tests only read state they made themselves, or compare row counts, overrides
+``database_url`` with ``shared_database_url`` (one database per module): a fresh database
+costs a CREATE DATABASE, about 0.3 s, and the app about 30 ms; such a module may also
+override ``client`` with ``shared_client`` (one app per module).
+
+``api_settings`` turns the key cache off (``api_key_cache_seconds=0``), so a revocation is
+seen by the next request, and uses the deterministic hash embedding (no network, no model).
+The test client does not re-raise server exceptions: a 500 shows up as a status the tests
+assert on (its traceback is in the captured ``api`` log).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+from starlette.testclient import TestClient
+
+from api.app import create_app
+from memory_platform.apikeys import create_key
+from memory_platform.db.connection import with_database
+from memory_platform.settings import Settings
+from tests.conftest import create_database, drop_database
+
+READ, WRITE, ADMIN = "memory:read", "memory:write", "admin"
+ALL_SCOPES = (READ, WRITE, ADMIN)
+
+# The tables an API write touches; an error path must leave every count unchanged.
+WRITTEN_TABLES = (
+    "agent_memories",
+    "agent_memory_sources",
+    "agent_memory_assertions",
+    "agent_memory_chunks",
+    "agent_memory_assertion_evidence",
+    "agent_memory_assertion_embeddings",
+    "agent_memory_retrieval_feedback",
+)
+
+
+def make_settings(database_url: str, data_dir: Path, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {"embedding_provider": "hash", "api_key_cache_seconds": 0}
+    values.update(overrides)
+    return Settings(database_url=database_url, data_dir=data_dir,
+                    _env_file=None, **values)  # type: ignore[call-arg]
+
+
+@pytest.fixture
+def api_settings(database_url: str, tmp_path: Path) -> Settings:
+    return make_settings(database_url, tmp_path / "state")
+
+
+def open_client(settings: Settings) -> TestClient:
+    return TestClient(create_app(settings), raise_server_exceptions=False)
+
+
+@pytest.fixture
+def client(api_settings: Settings) -> Iterator[TestClient]:
+    with open_client(api_settings) as test_client:
+        yield test_client
+
+
+KeyMaker = Callable[..., str]
+
+
+def key_maker(database_url: str) -> KeyMaker:
+    """``make(user, scopes=..., instance=...)`` -> a live token, committed."""
+
+    def make(user: str = "alice", scopes: tuple[str, ...] = (READ, WRITE),
+             instance: str = "default") -> str:
+        with psycopg.connect(database_url) as connection:
+            _, token = create_key(connection, instance_key=instance, user_id=user,
+                                  scopes=tuple(scopes))
+            connection.commit()
+        return token
+
+    return make
+
+
+@pytest.fixture
+def make_key(database_url: str) -> KeyMaker:
+    return key_maker(database_url)
+
+
+@pytest.fixture(scope="module")
+def shared_database_url(server_url: str, template_database: str) -> Iterator[str]:
+    name = create_database(server_url, template=template_database)
+    yield with_database(server_url, name)
+    drop_database(server_url, name)
+
+
+@pytest.fixture(scope="module")
+def shared_client(shared_database_url: str,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """One app over ``shared_database_url`` for a module whose tests need no fresh counters."""
+    settings = make_settings(shared_database_url, tmp_path_factory.mktemp("state"))
+    with open_client(settings) as test_client:
+        yield test_client
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture
+def alice(make_key: KeyMaker) -> dict[str, str]:
+    """Headers of a read+write+admin key of user alice in instance default."""
+    return bearer(make_key("alice", ALL_SCOPES))
+
+
+def row_counts(target: str | psycopg.Connection) -> dict[str, int]:
+    """Rows in every table a write touches (``target``: a database URL or a connection)."""
+    if isinstance(target, str):
+        with psycopg.connect(target, autocommit=True) as connection:
+            return row_counts(connection)
+    return {table: target.execute(
+                sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))
+            ).fetchone()[0] for table in WRITTEN_TABLES}
+
+
+def assert_error(response, status: int, code: str | None = None) -> dict[str, Any]:
+    """The response is ``status`` in the one error shape; its ``error`` object."""
+    assert response.status_code == status, (response.status_code, response.text)
+    assert response.headers["content-type"].startswith("application/json")
+    body = response.json()
+    assert set(body) == {"error"}, body
+    error = body["error"]
+    assert set(error) == {"code", "message", "details"}, error
+    assert isinstance(error["code"], str) and error["code"]
+    assert isinstance(error["message"], str) and error["message"]
+    if code is not None:
+        assert error["code"] == code, error
+    return error
+
+
+def store(client: TestClient, headers: dict[str, str], content: str,
+          **fields: Any) -> dict[str, Any]:
+    """POST a memory that must be created; its response body."""
+    response = client.post("/api/v1/memory", json={"content": content, **fields},
+                           headers=headers)
+    assert response.status_code == 201, response.text
+    return response.json()

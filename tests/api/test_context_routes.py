@@ -1,0 +1,92 @@
+"""/api/v1/context: unified search over every recall surface, then the exact item with its
+provenance; every item is marked as untrusted data."""
+
+from __future__ import annotations
+
+import psycopg
+
+from tests.api.conftest import store
+
+FACT = "The payroll export goes to the accounting share every Monday morning."
+
+
+def _add_message(database_url: str, *, session: str, user: str | None, content: str) -> str:
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        return str(connection.execute(
+            "INSERT INTO agent_context_messages (instance_key, session_key, user_id, seq, role,"
+            " content) VALUES ('default', %s, %s, 0, 'user', %s) RETURNING id",
+            (session, user, content)).fetchone()[0])
+
+
+def test_context_search_answers_typed_untrusted_items(client, alice):
+    created = store(client, alice, FACT)
+    response = client.post("/api/v1/context/search",
+                           json={"query": "payroll export accounting"}, headers=alice)
+    assert response.status_code == 200
+    results = response.json()["results"]
+    assert [r["id"] for r in results] == [f"assertion:{created['assertionId']}"]
+    (item,) = results
+    assert item["trust"] == "untrusted-data" and item["content"] == FACT
+    assert item["kind"] == "assertion" and item["score"] > 0
+    assert set(item["foundBy"]) == {"assertions", "memories"}
+    assert item["details"]["memoryId"] == created["id"]
+
+
+def test_context_get_of_a_memory_returns_its_evidence(client, alice):
+    created = store(client, alice, FACT)
+    response = client.get(f"/api/v1/context/memory:{created['id']}", headers=alice)
+    assert response.status_code == 200
+    item = response.json()
+    assert item["id"] == f"memory:{created['id']}" and item["trust"] == "untrusted-data"
+    assert item["content"] == FACT and item["score"] is None
+    assert item["details"]["assertionId"] == created["assertionId"]
+    (evidence,) = item["details"]["evidence"]
+    assert evidence["excerpt"] == FACT and evidence["memoryId"] == created["id"]
+    assert evidence["sourceKind"] == "memory" and evidence["sourceId"]
+
+
+def test_context_get_of_an_assertion_returns_its_provenance(client, alice):
+    created = store(client, alice, FACT)
+    response = client.get(f"/api/v1/context/assertion:{created['assertionId']}", headers=alice)
+    assert response.status_code == 200
+    item = response.json()
+    assert item["kind"] == "assertion" and item["trust"] == "untrusted-data"
+    details = item["details"]
+    assert details["audience"] == {"kind": "private", "key": "alice"}
+    assert details["reviewState"] == "policy_approved"
+    assert [e["memoryId"] for e in details["evidence"]] == [created["id"]]
+
+
+def test_context_search_finds_the_callers_session_history(client, alice, database_url):
+    message = _add_message(database_url, session="s-1", user="alice",
+                           content="Remind me that the payroll export moved to Tuesday.")
+    response = client.post("/api/v1/context/search",
+                           json={"query": "payroll export moved", "context": {"sessionKey": "s-1"}},
+                           headers=alice)
+    assert response.status_code == 200
+    items = {r["id"]: r for r in response.json()["results"]}
+    assert items[f"message:{message}"]["trust"] == "untrusted-data"
+    got = client.get(f"/api/v1/context/message:{message}", headers=alice)
+    assert got.status_code == 200 and got.json()["details"]["sessionKey"] == "s-1"
+
+
+def test_another_users_session_history_is_not_found(client, alice, database_url):
+    message = _add_message(database_url, session="s-bob", user="bob",
+                           content="Bob's payroll question about the export.")
+    search = client.post("/api/v1/context/search",
+                         json={"query": "payroll export question"}, headers=alice)
+    assert f"message:{message}" not in [r["id"] for r in search.json()["results"]]
+    assert client.get(f"/api/v1/context/message:{message}", headers=alice).status_code == 404
+
+
+def test_every_context_item_is_marked_untrusted(client, alice, database_url):
+    store(client, alice, FACT)
+    store(client, alice, "The accounting share is mounted at /mnt/acct on the export host.")
+    _add_message(database_url, session="s-1", user="alice",
+                 content="Please check the accounting export log.")
+    results = client.post("/api/v1/context/search",
+                          json={"query": "accounting export", "depth": "deep",
+                                "context": {"sessionKey": "s-1"}},
+                          headers=alice).json()["results"]
+    assert len(results) >= 3
+    assert {r["trust"] for r in results} == {"untrusted-data"}

@@ -1,0 +1,115 @@
+"""`memory-platform keys create|list|revoke`: a token is shown once, only its hash is kept,
+and a revoked token stops working."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+from starlette.testclient import TestClient
+
+from api.app import create_app
+from memory_platform.cli import main
+from memory_platform.settings import get_settings
+from tests.api.conftest import assert_error, bearer
+
+
+@pytest.fixture
+def keys_cli(monkeypatch, database_url):
+    """``keys_cli(*args)`` runs ``memory-platform keys ...`` against the test database."""
+    monkeypatch.setenv("MEMORY_DATABASE_URL", database_url)
+    monkeypatch.delenv("MEMORY_INSTANCE_KEY", raising=False)
+    get_settings.cache_clear()
+    runner = CliRunner()
+
+    def run(*args: str, ok: bool = True):
+        result = runner.invoke(main, ["keys", *args])
+        if ok:
+            assert result.exit_code == 0, result.output
+        return result
+
+    yield run
+    get_settings.cache_clear()
+
+
+def _create_json(keys_cli, user: str = "alice", scopes: str = "memory:read") -> dict:
+    return json.loads(keys_cli("create", "--user", user, "--scopes", scopes, "--json").output)
+
+
+def _api_keys_rows(database_url: str) -> list[tuple]:
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        return connection.execute(
+            "SELECT id::text, row_to_json(k)::text, token_hash FROM api_keys k").fetchall()
+
+
+def test_keys_create_prints_the_token_exactly_once(keys_cli):
+    result = keys_cli("create", "--user", "alice", "--scopes", "memory:read,memory:write")
+    token_lines = [line for line in result.output.splitlines() if "mpk_" in line]
+    assert len(token_lines) == 1 and "shown once" in token_lines[0]
+    token = token_lines[0].rsplit(" ", 1)[-1]
+    assert token.startswith("mpk_") and len(token) > 40
+    assert result.output.count(token) == 1
+
+
+def test_keys_create_json_prints_only_id_and_token(keys_cli, database_url):
+    created = _create_json(keys_cli)
+    assert set(created) == {"id", "token"}
+    assert [row[0] for row in _api_keys_rows(database_url)] == [created["id"]]
+
+
+def test_keys_store_only_the_sha256_of_the_token(keys_cli, database_url):
+    token = _create_json(keys_cli)["token"]
+    (_, row_json, token_hash), = _api_keys_rows(database_url)
+    assert token_hash == hashlib.sha256(token.encode()).hexdigest()
+    secret = token.rsplit("_", 1)[-1]
+    assert token not in row_json and secret not in row_json
+
+
+def test_keys_create_binds_the_key_to_user_instance_and_scopes(keys_cli, database_url):
+    created = json.loads(keys_cli("create", "--user", "carol", "--instance", "acme",
+                                  "--scopes", "memory:write,admin", "--json").output)
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        row = connection.execute("SELECT user_id, instance_key, scopes FROM api_keys"
+                                 " WHERE id = %s", (created["id"],)).fetchone()
+    assert row == ("carol", "acme", ["memory:write", "admin"])
+
+
+def test_keys_create_refuses_unknown_scopes_and_stores_nothing(keys_cli, database_url):
+    result = keys_cli("create", "--user", "alice", "--scopes", "memory:read,root", ok=False)
+    assert result.exit_code != 0 and "root" in result.output
+    assert _api_keys_rows(database_url) == []
+
+
+def test_keys_list_never_prints_tokens(keys_cli):
+    tokens = [_create_json(keys_cli, user)["token"] for user in ("alice", "bob")]
+    plain = keys_cli("list").output
+    as_json = keys_cli("list", "--json").output
+    for token in tokens:
+        secret = token.rsplit("_", 1)[-1]
+        assert token not in plain and secret not in plain
+        assert token not in as_json and secret not in as_json
+    rows = json.loads(as_json)
+    assert {r["user"] for r in rows} == {"alice", "bob"}
+    assert all("token" not in r for r in rows)
+
+
+def test_keys_revoke_makes_the_token_unauthorized(keys_cli, api_settings):
+    created = _create_json(keys_cli)
+    with TestClient(create_app(api_settings), raise_server_exceptions=False) as client:
+        before = client.get("/api/v1/memory", params={"query": "anything"},
+                            headers=bearer(created["token"]))
+        assert before.status_code == 200, before.text
+        keys_cli("revoke", created["id"])
+        after = client.get("/api/v1/memory", params={"query": "anything"},
+                           headers=bearer(created["token"]))
+    assert_error(after, 401, "unauthorized")
+    listed = json.loads(keys_cli("list", "--json").output)
+    assert [r["revoked"] for r in listed] == [True]
+
+
+def test_keys_revoke_of_an_unknown_id_fails_clearly(keys_cli):
+    result = keys_cli("revoke", "00000000-0000-0000-0000-000000000000", ok=False)
+    assert result.exit_code != 0 and "no API key" in result.output

@@ -1,0 +1,87 @@
+"""/metrics (Prometheus text, labelled by route template) and /openapi.json (every route)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+from starlette.routing import Route
+
+from tests.api.conftest import store
+
+
+@pytest.fixture(scope="module")
+def database_url(shared_database_url: str) -> str:
+    """Each test has its own app (and so its own counters); the database can be shared."""
+    return shared_database_url
+
+
+def _sample(text: str, name: str, **labels: str) -> float | None:
+    """The value of the sample ``name{labels}`` (labels in any order), or None."""
+    for line in text.splitlines():
+        if not line.startswith(name + "{"):
+            continue
+        found = dict(re.findall(r'(\w+)="([^"]*)"', line[: line.rindex("}")]))
+        if found == labels:
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_metrics_count_requests_by_route_template_not_raw_path(client, alice):
+    created = store(client, alice, "Metrics are scraped every fifteen seconds.")
+    client.get(f"/api/v1/memory/{created['id']}", headers=alice)
+    client.get(f"/api/v1/memory/{uuid.uuid4()}", headers=alice)
+    client.get("/api/v1/memory", params={"query": "scrape interval"}, headers=alice)
+    text = client.get("/metrics").text
+    template = "/api/v1/memory/{memory_id}"
+    assert _sample(text, "memory_http_requests_total", method="GET", route=template,
+                   status="200") == 1
+    assert _sample(text, "memory_http_requests_total", method="GET", route=template,
+                   status="404") == 1
+    assert _sample(text, "memory_http_requests_total", method="POST", route="/api/v1/memory",
+                   status="201") == 1
+    assert created["id"] not in text
+
+
+def test_metrics_have_latency_histograms_per_route(client, alice):
+    client.get("/api/v1/memory", params={"query": "anything"}, headers=alice)
+    text = client.get("/metrics").text
+    assert _sample(text, "memory_http_request_duration_seconds_count", method="GET",
+                   route="/api/v1/memory") == 1
+    assert 'memory_http_request_duration_seconds_bucket{le="0.025",method="GET",' \
+           'route="/api/v1/memory"}' in text
+
+
+def test_metrics_expose_pool_gauges(client):
+    text = client.get("/metrics").text
+    for gauge in ("memory_db_pool_size", "memory_db_pool_available",
+                  "memory_db_requests_waiting", "memory_db_pool_max"):
+        assert re.search(rf"^{gauge} \d+(\.\d+)?$", text, re.MULTILINE), gauge
+    assert client.get("/metrics").headers["content-type"].startswith("text/plain")
+
+
+def _app_operations(app) -> set[tuple[str, str]]:
+    operations = set()
+    for route in app.routes:
+        if isinstance(route, Route) and route.path != "/openapi.json":
+            path = re.sub(r"\{(\w+):\w+\}", r"{\1}", route.path)
+            operations |= {(m.lower(), path) for m in route.methods or () if m != "HEAD"}
+    return operations
+
+
+def test_openapi_lists_every_route(client):
+    document = client.get("/openapi.json").json()
+    listed = {(method, path) for path, item in document["paths"].items() for method in item}
+    assert listed == _app_operations(client.app)
+
+
+def test_openapi_marks_every_protected_operation_with_bearer_security_and_errors(client):
+    document = client.get("/openapi.json").json()
+    assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    for path, item in document["paths"].items():
+        for operation in item.values():
+            protected = path.startswith(("/api/", "/internal/"))
+            assert ("security" in operation) == protected, path
+            if protected:
+                assert {"400", "401", "403"} <= set(operation["responses"]), path
