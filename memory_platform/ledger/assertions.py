@@ -148,15 +148,66 @@ def record_decision(
         ("approve", True): ("active", "human_approved"),
         ("activate", True): ("active", "human_approved"),
         ("reject", True): ("rejected", "human_rejected"),
+        # Revoking withdraws an approval; a rollback compensates automation (its review
+        # state is kept: the tombstone says what happened, the reviews say why).
+        ("revoke", False): ("rejected", "policy_rejected"),
+        ("revoke", True): ("rejected", "human_rejected"),
+        ("rollback", False): ("tombstoned", None),
+        ("rollback", True): ("tombstoned", None),
     }.get((decision, human))
     if new_state is None:
         return
     conn.execute(
         """
         UPDATE agent_memory_assertions
-           SET status = %s, review_state = %s
+           SET status = %s, review_state = coalesce(%s, review_state)
          WHERE instance_key = %s AND id = %s
            AND (%s OR review_state NOT IN ('human_approved', 'human_rejected'))
         """,
         (*new_state, instance_key, assertion_id, human),
     )
+
+
+def restore_state(
+    conn: psycopg.Connection,
+    *,
+    instance_key: str,
+    assertion_id: UUID,
+    status: str,
+    review_state: str,
+    reason_code: str,
+    dream_id: UUID | None = None,
+) -> bool:
+    """Compensate an automated decision: append a system ``rollback`` review and put the
+    assertion back into ``status``/``review_state``, unless a human has decided meanwhile
+    (then nothing is written and False is answered)."""
+    human = conn.execute(
+        """
+        SELECT review_state IN ('human_approved', 'human_rejected')
+               OR EXISTS (SELECT 1 FROM agent_memory_assertion_reviews r
+                           WHERE r.instance_key = a.instance_key AND r.assertion_id = a.id
+                             AND r.reviewer_kind = 'human')
+          FROM agent_memory_assertions a
+         WHERE a.instance_key = %s AND a.id = %s
+         FOR UPDATE
+        """,
+        (instance_key, assertion_id),
+    ).fetchone()
+    if human is None or human[0]:
+        return False
+    conn.execute(
+        """
+        INSERT INTO agent_memory_assertion_reviews
+               (instance_key, assertion_id, decision, reviewer_kind, reason_code, note,
+                dream_id)
+        VALUES (%s, %s, 'rollback', 'system', %s, %s, %s)
+        """,
+        (instance_key, assertion_id, reason_code, f"restored={status}/{review_state}",
+         dream_id),
+    )
+    conn.execute(
+        "UPDATE agent_memory_assertions SET status = %s, review_state = %s"
+        " WHERE instance_key = %s AND id = %s",
+        (status, review_state, instance_key, assertion_id),
+    )
+    return True

@@ -1,0 +1,48 @@
+"""The one runtime-wide Dreaming lock: a PostgreSQL session advisory lock.
+
+Two Dreams (or a Dream and a rollback) never run at once, across processes and machines: the
+lock lives in the database, held by the connection that runs the Dream, and PostgreSQL frees
+it when that session ends (a crashed worker cannot leave it behind).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+
+from memory_platform.errors import MemoryPlatformError
+
+LOCK_NAME = "memory-platform:dreaming"
+
+
+class DreamLocked(MemoryPlatformError):
+    """Another Dream holds the Dreaming lock; nothing was changed."""
+
+    code = "dream_locked"
+
+
+def _finish_read(conn: psycopg.Connection) -> None:
+    if not conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
+        conn.commit()
+
+
+@contextmanager
+def dream_lock(conn: psycopg.Connection) -> Iterator[None]:
+    """Hold the Dreaming lock on ``conn`` for the block, or raise :class:`DreamLocked`."""
+    got = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))",
+                       (LOCK_NAME,)).fetchone()[0]
+    _finish_read(conn)
+    if not got:
+        raise DreamLocked("another Dream is running (the Dreaming advisory lock is held); "
+                          "nothing was changed: try again when it has finished")
+    try:
+        yield
+    finally:
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE \
+                and not conn.autocommit:
+            conn.rollback()
+        conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (LOCK_NAME,))
+        _finish_read(conn)
+

@@ -1,0 +1,356 @@
+"""The targeted deterministic safety pass: one policy decision per Dream assertion, no model.
+
+It runs on exactly the assertion ids a Dream execution created or reused. Safe, durable,
+evidence-backed facts, preferences, decisions, constraints and procedures at
+``dream_activation_confidence`` activate; missing evidence, unsafe content, transient or
+time-bounded statements, unsupported types or evidence, low confidence and slot conflicts
+are rejected. Two exceptions wait for a person instead (``defer``): an explicit
+``updates`` correction of an active assertion (a conflict row is opened and the corrected
+assertion's feedback records a correction), and workspace-wide assertions (the write path's
+rule: workspace reaches everyone). Every state change is an appended review row
+(reviewer_kind ``policy``) with a reason code; a human decision is never overridden, and an
+assertion that is already active and approved is never demoted by a Dream's opinion of it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+import psycopg
+
+from memory_platform.dreaming.inputs import NON_HUMAN_TRUST, DreamInput
+from memory_platform.dreaming.partitions import Partition
+from memory_platform.dreaming.promote import Promoted, same_text_assertion
+from memory_platform.dreaming.validate import AcceptedAssertion
+from memory_platform.ledger import assertions as ledger
+from memory_platform.ledger.assertions import APPROVED_REVIEW_STATES, HUMAN_REVIEW_STATES
+from memory_platform.memories.validation import find_credential
+from memory_platform.settings import Settings
+
+ACTIVATABLE_TYPES = ("fact", "preference", "decision", "constraint", "procedure")
+UNSUPPORTED_TRUST = (*NON_HUMAN_TRUST, "dream_derived")
+
+# Reason codes of the pass.
+ACTIVATED = "dream_policy_safe"
+MISSING_EVIDENCE = "missing_evidence"
+CONTAINS_CREDENTIAL = "contains_credential"
+UNSAFE_INSTRUCTION = "unsafe_instruction"
+TRANSIENT = "transient"
+TIME_BOUNDED = "time_bounded"
+UNSUPPORTED_TYPE = "unsupported_type"
+LOW_CONFIDENCE = "low_confidence"
+UNSUPPORTED_EVIDENCE = "unsupported_evidence"
+CONFLICTING = "conflicting_assertion"
+CORRECTION_NEEDS_REVIEW = "correction_needs_review"
+WORKSPACE_NEEDS_REVIEW = "workspace_scope_needs_review"
+HUMAN_DECISION = "human_decision"
+ALREADY_ACTIVE = "already_active"
+
+_UNSAFE = re.compile(
+    r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+)?(?:previous|prior|above|earlier)"
+    r"\s+(?:instructions|prompts?|rules)\b"
+    r"|\b(?:reveal|print|leak)\s+(?:the\s+|your\s+)?system\s+prompt\b"
+    r"|\bignorier(?:e|en)?\s+(?:alle\s+)?(?:vorherigen|bisherigen|obigen)\s+anweisungen\b"
+    r"|\byou\s+are\s+now\s+(?:in\s+)?(?:developer|dan|jailbreak)\b"
+    r"|\bdisable\s+(?:the\s+)?(?:safety|security)\s+(?:checks?|filters?|guards?)\b"
+    r"|\brm\s+-rf\s+/",
+    re.IGNORECASE,
+)
+_TRANSIENT = re.compile(
+    r"\b(?:right now|at the moment|for the moment|for now|this morning|this afternoon"
+    r"|tonight|currently working on|im moment|gerade eben|heute abend|heute morgen)\b",
+    re.IGNORECASE,
+)
+_TIME_BOUNDED = re.compile(
+    r"\b(?:until (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow"
+    r"|next week|the end of)|this week|next week|temporarily|for the next \w+ (?:days|weeks)"
+    r"|bis (?:morgen|montag|dienstag|mittwoch|donnerstag|freitag|ende)|diese woche"
+    r"|nächste woche|vorübergehend)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What the pass knows about one assertion (from the ledger, or for a dry run from the
+    validated item and its inputs)."""
+
+    text: str
+    assertion_type: str
+    confidence: float
+    audience_kind: str
+    relation: str
+    time_bounded: bool
+    transient: bool
+    evidence_trust: tuple[str, ...]
+    status: str | None = None
+    review_state: str | None = None
+    human_reviewed: bool = False
+    conflicts: tuple[UUID, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    decision: str      # 'activate' | 'reject' | 'defer' | 'keep'
+    reason_code: str
+
+
+def judge(candidate: Candidate, settings: Settings) -> Verdict:
+    """The policy, as a pure function (first matching rule wins)."""
+    c = candidate
+    if c.human_reviewed or c.review_state in HUMAN_REVIEW_STATES:
+        return Verdict("keep", HUMAN_DECISION)
+    if c.status == "active" and c.review_state in APPROVED_REVIEW_STATES:
+        return Verdict("keep", ALREADY_ACTIVE)
+    if not c.evidence_trust:
+        return Verdict("reject", MISSING_EVIDENCE)
+    if find_credential(c.text):
+        return Verdict("reject", CONTAINS_CREDENTIAL)
+    if _UNSAFE.search(c.text):
+        return Verdict("reject", UNSAFE_INSTRUCTION)
+    if c.transient or _TRANSIENT.search(c.text):
+        return Verdict("reject", TRANSIENT)
+    if c.time_bounded or _TIME_BOUNDED.search(c.text):
+        return Verdict("reject", TIME_BOUNDED)
+    if c.assertion_type not in ACTIVATABLE_TYPES:
+        return Verdict("reject", UNSUPPORTED_TYPE)
+    if c.confidence < settings.dream_activation_confidence:
+        return Verdict("reject", LOW_CONFIDENCE)
+    if all(t in UNSUPPORTED_TRUST for t in c.evidence_trust):
+        return Verdict("reject", UNSUPPORTED_EVIDENCE)
+    if c.conflicts:
+        if c.relation == "updates":
+            return Verdict("defer", CORRECTION_NEEDS_REVIEW)
+        return Verdict("reject", CONFLICTING)
+    if c.audience_kind == "workspace":
+        return Verdict("defer", WORKSPACE_NEEDS_REVIEW)
+    return Verdict("activate", ACTIVATED)
+
+
+@dataclass(frozen=True)
+class Decision:
+    assertion_id: UUID
+    decision: str
+    reason_code: str
+    changed: bool
+    before: tuple[str, str]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"assertionId": str(self.assertion_id), "decision": self.decision,
+                "reasonCode": self.reason_code, "changed": self.changed}
+
+
+@dataclass
+class SafetyResult:
+    decisions: list[Decision] = field(default_factory=list)
+
+    def _ids(self, decision: str) -> list[UUID]:
+        return [d.assertion_id for d in self.decisions if d.decision == decision]
+
+    @property
+    def activated(self) -> list[UUID]:
+        return self._ids("activate")
+
+    @property
+    def rejected(self) -> list[UUID]:
+        return self._ids("reject")
+
+    @property
+    def changed(self) -> list[UUID]:
+        return [d.assertion_id for d in self.decisions if d.changed]
+
+    def rejected_by_reason(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for d in self.decisions:
+            if d.decision == "reject":
+                counts[d.reason_code] = counts.get(d.reason_code, 0) + 1
+        return counts
+
+    def summary(self) -> dict[str, Any]:
+        return {"activated": len(self.activated), "rejected": len(self.rejected),
+                "deferred": len(self._ids("defer")), "kept": len(self._ids("keep")),
+                "rejectedByReason": self.rejected_by_reason(),
+                "decisions": [d.as_json() for d in self.decisions]}
+
+
+# --- ledger reads --------------------------------------------------------------------------
+
+_STATE = """
+    SELECT a.status, a.review_state, a.assertion_type, a.assertion_text, a.confidence,
+           a.subject, a.predicate,
+           EXISTS (SELECT 1 FROM agent_memory_assertion_reviews r
+                    WHERE r.instance_key = a.instance_key AND r.assertion_id = a.id
+                      AND r.reviewer_kind = 'human')
+      FROM agent_memory_assertions a
+     WHERE a.instance_key = %s AND a.id = %s
+"""
+
+_EVIDENCE_TRUST = """
+    SELECT s.trust_class
+      FROM agent_memory_assertion_evidence e
+      JOIN agent_memory_sources s ON s.instance_key = e.instance_key AND s.id = e.source_id
+     WHERE e.instance_key = %s AND e.assertion_id = %s AND e.stance = 'supports'
+"""
+
+# Active, approved assertions of the same audience filling the same slot with another text.
+_CONFLICTS = """
+    SELECT a.id
+      FROM agent_memory_assertions a
+     WHERE a.instance_key = %(instance)s AND a.audience_kind = %(kind)s
+       AND a.audience_key = %(key)s
+       AND a.status = 'active' AND a.review_state IN ('policy_approved', 'human_approved')
+       AND lower(btrim(a.subject)) = lower(btrim(%(subject)s))
+       AND lower(btrim(a.predicate)) = lower(btrim(%(predicate)s))
+       AND a.id IS DISTINCT FROM %(id)s
+       AND lower(btrim(a.assertion_text)) <> lower(btrim(%(text)s))
+     ORDER BY a.created_at
+"""
+
+
+def slot_conflicts(conn, partition: Partition, subject: str | None, predicate: str | None,
+                   text: str, assertion_id: UUID | None) -> tuple[UUID, ...]:
+    if not subject or not predicate:
+        return ()
+    return tuple(r[0] for r in conn.execute(_CONFLICTS, {
+        "instance": partition.instance_key, "kind": partition.kind, "key": partition.key,
+        "subject": subject, "predicate": predicate, "id": assertion_id, "text": text}))
+
+
+def _ledger_candidate(conn, partition: Partition, assertion_id: UUID,
+                      item: AcceptedAssertion) -> Candidate:
+    (status, review, atype, text, confidence, subject, predicate,
+     human) = conn.execute(_STATE, (partition.instance_key, assertion_id)).fetchone()
+    trust = tuple(r[0] for r in conn.execute(_EVIDENCE_TRUST,
+                                             (partition.instance_key, assertion_id)))
+    return Candidate(
+        # A reused assertion is judged at the better of its own confidence and the Dream's.
+        text=text, assertion_type=atype, confidence=max(float(confidence), item.confidence),
+        audience_kind=partition.kind, relation=item.relation,
+        time_bounded=item.time_bounded, transient=item.transient, evidence_trust=trust,
+        status=status, review_state=review, human_reviewed=human,
+        conflicts=slot_conflicts(conn, partition, subject, predicate, text, assertion_id))
+
+
+def _already_decided(conn, instance_key: str, assertion_id: UUID, verdict: Verdict) -> bool:
+    return conn.execute(
+        "SELECT 1 FROM agent_memory_assertion_reviews"
+        " WHERE instance_key = %s AND assertion_id = %s AND decision = %s AND reason_code = %s"
+        " LIMIT 1",
+        (instance_key, assertion_id, verdict.decision, verdict.reason_code)).fetchone() is not None
+
+
+def _unchanged(candidate: Candidate, verdict: Verdict) -> bool:
+    if verdict.decision == "activate":
+        return candidate.status == "active" and candidate.review_state == "policy_approved"
+    if verdict.decision == "reject":
+        return candidate.status == "rejected"
+    return False
+
+
+def _open_correction_conflict(conn, settings: Settings, partition: Partition,
+                              assertion_id: UUID, conflicts: Iterable[UUID]) -> None:
+    from memory_platform.retrieval.feedback import record_corrections
+
+    for other in conflicts:
+        row = conn.execute(
+            """
+            INSERT INTO agent_memory_assertion_conflicts
+                   (instance_key, audience_kind, audience_key, assertion_id,
+                    conflicting_assertion_id, detected_by, reason)
+            VALUES (%s, %s, %s, %s, %s, 'dream', %s)
+            ON CONFLICT (LEAST(assertion_id, conflicting_assertion_id),
+                         GREATEST(assertion_id, conflicting_assertion_id))
+               WHERE status = 'open'
+               DO NOTHING
+            RETURNING id
+            """,
+            (partition.instance_key, partition.kind, partition.key, assertion_id, other,
+             CORRECTION_NEEDS_REVIEW)).fetchone()
+        if row:
+            record_corrections(conn, partition.instance_key, [other],
+                               reason=CORRECTION_NEEDS_REVIEW, event_key=f"conflict:{row[0]}",
+                               settings=settings)
+
+
+# --- the pass ------------------------------------------------------------------------------
+
+
+def run_safety_pass(
+    conn: psycopg.Connection,
+    settings: Settings,
+    partition: Partition,
+    dream_id: UUID,
+    promoted: list[Promoted],
+) -> SafetyResult:
+    """Decide every assertion this run created or reused (in the caller's transaction)."""
+    result = SafetyResult()
+    seen: set[UUID] = set()
+    for p in promoted:
+        if p.assertion_id in seen:
+            continue
+        seen.add(p.assertion_id)
+        candidate = _ledger_candidate(conn, partition, p.assertion_id, p.item)
+        verdict = judge(candidate, settings)
+        before = (candidate.status or "", candidate.review_state or "")
+        changed = False
+        if verdict.decision in ("activate", "reject") and not _unchanged(candidate, verdict):
+            ledger.record_decision(
+                conn, instance_key=partition.instance_key, assertion_id=p.assertion_id,
+                decision=verdict.decision, reviewer_kind="policy",
+                reason_code=verdict.reason_code, dream_id=dream_id,
+                note=f"before={before[0]}/{before[1]}")
+            changed = True
+        elif verdict.decision == "defer" and not _already_decided(
+                conn, partition.instance_key, p.assertion_id, verdict):
+            ledger.record_decision(
+                conn, instance_key=partition.instance_key, assertion_id=p.assertion_id,
+                decision="defer", reviewer_kind="policy", reason_code=verdict.reason_code,
+                dream_id=dream_id, note=f"before={before[0]}/{before[1]}")
+            if verdict.reason_code == CORRECTION_NEEDS_REVIEW:
+                _open_correction_conflict(conn, settings, partition, p.assertion_id,
+                                          candidate.conflicts)
+        result.decisions.append(Decision(p.assertion_id, verdict.decision,
+                                         verdict.reason_code, changed, before))
+    return result
+
+
+def preview(
+    conn: psycopg.Connection,
+    settings: Settings,
+    partition: Partition,
+    items: list[AcceptedAssertion],
+    inputs: dict[str, DreamInput],
+) -> list[dict[str, Any]]:
+    """The decisions a real run would make, without writing anything (dry runs)."""
+    out = []
+    for item in items:
+        existing = same_text_assertion(conn, partition, item)
+        if existing:
+            candidate = _ledger_candidate(conn, partition, existing.id, item)
+            # A dry run's evidence would be added: judge with it.
+            trust = candidate.evidence_trust + tuple(
+                inputs[e.memory_id].trust_class or "imported" for e in item.evidence)
+            candidate = Candidate(**{**candidate.__dict__, "evidence_trust": trust})
+        else:
+            candidate = Candidate(
+                text=item.text, assertion_type=item.type, confidence=item.confidence,
+                audience_kind=partition.kind, relation=item.relation,
+                time_bounded=item.time_bounded, transient=item.transient,
+                evidence_trust=tuple(_dry_trust(inputs[e.memory_id]) for e in item.evidence),
+                conflicts=slot_conflicts(conn, partition, item.subject, item.predicate,
+                                         item.text, None))
+        verdict = judge(candidate, settings)
+        out.append({"index": item.index,
+                    "existingAssertionId": str(existing.id) if existing else None,
+                    "decision": verdict.decision, "reasonCode": verdict.reason_code})
+    return out
+
+
+def _dry_trust(row: DreamInput) -> str:
+    if row.trust_class:
+        return row.trust_class
+    return "dream_derived" if row.source_type == "dream" else "imported"

@@ -1,0 +1,87 @@
+"""Helpers of the Dreaming tests: seeding through the real write path, a scripted model that
+implements the MaintenanceModel interface for real, and row counts of everything a Dream
+may change."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from memory_platform.access import AccessContext
+from memory_platform.llm.base import Completion, JsonRequest, ModelError
+from memory_platform.memories.store import MemoryWrite, StoredMemory, store_memory
+from memory_platform.settings import Settings
+
+# Every table a Dream may write besides its own row, all keyed by instance.
+LEDGER_TABLES = (
+    "agent_memory_sources",
+    "agent_memories",
+    "agent_memory_chunks",
+    "agent_memory_assertions",
+    "agent_memory_assertion_evidence",
+    "agent_memory_assertion_reviews",
+    "agent_memory_assertion_conflicts",
+    "agent_memory_assertion_embeddings",
+    "agent_memory_relations",
+    "agent_memory_ingestion_outbox",
+    "wiki_change_proposals",
+)
+
+
+def counts(conn: psycopg.Connection, instance_key: str) -> dict[str, int]:
+    query = sql.SQL("SELECT count(*) FROM {} WHERE instance_key = %s")
+    return {table: conn.execute(query.format(sql.Identifier(table)),
+                                (instance_key,)).fetchone()[0]
+            for table in LEDGER_TABLES}
+
+
+def remember(conn, settings: Settings, ctx: AccessContext, content: str, *,
+             source_type: str = "summary", **kwargs: Any) -> StoredMemory:
+    """A memory written exactly as the runtime writes it (store_memory)."""
+    return store_memory(conn, settings, ctx, MemoryWrite(content, source_type=source_type,
+                                                         **kwargs))
+
+
+class ScriptedModel:
+    """A maintenance model that answers with a scripted object (or raises a scripted
+    ModelError) and keeps every request it received."""
+
+    def __init__(self, data: Any = None, *, name: str = "scripted-model",
+                 error: ModelError | None = None, script=None) -> None:
+        self.name = name
+        self.data = data
+        self.error = error
+        self.script = script          # callable(request) -> data, for input-dependent output
+        self.requests: list[JsonRequest] = []
+
+    def complete_json(self, request: JsonRequest) -> Completion:
+        self.requests.append(request)
+        if self.error is not None:
+            raise self.error
+        data = self.script(request) if self.script else copy.deepcopy(self.data)
+        return Completion(model=self.name, text=json.dumps(data), data=data,
+                          finish_reason="stop", usage={}, duration_seconds=0.0, events=1)
+
+    @property
+    def seen_ids(self) -> set[str]:
+        return {row["memoryId"] for r in self.requests for row in (r.inputs or [])}
+
+
+def payload(*assertions: dict[str, Any], wiki: list[dict[str, Any]] | None = None,
+            version: int = 1) -> dict[str, Any]:
+    return {"schemaVersion": version, "assertions": list(assertions),
+            "wikiProposals": wiki or []}
+
+
+def assertion(text: str, memory_id: Any, excerpt: str | None = None, **fields: Any
+              ) -> dict[str, Any]:
+    item = {"text": text, "type": "fact", "confidence": 0.9, "subject": None,
+            "predicate": None,
+            "evidence": [{"memoryId": str(memory_id), "excerpt": excerpt or text}],
+            "relation": "derives", "timeBounded": False, "transient": False}
+    item.update(fields)
+    return item
