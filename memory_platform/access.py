@@ -11,7 +11,9 @@ The rules (specification, "Memory scopes and retrieval boundaries"):
   channel context is present;
 * ``team`` rows whenever a team-access context is established: an authenticated user, a group
   room, a channel thread or a channel type. An empty context sees none;
-* ``channel`` rows to the same channel thread or group room, or to the linked user.
+* ``channel`` rows to readers in the same conversation (the row's thread, or its room when
+  it has no thread: the audience key) and to the linked user. A room-level reader does not
+  see thread-level rows: the strict reading, identical for memories, ledger and graph.
 
 The instance boundary comes first: no predicate ever matches another instance's rows.
 """

@@ -356,7 +356,8 @@ def context_item(conn: Conn, instance: str, **overrides: Any) -> tuple[str, str,
 
 
 def api_key(conn: Conn, instance: str, **overrides: Any) -> uuid.UUID:
-    row = {"instance_key": instance, "user_id": OWNER, "token_prefix": "mp_",
+    row = {"instance_key": instance, "user_id": OWNER,
+           "token_prefix": f"mpk_{uuid.uuid4().hex[:12]}",
            "token_hash": _hash(uuid.uuid4().hex), "scopes": ["memory:read"]} | overrides
     return _insert(conn, "api_keys", row)["id"]
 

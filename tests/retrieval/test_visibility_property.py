@@ -12,7 +12,8 @@ memory"), without calling access.py:
 * private rows: only the authenticated user who wrote them;
 * team rows: any team-access context (user, group room, channel thread, channel type); the
   empty context none;
-* channel rows: the same channel thread or group room, or the linked user;
+* channel rows: readers in the row's conversation (its thread, else its room), or the
+  linked user;
 * nothing crosses an instance; facts waiting for review (workspace-wide facts) are never
   recalled.
 """
@@ -157,8 +158,10 @@ def may_see(reader: Who, write: Write, kind: str) -> bool:
         return reader.user is not None and reader.user == writer.user
     if kind == "team":
         return reader.team_access
-    return bool((writer.thread and reader.thread == writer.thread)
-                or (writer.room and reader.room == writer.room)
+    # A channel row belongs to one conversation: its thread, or its room when there is no
+    # thread. Readers in that thread or room see it, and so does the linked user.
+    conversation = writer.thread or writer.room
+    return bool((conversation and conversation in (reader.thread, reader.room))
                 or (writer.user and reader.user == writer.user))
 
 
