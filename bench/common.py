@@ -87,6 +87,8 @@ def machine_info(conn: psycopg.Connection | None = None) -> dict[str, Any]:
         "cpu": _cpu_model(),
         "python": platform.python_version(),
         "platform": platform.platform(),
+        # Other processes share the machine: a busy one slows every number down.
+        "load_average_1m": round(os.getloadavg()[0], 2),
     }
     if conn is not None:
         info["postgresql"] = conn.execute("SHOW server_version").fetchone()[0]

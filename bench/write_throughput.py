@@ -15,28 +15,29 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import psycopg  # noqa: E402
-from pgvector.psycopg import register_vector  # noqa: E402
+import psycopg
+from pgvector.psycopg import register_vector
 
-from bench.common import (  # noqa: E402
+from bench.common import (
     fresh_database,
     machine_info,
     synthetic_corpus,
     write_result,
 )
-from memory_platform.embeddings.hashing import HashEmbeddingProvider  # noqa: E402
-from memory_platform.memories.bulk import (  # noqa: E402
+from memory_platform.embeddings.hashing import HashEmbeddingProvider
+from memory_platform.memories.bulk import (
     ImportStats,
     context_from_row,
     import_memories,
 )
-from memory_platform.settings import Settings  # noqa: E402
+from memory_platform.settings import Settings
 
 INSTANCE = "bench-import"
 
@@ -70,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=Path, default=None,
                         help="write a cProfile of the import to this file")
     parser.add_argument("--name", default="write_throughput", help="result file name")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the database on --database-url's server afterwards")
     args = parser.parse_args(argv)
 
     print(f"generating {args.n:,} memories ...", file=sys.stderr)
@@ -78,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     generate_seconds = time.perf_counter() - t0
     chars = sum(len(row["content"]) for row in corpus)
 
-    with fresh_database(args.database_url) as url:
+    with fresh_database(args.database_url, keep=args.keep) as url:
         settings = Settings(database_url=url, embedding_provider="hash",
                             _env_file=None)  # type: ignore[call-arg]
         provider = HashEmbeddingProvider(args.dimensions or settings.hash_embedding_dimensions)
@@ -97,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             if profiler:
                 profiler.disable()
                 profiler.dump_stats(args.profile)
+            machine["load_average_1m_after"] = round(os.getloadavg()[0], 2)
             chunks, size = conn.execute(
                 "SELECT count(*), pg_size_pretty(pg_total_relation_size('agent_memory_chunks'))"
                 " FROM agent_memory_chunks").fetchone()
@@ -134,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
           f"(target >= 1,000)")
     print(f"machine: {machine['cores']} cores, {machine['ram_gb']} GB RAM, {machine['cpu']}, "
           f"PostgreSQL {machine['postgresql']}, pgvector {machine['pgvector']}")
+    if args.keep:
+        print(f"kept the database: {url}")
     print(f"wrote {target}")
     return 0
 

@@ -12,13 +12,19 @@ What differs is the mechanics: a batch is embedded in one provider call and writ
 transaction with binary COPY; assertions, evidence and assertion vectors go through temporary
 tables and ``INSERT ... SELECT ... ON CONFLICT`` because their uniqueness must be honoured.
 Embedding (CPU- or network-bound) of the next batch overlaps the database work of the current
-one in a worker thread.
+one in a worker thread. The ledger decisions of a batch (a fact's policy decision, the
+activation of an undecided assertion that a person restates, which row gives an assertion its
+vector) are replayed in line order, so a batch ends in the state one-by-one writes would have
+left (tests compare the two field by field).
 
 HNSW maintenance dominates a large load (a vector insert into an HNSW graph is ~20x slower than
-a COPY without it). When the import is large relative to what the generation's index already
-holds, the chunk index is replaced by an empty placeholder of the same name for the duration of
-the load (so concurrent ``ensure_vector_indexes`` calls do not rebuild it half-way) and built
-once at the end, with more maintenance memory and parallel workers.
+a COPY without it). When the import is large relative to what the generation's indexes already
+hold, the chunk index (and the assertion-vector index, by the same test) is replaced by an
+empty placeholder of the same name for the duration of the load (so a concurrent
+``ensure_vector_indexes`` does not rebuild it half-way) and built once at the end, with more
+maintenance memory and parallel workers. A session advisory lock per generation key keeps two
+imports from swapping the same index; an import killed half-way leaves placeholders that the
+next import (or :func:`repair_vector_index`) rebuilds.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
@@ -51,7 +57,7 @@ from memory_platform.embeddings.generations import (
 )
 from memory_platform.errors import AccessDenied, InvalidInput
 from memory_platform.ledger.assertions import APPROVED_REVIEW_STATES, identity_hash
-from memory_platform.ledger.policy import write_path_decision
+from memory_platform.ledger.policy import PolicyDecision, write_path_decision
 from memory_platform.memories.chunking import Chunk, chunk_text
 from memory_platform.memories.rules import (
     ASSERTION_SOURCE_TYPES,
@@ -69,7 +75,7 @@ from memory_platform.memories.rules import (
     validate_kind,
 )
 from memory_platform.memories.sharing import resolve_visibility
-from memory_platform.memories.validation import clean_content
+from memory_platform.memories.validation import clean_content, clean_metadata, clean_title
 from memory_platform.settings import Settings
 from memory_platform.text import content_hash
 
@@ -183,7 +189,7 @@ class ImportStats:
     index_rebuilt: bool = False
     index_note: str | None = None
     load_seconds: float = 0.0  # validating, embedding and writing the rows
-    index_seconds: float = 0.0  # dropping and rebuilding the HNSW index
+    index_seconds: float = 0.0  # swapping out and rebuilding the HNSW indexes
     seconds: float = 0.0  # all of it
 
     @property
@@ -215,6 +221,36 @@ class ImportStats:
         }
 
 
+# --- binary COPY of vectors ------------------------------------------------------------------
+
+
+class _PackedVector(bytes):
+    """A vector already in pgvector's binary wire format (dims, unused, big-endian f4)."""
+
+
+def _packed_vectors(matrix: np.ndarray) -> list[_PackedVector]:
+    """All rows of ``matrix`` in pgvector's binary format, converted in one numpy pass."""
+    rows, dims = matrix.shape
+    packed = np.empty((rows, 4 + 4 * dims), dtype=np.uint8)
+    packed[:, :4] = np.frombuffer(np.array([dims, 0], dtype=">u2").tobytes(), dtype=np.uint8)
+    packed[:, 4:] = np.ascontiguousarray(matrix, dtype=">f4").view(np.uint8).reshape(rows, -1)
+    return [_PackedVector(row.tobytes()) for row in packed]
+
+
+def _packed_dumper(oid: int) -> type[Dumper]:
+    """A binary dumper for the ``vector`` oid that sends packed vectors as they are (COPY
+    with ``set_types`` looks dumpers up by oid)."""
+
+    class PackedVectorDumper(Dumper):
+        format = Format.BINARY
+
+        def dump(self, obj: Any) -> bytes:
+            return obj
+
+    PackedVectorDumper.oid = oid
+    return PackedVectorDumper
+
+
 # --- per-row preparation ------------------------------------------------------------------
 
 
@@ -236,7 +272,8 @@ class _Row:
     subject: str = ""
     memory_id: uuid.UUID = field(default_factory=uuid.uuid4)
     source_id: uuid.UUID = field(default_factory=uuid.uuid4)
-    vectors: np.ndarray | None = None
+    # pgvector wire format of the row's embedded texts (chunks, then the whole fact's text)
+    vectors: list[_PackedVector] | None = None
 
     @property
     def is_fact(self) -> bool:
@@ -276,54 +313,23 @@ def _check_row(value: object, settings: Settings, line: int) -> _Row:
     if visibility is not None and visibility not in AUDIENCE_KINDS:
         raise InvalidInput(f"visibility must be one of {', '.join(AUDIENCE_KINDS)} or null",
                            details={"field": "visibility"})
-    source_type = value.get("source_type", DEFAULT_SOURCE_TYPE)
+    source_type = value.get("source_type") or DEFAULT_SOURCE_TYPE
     if source_type not in IMPORT_SOURCE_TYPES:
         raise InvalidInput(f"source_type must be one of {', '.join(IMPORT_SOURCE_TYPES)}",
                            details={"field": "source_type"})
-    trust_class = value.get("trust_class", DEFAULT_TRUST_CLASS)
-    assertion_type = value.get("assertion_type", DEFAULT_ASSERTION_TYPE)
+    trust_class = value.get("trust_class") or DEFAULT_TRUST_CLASS
+    assertion_type = value.get("assertion_type") or DEFAULT_ASSERTION_TYPE
     if not isinstance(trust_class, str) or not isinstance(assertion_type, str):
         raise InvalidInput("trust_class and assertion_type must be strings")
     validate_kind(source_type, trust_class, assertion_type)
-    title = value.get("title")
-    if title is not None and not isinstance(title, str):
-        raise InvalidInput("title must be a string or null", details={"field": "title"})
-    metadata = value.get("metadata")
-    if metadata is None:
-        metadata = {}
-    elif not isinstance(metadata, dict):
-        raise InvalidInput("metadata must be an object", details={"field": "metadata"})
+    title = clean_title(value.get("title"))
+    metadata = clean_metadata(value.get("metadata"))
     refs = clean_subject_refs(value.get("subject_refs"))
     chunks = chunk_text(content, settings.chunk_target_chars, settings.chunk_overlap_chars)
     return _Row(line, value, content, refs, source_type, trust_class, assertion_type, title,
                 metadata, content_hash(content), chunks)
 
 
-# --- binary COPY of vectors ------------------------------------------------------------------
-
-
-class _PackedVector(bytes):
-    """A vector already in pgvector's binary wire format (dims, unused, big-endian f4)."""
-
-
-def _packed_vectors(matrix: np.ndarray) -> list[_PackedVector]:
-    """All rows of ``matrix`` in pgvector's binary format, converted in one numpy pass."""
-    rows, dims = matrix.shape
-    packed = np.empty((rows, 4 + 4 * dims), dtype=np.uint8)
-    packed[:, :4] = np.frombuffer(np.array([dims, 0], dtype=">u2").tobytes(), dtype=np.uint8)
-    packed[:, 4:] = np.ascontiguousarray(matrix, dtype=">f4").view(np.uint8).reshape(rows, -1)
-    return [_PackedVector(row.tobytes()) for row in packed]
-
-
-def _packed_dumper(oid: int) -> type[Dumper]:
-    class PackedVectorDumper(Dumper):
-        format = Format.BINARY
-
-        def dump(self, obj: Any) -> bytes:
-            return obj
-
-    PackedVectorDumper.oid = oid
-    return PackedVectorDumper
 
 
 # --- the importer ---------------------------------------------------------------------------
@@ -345,9 +351,9 @@ CREATE TEMP TABLE IF NOT EXISTS memory_import_assertion_vectors (
 """
 
 _EXISTING = """
-SELECT DISTINCT ON (k.ord) k.ord, m.id
-  FROM unnest(%(instances)s::text[], %(kinds)s::text[], %(keys)s::text[], %(digests)s::text[],
-              %(subjects)s::text[], %(ords)s::int[])
+SELECT DISTINCT ON (k.ord) k.ord, m.id, m.assertion_id, a.status, a.review_state
+  FROM unnest(%(instances)b::text[], %(kinds)b::text[], %(keys)b::text[], %(digests)b::text[],
+              %(subjects)b::text[], %(ords)b::int[])
        AS k(instance_key, kind, audience_key, digest, subject, ord)
   JOIN agent_memories m
     ON m.instance_key = k.instance_key
@@ -355,12 +361,15 @@ SELECT DISTINCT ON (k.ord) k.ord, m.id
    AND m.audience_key = k.audience_key
    AND m.content_hash = k.digest
    AND m.subject_key = k.subject
+  LEFT JOIN agent_memory_assertions a
+    ON a.instance_key = m.instance_key AND a.id = m.assertion_id
  WHERE m.memory_state = 'active'
    AND m.updated_at > now() - make_interval(hours => %(window)s)
  ORDER BY k.ord, m.updated_at DESC
 """
 
 _INSERT_ASSERTIONS = """
+WITH created AS (
 INSERT INTO agent_memory_assertions
        (instance_key, audience_kind, audience_key, owner_user_id, identity_hash,
         assertion_type, assertion_text, origin, confidence, subject_refs, metadata, status,
@@ -372,11 +381,29 @@ SELECT DISTINCT ON (instance_key, audience_kind, audience_key, identity_hash)
   FROM memory_import_assertions
  ORDER BY instance_key, audience_kind, audience_key, identity_hash, ord
 ON CONFLICT (instance_key, audience_kind, audience_key, identity_hash) DO NOTHING
-RETURNING id
+RETURNING id, instance_key, audience_kind, audience_key, identity_hash, status, review_state
+)
+-- Every fact row's assertion: created just now (only visible through RETURNING within this
+-- statement) or already there.
+SELECT t.ord, coalesce(c.id, a.id), coalesce(c.status, a.status),
+       coalesce(c.review_state, a.review_state), c.id IS NOT NULL
+  FROM memory_import_assertions t
+  LEFT JOIN created c
+    ON c.instance_key = t.instance_key
+   AND c.audience_kind = t.audience_kind
+   AND c.audience_key = t.audience_key
+   AND c.identity_hash = t.identity_hash
+  LEFT JOIN agent_memory_assertions a
+    ON a.instance_key = t.instance_key
+   AND a.audience_kind = t.audience_kind
+   AND a.audience_key = t.audience_key
+   AND a.identity_hash = t.identity_hash
 """
 
+# A conflict with an assertion committed after the statement above took its snapshot is
+# invisible to its join: look again, in a new snapshot.
 _ASSERTION_REFS = """
-SELECT t.ord, a.id, a.status, a.review_state
+SELECT t.ord, a.id, a.status, a.review_state, false
   FROM memory_import_assertions t
   JOIN agent_memory_assertions a
     ON a.instance_key = t.instance_key
@@ -410,10 +437,104 @@ class _AssertionRef:
     id: uuid.UUID
     status: str
     review_state: str
+    created: bool = False
 
-    @property
-    def recallable(self) -> bool:
-        return self.status == "active" and self.review_state in APPROVED_REVIEW_STATES
+
+@dataclass(frozen=True)
+class _Hit:
+    """A live memory in the database that a row repeats."""
+
+    memory_id: uuid.UUID
+    assertion_id: uuid.UUID | None
+    status: str | None
+    review_state: str | None
+
+
+def _decision(row: _Row) -> PolicyDecision:
+    assert row.audience is not None
+    return write_path_decision(row.trust_class, row.assertion_type, row.audience.kind)
+
+
+def _created_state(decision: PolicyDecision) -> tuple[str, str]:
+    return ("active", "policy_approved") if decision.activate else ("candidate", "pending")
+
+
+@dataclass
+class _Ledger:
+    """The ledger decisions of one batch, replayed in line order exactly as store_memory
+    takes them one write at a time: the creating row's policy decision; a restatement by a
+    row that qualifies on its own activates an undecided (pending) assertion; a new row
+    stores the vector of its assertion when that is recallable at that point."""
+
+    state: dict[uuid.UUID, list[str]] = field(default_factory=dict)
+    reviews: list[tuple[str, uuid.UUID, str, str, str]] = field(default_factory=list)
+    restated: set[uuid.UUID] = field(default_factory=set)
+    vectors: dict[uuid.UUID, _Row] = field(default_factory=dict)
+    created: int = 0
+    activated: int = 0
+
+    def replay(self, rows: list[_Row], refs: dict[int, _AssertionRef],
+               hits: dict[int, _Hit], repeats: dict[int, list[_Row]]) -> None:
+        """``rows``: the batch's distinct rows; ``refs``: assertion of each new fact row
+        (keyed by ``id(row)``); ``hits``: rows repeating a live memory (by line);
+        ``repeats``: later rows repeating a batch row (by the first row's line)."""
+        events: list[tuple[int, _Row, uuid.UUID | None, bool]] = []
+        for row in rows:
+            hit = hits.get(row.line)
+            if hit is not None:
+                self._know(hit.assertion_id, hit.status, hit.review_state)
+                assertion_id = hit.assertion_id
+                events.append((row.line, row, assertion_id, False))
+            else:
+                ref = refs.get(id(row))
+                assertion_id = ref.id if ref else None
+                if ref and not ref.created:
+                    self._know(ref.id, ref.status, ref.review_state)
+                events.append((row.line, row, assertion_id, True))
+            for repeat in repeats.get(row.line, ()):
+                events.append((repeat.line, repeat, assertion_id, False))
+        events.sort(key=lambda event: event[0])
+        for _, row, assertion_id, new in events:
+            if assertion_id is None:
+                continue
+            ref = refs.get(id(row)) if new else None
+            if ref is not None and ref.created and assertion_id not in self.state:
+                self._create(row, assertion_id)
+            else:
+                self._restate(row, assertion_id)
+            if new and row.vectors is not None and assertion_id not in self.vectors \
+                    and self._recallable(assertion_id):
+                self.vectors[assertion_id] = row
+
+    def _know(self, assertion_id: uuid.UUID | None, status: str | None,
+              review_state: str | None) -> None:
+        if assertion_id is not None and assertion_id not in self.state:
+            self.state[assertion_id] = [status or "", review_state or ""]
+
+    def _create(self, row: _Row, assertion_id: uuid.UUID) -> None:
+        decision = _decision(row)
+        self.state[assertion_id] = list(_created_state(decision))
+        self._review(row, assertion_id, "activate" if decision.activate else "defer",
+                     decision.reason_code)
+        self.created += 1
+        self.activated += decision.activate
+
+    def _restate(self, row: _Row, assertion_id: uuid.UUID) -> None:
+        state = self.state.get(assertion_id)
+        if state is None or state[1] != "pending" or not _decision(row).activate:
+            return
+        state[:] = ["active", "policy_approved"]
+        self._review(row, assertion_id, "activate", "direct_human_restatement")
+        self.restated.add(assertion_id)
+        self.activated += 1
+
+    def _review(self, row: _Row, assertion_id: uuid.UUID, decision: str, reason: str) -> None:
+        assert row.ctx is not None
+        self.reviews.append((row.ctx.instance_key, assertion_id, decision, "policy", reason))
+
+    def _recallable(self, assertion_id: uuid.UUID) -> bool:
+        status, review_state = self.state[assertion_id]
+        return status == "active" and review_state in APPROVED_REVIEW_STATES
 
 
 @dataclass
@@ -446,7 +567,7 @@ class _Importer:
         self.ctx_for_row = ctx_for_row
         self.stats = stats
         self.generations: dict[str, Generation] = {}
-        self.visibility: dict[tuple[AccessContext, str | None], object] = {}
+        self.visibility: dict[tuple[str | None, ...], object] = {}
         info = TypeInfo.fetch(conn, "vector")
         if info is None:
             raise RuntimeError("the vector type is missing: run `memory-platform db migrate`")
@@ -455,7 +576,7 @@ class _Importer:
 
     # -- stage 1 (worker thread): pure checks, chunking, embedding -------------------------
     def check_and_embed(self, items: list[NumberedRow | MalformedLine]
-                        ) -> tuple[list[_Row], list[Rejection], str | None]:
+                        ) -> tuple[int, list[_Row], list[Rejection], str | None]:
         rows: list[_Row] = []
         rejected: list[Rejection] = []
         for item in items:
@@ -467,7 +588,7 @@ class _Importer:
             except InvalidInput as exc:
                 rejected.append(Rejection(item.line, exc.message, exc.code))
         error = self._embed(rows)
-        return rows, rejected, error
+        return len(items), rows, rejected, error
 
     def _embed(self, rows: list[_Row]) -> str | None:
         texts: list[str] = []
@@ -483,18 +604,20 @@ class _Importer:
         except EmbeddingError as exc:
             log.warning("embedding failed; importing keyword-only, re-embed later: %s", exc)
             return str(exc)
+        packed = _packed_vectors(matrix)  # here, off the connection's thread
         for row, (start, end) in zip(rows, spans, strict=True):
-            row.vectors = matrix[start:end]
+            row.vectors = packed[start:end]
         return None
 
     # -- stage 2 (connection owner): audience, dedup, write -------------------------------
-    def resolve(self, rows: list[_Row]) -> tuple[list[_Row], list[Rejection], int]:
+    def resolve(self, rows: list[_Row]
+                ) -> tuple[list[_Row], list[Rejection], dict[int, list[_Row]]]:
         """Access context, visibility, audience refs and in-batch dedup; answers the rows
-        to write, the rejected ones and the number of in-batch duplicates."""
+        to write, the rejected ones and the repeats of each kept row (by its line)."""
         keep: list[_Row] = []
         rejected: list[Rejection] = []
-        seen: set[tuple[str, str, str, str, str]] = set()
-        duplicates = 0
+        seen: dict[tuple[str, str, str, str, str], _Row] = {}
+        repeats: dict[int, list[_Row]] = {}
         for row in rows:
             try:
                 ctx = self.ctx_for_row(row.fields)
@@ -506,17 +629,19 @@ class _Importer:
             row.ctx, row.audience = ctx, audience
             row.refs = audience_refs(row.refs, ctx, audience)
             row.subject = subject_key(row.refs)
-            if row.dedup_key in seen:
-                duplicates += 1
+            first = seen.get(row.dedup_key)
+            if first is not None:
+                repeats.setdefault(first.line, []).append(row)
                 continue
-            seen.add(row.dedup_key)
+            seen[row.dedup_key] = row
             keep.append(row)
-        return keep, rejected, duplicates
+        return keep, rejected, repeats
 
     def _visibility(self, ctx: AccessContext, requested: Any) -> Any:
         # resolve_visibility reads the share-with-team preference (one query); an import
         # asks once per distinct context. The session key plays no part in the decision.
-        key = (replace(ctx, session_key=None), requested)
+        key = (ctx.instance_key, ctx.user_id, ctx.group_room_id, ctx.channel_thread_key,
+               ctx.channel_type, requested)
         answer = self.visibility.get(key)
         if answer is None:
             try:
@@ -535,8 +660,8 @@ class _Importer:
             self.generations[instance_key] = generation
         return generation
 
-    def _existing(self, rows: list[_Row]) -> dict[int, uuid.UUID]:
-        """Position in ``rows`` -> id of the live memory each one duplicates."""
+    def _existing(self, rows: list[_Row]) -> dict[int, _Hit]:
+        """Position in ``rows`` -> the live memory each one duplicates."""
         if not rows:
             return {}
         keys = [row.dedup_key for row in rows]
@@ -546,7 +671,8 @@ class _Importer:
             "subjects": [k[4] for k in keys], "ords": list(range(len(keys))),
             "window": self.settings.memory_dedup_window_hours,
         }).fetchall()
-        return {ord_: memory_id for ord_, memory_id in found}
+        return {ord_: _Hit(memory_id, assertion_id, status, review)
+                for ord_, memory_id, assertion_id, status, review in found}
 
     def _touch(self, memory_ids: Iterable[uuid.UUID]) -> None:
         ids = list(memory_ids)
@@ -554,17 +680,10 @@ class _Importer:
             self.conn.execute("UPDATE agent_memories SET updated_at = now() WHERE id = ANY(%s)",
                               (ids,))
 
-    def drop_known(self, rows: list[_Row]) -> tuple[list[_Row], int]:
-        """Outside the write transaction: rows already in the database are dedup hits before
-        anything is written (a re-run of the same file costs one query per batch)."""
-        with self.conn.transaction():
-            existing = self._existing(rows)
-            self._touch(existing.values())
-        return [row for i, row in enumerate(rows) if i not in existing], len(existing)
-
-    def write(self, rows: list[_Row]) -> _Outcome:
+    def write(self, rows: list[_Row], repeats: dict[int, list[_Row]]) -> _Outcome:
         """One transaction: lock the dedup keys (the same locks store_memory takes), look for
-        duplicates again, then COPY everything."""
+        duplicates in the database, COPY the new rows, then apply the ledger decisions of
+        the batch in line order, as one-by-one writes would have made them."""
         outcome = _Outcome()
         generations = {row.ctx.instance_key: self.generation(row.ctx.instance_key)
                        for row in rows if row.vectors is not None and row.ctx}
@@ -572,34 +691,39 @@ class _Importer:
             with self.conn.transaction():
                 self.conn.execute(
                     "SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT"
-                    " hashtextextended(k, 0) AS h FROM unnest(%s::text[]) AS k) s ORDER BY h",
+                    " hashtextextended(k, 0) AS h FROM unnest(%b::text[]) AS k) s ORDER BY h",
                     ([dedup_lock_key(r.ctx.instance_key, r.audience, r.digest, r.subject)
                       for r in rows if r.ctx and r.audience],),
                 )
                 existing = self._existing(rows)
-                self._touch(existing.values())
-                outcome.deduplicated = len(existing)
-                rows = [row for i, row in enumerate(rows) if i not in existing]
-                if rows:
-                    self._write_rows(rows, generations, outcome)
+                self._touch(hit.memory_id for hit in existing.values())
+                hits = {rows[i].line: hit for i, hit in existing.items()}
+                fresh = [row for i, row in enumerate(rows) if i not in existing]
+                outcome.deduplicated = len(hits) + sum(len(r) for r in repeats.values())
+                self._write_rows(rows, fresh, hits, repeats, generations, outcome)
         except (psycopg.OperationalError, psycopg.InterfaceError):
             raise
         except psycopg.Error as exc:
             raise _BatchFailed(exc) from exc
         return outcome
 
-    def _write_rows(self, rows: list[_Row], generations: dict[str, Generation],
+    def _write_rows(self, rows: list[_Row], fresh: list[_Row], hits: dict[int, _Hit],
+                    repeats: dict[int, list[_Row]], generations: dict[str, Generation],
                     outcome: _Outcome) -> None:
         with self.conn.cursor() as cur:
             self.vector_info.register(cur)
             cur.adapters.register_dumper(_PackedVector, self.vector_dumper)
-            self._copy_sources(cur, rows)
-            refs = self._assertions(cur, rows, outcome)
-            self._copy_memories(cur, rows, refs)
-            self._copy_chunks(cur, rows, generations, outcome)
-            self._evidence(cur, rows, refs, outcome)
-            self._assertion_vectors(cur, rows, refs, generations)
-        outcome.accepted = len(rows)
+            refs: dict[int, _AssertionRef] = {}
+            if fresh:
+                self._copy_sources(cur, fresh)
+                refs = self._assertions(cur, fresh)
+                self._copy_memories(cur, fresh, refs)
+                self._copy_chunks(cur, fresh, generations, outcome)
+                self._evidence(cur, fresh, refs, outcome)
+            ledger = _Ledger()
+            ledger.replay(rows, {id(fresh[i]): ref for i, ref in refs.items()}, hits, repeats)
+            self._apply(cur, ledger, generations, outcome)
+        outcome.accepted = len(fresh)
 
     def _copy_sources(self, cur: psycopg.Cursor, rows: list[_Row]) -> None:
         with cur.copy(
@@ -619,14 +743,13 @@ class _Importer:
                     r.memory_id, r.content, r.digest, {},
                 ))
 
-    def _assertions(self, cur: psycopg.Cursor, rows: list[_Row],
-                    outcome: _Outcome) -> dict[int, _AssertionRef]:
-        """Canonical assertions of the fact rows: created (first row of an identity wins,
-        as if written one by one) or found. Answers row position -> assertion."""
+    def _assertions(self, cur: psycopg.Cursor, rows: list[_Row]) -> dict[int, _AssertionRef]:
+        """Canonical assertions of the fact rows: created in the state the creating row's
+        policy decision gives (the first row of an identity creates it, as if written one by
+        one) or found. Answers row position -> assertion, as the database has it now."""
         facts = [(i, r) for i, r in enumerate(rows) if r.is_fact]
         if not facts:
             return {}
-        decisions = {}
         with cur.copy(
             "COPY memory_import_assertions (ord, instance_key, audience_kind, audience_key,"
             " owner_user_id, identity_hash, assertion_type, assertion_text, origin, confidence,"
@@ -639,39 +762,18 @@ class _Importer:
                 assert ctx is not None and audience is not None
                 origin, confidence, metadata = fact_assertion_fields(MEMORY_CLASS,
                                                                      r.trust_class)
-                decision = write_path_decision(r.trust_class, r.assertion_type, audience.kind)
-                decisions[i] = decision
-                status, review = (("active", "policy_approved") if decision.activate
-                                  else ("candidate", "pending"))
+                status, review = _created_state(_decision(r))
                 copy.write_row((
                     i, ctx.instance_key, audience.kind, audience.key,
                     source_owner(ctx, audience), identity_hash(r.content), r.assertion_type,
                     r.content, origin, confidence, r.refs, metadata, status, review,
                 ))
-        created = {row[0] for row in cur.execute(_INSERT_ASSERTIONS).fetchall()}
-        refs = {ord_: _AssertionRef(id_, status, review)
-                for ord_, id_, status, review in cur.execute(_ASSERTION_REFS).fetchall()}
-        # The policy decision is recorded once, by the row that created the assertion.
-        creators: dict[uuid.UUID, int] = {}
-        for i, _ in facts:
-            if refs[i].id in created:
-                creators.setdefault(refs[i].id, i)
-        if creators:
-            with cur.copy(
-                "COPY agent_memory_assertion_reviews (instance_key, assertion_id, decision,"
-                " reviewer_kind, reason_code) FROM STDIN (FORMAT BINARY)"
-            ) as copy:
-                copy.set_types(["text", "uuid", "text", "text", "text"])
-                for assertion_id, i in creators.items():
-                    decision = decisions[i]
-                    ctx = rows[i].ctx
-                    assert ctx is not None
-                    copy.write_row((ctx.instance_key, assertion_id,
-                                    "activate" if decision.activate else "defer", "policy",
-                                    decision.reason_code))
-        outcome.assertions_created += len(creators)
-        outcome.assertions_activated += sum(decisions[i].activate for i in creators.values())
-        return refs
+        found = cur.execute(_INSERT_ASSERTIONS).fetchall()
+        created = {id_ for _, id_, _, _, new in found if new}
+        if any(id_ is None for _, id_, _, _, _ in found):
+            found = cur.execute(_ASSERTION_REFS).fetchall()
+        return {ord_: _AssertionRef(id_, status, review, id_ in created)
+                for ord_, id_, status, review, _ in found}
 
     def _copy_memories(self, cur: psycopg.Cursor, rows: list[_Row],
                        refs: dict[int, _AssertionRef]) -> None:
@@ -716,12 +818,11 @@ class _Importer:
                                         c.start, c.end, None, None, None, {}))
                     continue
                 assert r.vectors is not None
-                packed = _packed_vectors(r.vectors[: len(r.chunks)])
                 metadata = {"embedding": embedding_provenance(
                     generation.generation_key, self.provider.strategy, self.provider.model)}
                 for c in r.chunks:
                     copy.write_row((ctx.instance_key, r.memory_id, c.index, c.content, c.start,
-                                    c.end, packed[c.index], generation.id,
+                                    c.end, r.vectors[c.index], generation.id,
                                     generation.generation_key, metadata))
                 outcome.embedded += 1
             outcome.chunks += sum(len(r.chunks) for r in rows)
@@ -742,52 +843,70 @@ class _Importer:
                                 r.source_id, r.chunks[0].content))
         outcome.evidence += cur.execute(_INSERT_EVIDENCE).rowcount
 
-    def _assertion_vectors(self, cur: psycopg.Cursor, rows: list[_Row],
-                           refs: dict[int, _AssertionRef],
-                           generations: dict[str, Generation]) -> None:
-        """The vector of every recallable assertion in the generation, from the first row
-        that cites it (store_memory stores it the same way, ON CONFLICT DO NOTHING)."""
-        wanted = [(i, ref) for i, ref in refs.items()
-                  if ref.recallable and rows[i].vectors is not None]
-        if not wanted:
+    def _apply(self, cur: psycopg.Cursor, ledger: _Ledger,
+               generations: dict[str, Generation], outcome: _Outcome) -> None:
+        """Write what the replay decided: review rows in order, restatement activations, and
+        the vector of each assertion that became recallable (ON CONFLICT DO NOTHING, as
+        store_memory stores it)."""
+        if ledger.reviews:
+            with cur.copy(
+                "COPY agent_memory_assertion_reviews (instance_key, assertion_id, decision,"
+                " reviewer_kind, reason_code) FROM STDIN (FORMAT BINARY)"
+            ) as copy:
+                copy.set_types(["text", "uuid", "text", "text", "text"])
+                for review in ledger.reviews:
+                    copy.write_row(review)
+        if ledger.restated:
+            cur.execute(
+                "UPDATE agent_memory_assertions SET status = 'active',"
+                " review_state = 'policy_approved'"
+                " WHERE id = ANY(%s) AND review_state NOT IN ('human_approved', 'human_rejected')",
+                (list(ledger.restated),),
+            )
+        outcome.assertions_created += ledger.created
+        outcome.assertions_activated += ledger.activated
+        if not ledger.vectors:
             return
         with cur.copy(
             "COPY memory_import_assertion_vectors (ord, instance_key, assertion_id,"
             " generation_id, embedding_key, embedding, content_hash) FROM STDIN (FORMAT BINARY)"
         ) as copy:
             copy.set_types(["int4", "text", "uuid", "int8", "text", "vector", "text"])
-            for i, ref in wanted:
-                r = rows[i]
+            for ord_, (assertion_id, r) in enumerate(ledger.vectors.items()):
                 assert r.ctx is not None and r.vectors is not None
                 generation = generations[r.ctx.instance_key]
-                copy.write_row((i, r.ctx.instance_key, ref.id, generation.id,
-                                generation.generation_key, _packed_vectors(r.vectors[-1:])[0],
+                copy.write_row((ord_, r.ctx.instance_key, assertion_id, generation.id,
+                                generation.generation_key, r.vectors[-1],
                                 content_hash(r.content)))
         cur.execute(_INSERT_ASSERTION_VECTORS)
 
 
-# --- the HNSW index around a large load -------------------------------------------------------
+# --- the HNSW indexes around a large load ----------------------------------------------------
+
+# The embedding tables an import writes, and the column its placeholder index names.
+BULK_INDEX_TABLES = {"agent_memory_chunks": "id",
+                     "agent_memory_assertion_embeddings": "assertion_id"}
 
 
-def _lock_id(key: str) -> str:
+def _lock_name(key: str) -> str:
     return _PLACEHOLDER_LOCK + key
 
 
 def _try_index_lock(conn: psycopg.Connection, key: str) -> bool:
     return bool(conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))",
-                             (_lock_id(key),)).fetchone()[0])
+                             (_lock_name(key),)).fetchone()[0])
 
 
 def _index_unlock(conn: psycopg.Connection, key: str) -> None:
-    conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (_lock_id(key),))
+    conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (_lock_name(key),))
 
 
-def _chunk_index_state(conn: psycopg.Connection, key: str) -> str:
-    """'hnsw', 'placeholder' or 'missing': the chunk index of generation key ``key``."""
+def index_state(conn: psycopg.Connection, table: str, key: str) -> str:
+    """'hnsw', 'placeholder' or 'missing': the vector index of ``table`` for ``key``."""
     row = conn.execute(
         "SELECT am.amname FROM pg_class i JOIN pg_am am ON am.oid = i.relam"
-        " WHERE i.oid = to_regclass(%s)",
-        (sql.Identifier(index_name("agent_memory_chunks", key)).as_string(conn),),
+        " WHERE i.oid = to_regclass(quote_ident(%s))",
+        (index_name(table, key),),
     ).fetchone()
     if row is None:
         return "missing"
@@ -799,58 +918,65 @@ def _key_registered(conn: psycopg.Connection, key: str) -> bool:
                         " WHERE generation_key = %s)", (key,)).fetchone()[0]
 
 
-def _install_placeholder(conn: psycopg.Connection, key: str) -> None:
-    """Swap the HNSW chunk index of ``key`` for an empty index of the same name: inserts skip
-    it (its predicate is false), and ``CREATE INDEX IF NOT EXISTS`` of a concurrent
-    generation registration sees the name and does not build it half-way through the load."""
-    name = sql.Identifier(index_name("agent_memory_chunks", key))
+def install_placeholders(conn: psycopg.Connection, key: str, tables: Iterable[str]) -> None:
+    """Swap the HNSW indexes of ``key`` on ``tables`` for empty indexes of the same names:
+    inserts skip them (their predicate is false), and ``CREATE INDEX IF NOT EXISTS`` of a
+    concurrent generation registration sees the names and does not build them half-way
+    through the load. Hold the key's import lock (:func:`_try_index_lock`) meanwhile."""
     with conn.transaction():
-        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(name))
-        conn.execute(sql.SQL("CREATE INDEX {} ON agent_memory_chunks (id) WHERE false")
-                     .format(name))
+        for table in tables:
+            name = sql.Identifier(index_name(table, key))
+            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(name))
+            conn.execute(sql.SQL("CREATE INDEX {} ON {} ({}) WHERE false").format(
+                name, sql.Identifier(table), sql.Identifier(BULK_INDEX_TABLES[table])))
 
 
-def build_vector_index(conn: psycopg.Connection, settings: Settings, key: str,
-                       dimensions: int) -> float:
-    """(Re)build the HNSW chunk index of ``key`` (replacing a placeholder) with the bulk
-    build settings; answers the seconds it took."""
+def build_vector_indexes(conn: psycopg.Connection, settings: Settings, key: str,
+                         dimensions: int) -> float:
+    """Build the HNSW indexes of ``key`` that are missing or placeholders, with the bulk build
+    settings (maintenance memory, parallel workers); answers the seconds it took."""
     started = time.perf_counter()
-    name = sql.Identifier(index_name("agent_memory_chunks", key))
     with conn.transaction():
         conn.execute("SELECT set_config('maintenance_work_mem', %s, true)",
                      (settings.index_build_maintenance_work_mem,))
         conn.execute("SELECT set_config('max_parallel_maintenance_workers', %s, true)",
                      (str(settings.index_build_parallel_workers),))
-        if _chunk_index_state(conn, key) == "placeholder":
-            conn.execute(sql.SQL("DROP INDEX {}").format(name))
+        for table in BULK_INDEX_TABLES:
+            if index_state(conn, table, key) == "placeholder":
+                conn.execute(sql.SQL("DROP INDEX {}").format(
+                    sql.Identifier(index_name(table, key))))
         ensure_vector_indexes(conn, key, dimensions)
     return time.perf_counter() - started
 
 
 def repair_vector_index(conn: psycopg.Connection, settings: Settings, key: str,
                         dimensions: int) -> bool:
-    """Rebuild the chunk index of ``key`` if an interrupted import left it missing or as a
-    placeholder (and no import is loading that key right now). Answers whether it did."""
-    if not _key_registered(conn, key) or _chunk_index_state(conn, key) == "hnsw":
+    """Rebuild the vector indexes of ``key`` that an interrupted import left missing or as
+    placeholders (unless an import is loading that key right now). Answers whether it did."""
+    def broken() -> bool:
+        return any(index_state(conn, table, key) != "hnsw" for table in BULK_INDEX_TABLES)
+
+    if not _key_registered(conn, key) or not broken():
         return False
     if not _try_index_lock(conn, key):
-        return False  # an import is loading this key; it rebuilds the index when done
+        return False  # an import is loading this key; it builds the indexes when done
     try:
-        if _chunk_index_state(conn, key) == "hnsw":
+        if not broken():
             return False
-        log.warning("rebuilding the HNSW chunk index of %s left behind by an interrupted "
-                    "import", key)
-        build_vector_index(conn, settings, key, dimensions)
+        log.warning("rebuilding the HNSW indexes of %s left behind by an interrupted import",
+                    key)
+        build_vector_indexes(conn, settings, key, dimensions)
         return True
     finally:
         _index_unlock(conn, key)
 
 
-def _rows_in_index(conn: psycopg.Connection, key: str, cap: int) -> int:
-    """Chunks of generation key ``key`` (all instances share its index), counted to ``cap``."""
+def _rows_in_index(conn: psycopg.Connection, table: str, key: str, cap: int) -> int:
+    """Rows of ``table`` with generation key ``key`` (all instances share its index),
+    counted up to ``cap``."""
     return conn.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM agent_memory_chunks WHERE embedding_key = %s"
-        " LIMIT %s) s", (key, cap),
+        sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {} WHERE embedding_key = %s LIMIT %s) s")
+        .format(sql.Identifier(table)), (key, cap),
     ).fetchone()[0]
 
 
@@ -865,27 +991,36 @@ def _numbered(rows: Iterable[Any]) -> Iterator[NumberedRow | MalformedLine]:
             yield NumberedRow(position, item)
 
 
-def _decide_rebuild(conn: psycopg.Connection, settings: Settings, key: str,
-                    items: Iterator[NumberedRow | MalformedLine], known: int | None,
-                    ) -> tuple[bool, Iterator[NumberedRow | MalformedLine]]:
-    """Auto mode: rebuild when the import has more than ``import_rebuild_index_min_rows``
-    rows and more than the index already holds. Without a known size, look ahead."""
-    threshold = settings.import_rebuild_index_min_rows
-    if known is not None:
-        if known <= threshold:
-            return False, items
-        return known > _rows_in_index(conn, key, known + 1), items
-    existing = _rows_in_index(conn, key, LOOKAHEAD_MAX_ROWS + 1)
-    bound = max(threshold, existing) + 1
-    if bound > LOOKAHEAD_MAX_ROWS:
-        return False, items
-    head = list(islice(items, bound))
-    return len(head) >= bound, _chain(head, items)
-
-
 def _chain(head: list[Any], tail: Iterator[Any]) -> Iterator[Any]:
     yield from head
     yield from tail
+
+
+def _indexes_to_rebuild(conn: psycopg.Connection, settings: Settings, key: str,
+                        items: Iterator[NumberedRow | MalformedLine], known: int | None,
+                        ) -> tuple[list[str], Iterator[NumberedRow | MalformedLine]]:
+    """Auto mode: rebuild an index of the key when the import has more than
+    ``import_rebuild_index_min_rows`` rows and more than the index already holds (the
+    chunk index decides; the assertion-vector index follows it by the same test). Without a
+    known size, look ahead (bounded)."""
+    threshold = settings.import_rebuild_index_min_rows
+    if known is None:
+        existing = _rows_in_index(conn, "agent_memory_chunks", key, LOOKAHEAD_MAX_ROWS + 1)
+        bound = max(threshold, existing) + 1
+        if bound > LOOKAHEAD_MAX_ROWS:
+            return [], items
+        head = list(islice(items, bound))
+        items = _chain(head, items)
+        known = len(head)
+    if known <= threshold:
+        return [], items
+    tables = []
+    for table in BULK_INDEX_TABLES:
+        if known > _rows_in_index(conn, table, key, known + 1):
+            tables.append(table)
+        elif table == "agent_memory_chunks":
+            return [], items
+    return tables, items
 
 
 def import_memories(
@@ -906,7 +1041,7 @@ def import_memories(
     ``ctx_for_row`` builds a row's access context from its fields (see
     :func:`context_from_row`). ``rebuild_index``: True/False force the HNSW drop-and-rebuild
     or forbid it; None decides from the import's size (``expected_rows``, ``len(rows)``, or a
-    bounded look-ahead) against the rows the generation's index already holds."""
+    bounded look-ahead) against the rows the generation's indexes already hold."""
     if conn.info.transaction_status != TransactionStatus.IDLE:
         raise RuntimeError("import_memories needs a connection outside a transaction: "
                            "every batch commits on its own")
@@ -921,17 +1056,20 @@ def import_memories(
     if expected_rows is None and isinstance(rows, Sized):
         expected_rows = len(rows)
     repair_vector_index(conn, settings, key, provider.dimensions)
+    tables: list[str] = []
     if rebuild_index is None:
-        rebuild_index, items = _decide_rebuild(conn, settings, key, items, expected_rows)
+        tables, items = _indexes_to_rebuild(conn, settings, key, items, expected_rows)
+    elif rebuild_index:
+        tables = list(BULK_INDEX_TABLES)
     holding = False
-    if rebuild_index:
+    if tables:
         holding = _try_index_lock(conn, key)
         if holding:
             t0 = time.perf_counter()
-            _install_placeholder(conn, key)
+            install_placeholders(conn, key, tables)
             stats.index_seconds += time.perf_counter() - t0
         else:
-            stats.index_note = "another import is loading this generation; index kept"
+            stats.index_note = "another import is loading this generation; indexes kept"
     with conn.transaction():
         conn.execute(_TEMP_TABLES)
     importer = _Importer(conn, settings, provider, ctx_for_row, stats)
@@ -942,8 +1080,8 @@ def import_memories(
         if holding:
             try:
                 if conn.info.transaction_status == TransactionStatus.IDLE:
-                    stats.index_seconds += build_vector_index(conn, settings, key,
-                                                              provider.dimensions)
+                    stats.index_seconds += build_vector_indexes(conn, settings, key,
+                                                                provider.dimensions)
                     stats.index_rebuilt = True
             finally:
                 if not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE:
@@ -967,14 +1105,13 @@ def _run(importer: _Importer, items: Iterator[NumberedRow | MalformedLine], size
         first = next(batches, None)
         if first is not None:
             pending = pool.submit(importer.check_and_embed, first)
-            stats.rows += len(first)
         while pending is not None:
-            rows, rejected, error = pending.result()
+            count, rows, rejected, error = pending.result()
             following = next(batches, None)
             pending = None
             if following is not None:
                 pending = pool.submit(importer.check_and_embed, following)
-                stats.rows += len(following)
+            stats.rows += count
             _write_batch(importer, rows, rejected, error)
             if progress:
                 progress(stats)
@@ -985,19 +1122,18 @@ def _write_batch(importer: _Importer, rows: list[_Row], rejected: list[Rejection
     stats = importer.stats
     if error and error not in stats.embedding_errors:
         stats.embedding_errors.append(error)
-    rows, unreachable, duplicates = importer.resolve(rows)
+    rows, unreachable, repeats = importer.resolve(rows)
     rejected.extend(unreachable)
-    rows, known = importer.drop_known(rows)
-    stats.deduplicated += duplicates + known
     try:
-        outcomes = [importer.write(rows)] if rows else []
+        outcomes = [importer.write(rows, repeats)] if rows else []
     except _BatchFailed as exc:
         # Find the row(s) the database refused: write the batch one row at a time.
         log.warning("batch rejected by the database (%s); retrying row by row", exc)
         outcomes = []
         for row in rows:
             try:
-                outcomes.append(importer.write([row]))
+                own = {row.line: repeats[row.line]} if row.line in repeats else {}
+                outcomes.append(importer.write([row], own))
             except _BatchFailed as single:
                 diag = single.error.diag.message_primary or str(single.error)
                 rejected.append(Rejection(row.line, f"database rejected the row: {diag}",

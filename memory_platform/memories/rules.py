@@ -26,7 +26,6 @@ ASSERTION_SOURCE_TYPES = ("fact",)
 TRUST_CLASSES = ("human_direct", "human_channel", "assistant_inference", "automation",
                  "system", "imported")
 _MAX_REFS, _MAX_REF_KEY, _MAX_REF_VALUE = 32, 64, 512
-MAX_TITLE_CHARS = 500
 
 
 def clean_subject_refs(refs: object) -> dict[str, str]:
@@ -49,16 +48,6 @@ def clean_subject_refs(refs: object) -> dict[str, str]:
         text = clean_content(str(value), max_chars=_MAX_REF_VALUE, field=f"subject_refs.{key}")
         cleaned[key] = text
     return cleaned
-
-
-def clean_title(title: object) -> str | None:
-    """A title is optional text under the content rules (no control characters, no
-    credentials: it is shown to agents like the content), at most ``MAX_TITLE_CHARS``."""
-    if title is None:
-        return None
-    if not isinstance(title, str):
-        raise InvalidInput("title must be a string or null", details={"field": "title"})
-    return clean_content(title, max_chars=MAX_TITLE_CHARS, field="title")
 
 
 def validate_kind(source_type: str, trust_class: str, assertion_type: str) -> None:

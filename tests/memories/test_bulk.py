@@ -4,6 +4,8 @@ generation's HNSW index usable."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -14,9 +16,10 @@ from click.testing import CliRunner
 from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 
-from memory_platform.access import AccessContext
+from memory_platform.access import AccessContext, Audience
 from memory_platform.embeddings.generations import index_name
 from memory_platform.embeddings.hashing import HashEmbeddingProvider
+from memory_platform.ledger.assertions import ensure_assertion
 from memory_platform.memories.bulk import (
     BULK_INDEX_TABLES,
     MalformedLine,
@@ -50,7 +53,7 @@ def run(conn, settings, instance, rows, **kwargs):
 def memories(conn, instance) -> list[dict[str, Any]]:
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute("SELECT * FROM agent_memories WHERE instance_key = %s"
-                           " ORDER BY content", (instance,)).fetchall()
+                           " ORDER BY content, subject_key", (instance,)).fetchall()
 
 
 # --- the same rules as store_memory ------------------------------------------------------------
@@ -123,15 +126,15 @@ def _snapshot(conn, instance) -> list[dict[str, Any]]:
                                    " WHERE assertion_id = %s", (memory["assertion_id"],)
                                    ).fetchall()
             reviews = cur.execute("SELECT decision, reviewer_kind, reason_code FROM"
-                                  " agent_memory_assertion_reviews WHERE assertion_id = %s",
-                                  (memory["assertion_id"],)).fetchall()
+                                  " agent_memory_assertion_reviews WHERE assertion_id = %s"
+                                  " ORDER BY id", (memory["assertion_id"],)).fetchall()
             vectors = cur.execute("SELECT * FROM agent_memory_assertion_embeddings"
                                   " WHERE assertion_id = %s", (memory["assertion_id"],)
                                   ).fetchall()
             snapshot.append({
                 "memory": clean(memory), "source": clean(source),
                 "chunks": [clean(c) for c in chunks], "assertion": clean(assertion),
-                "evidence": [clean(e) for e in evidence], "reviews": reviews,
+                "evidence": sorted((clean(e) for e in evidence), key=repr), "reviews": reviews,
                 "assertion_vectors": [clean(v) for v in vectors],
             })
     return snapshot
@@ -165,6 +168,56 @@ def test_imported_rows_equal_the_same_rows_written_through_store_memory(db, modu
     long_fact = by_content[LONG_FACT]
     assert len(long_fact["chunks"]) > 1 and long_fact["evidence"][0]["excerpt"] == \
         long_fact["chunks"][0]["content"]
+
+
+RESTATEMENTS = [
+    # an imported fact waits for review ...
+    {"content": "Ben's team deploys on Fridays.", "user_id": "ben", "visibility": "team",
+     "source_type": "fact"},
+    # ... a person restating it (another subject, so another memory) activates it, and this
+    # row stores the assertion's vector
+    {"content": "Ben's team deploys on Fridays.", "user_id": "ben", "visibility": "team",
+     "source_type": "fact", "trust_class": "human_direct", "subject_refs": {"taskId": 4}},
+    # an exact repeat of an undecided fact, said by a person: a dedup hit that activates it
+    {"content": "The VAT number is on every invoice.", "user_id": "ben", "visibility": "team",
+     "source_type": "fact"},
+    {"content": "The VAT number is on every invoice.", "user_id": "ben", "visibility": "team",
+     "source_type": "manual", "trust_class": "human_direct"},
+    # a repeat of a fact written before the import, restated by a person
+    {"content": "Lea approves travel costs.", "user_id": "lea", "visibility": "team",
+     "source_type": "fact", "trust_class": "human_direct"},
+    # restatements that do not qualify change nothing
+    {"content": "Quarterly reports go to Anna.", "user_id": "ben", "visibility": "team",
+     "source_type": "fact"},
+    {"content": "Quarterly reports go to Anna.", "user_id": "ben", "visibility": "workspace",
+     "source_type": "fact", "trust_class": "human_direct"},
+    {"content": "Quarterly reports go to Anna.", "user_id": "ben", "visibility": "team",
+     "source_type": "fact", "subject_refs": {"mandantId": "M-1"}},
+]
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 50])
+def test_restated_facts_take_the_same_ledger_decisions_as_one_by_one_writes(
+        db, module_database_url, batch_size):
+    settings = Settings(database_url=module_database_url, _env_file=None)  # type: ignore[call-arg]
+    bulk_instance, single_instance = f"bulk-{uuid.uuid4().hex[:8]}", f"one-{uuid.uuid4().hex[:8]}"
+    earlier = [{"content": "Lea approves travel costs.", "user_id": "lea", "visibility": "team",
+                "source_type": "fact"}]
+    _write_one_by_one(db, settings, bulk_instance, earlier)
+    _write_one_by_one(db, settings, single_instance, earlier)
+
+    stats = run(db, settings, bulk_instance, RESTATEMENTS, batch_size=batch_size)
+    _write_one_by_one(db, settings, single_instance, RESTATEMENTS)
+
+    assert (stats.accepted, stats.deduplicated) == (6, 2)
+    assert _snapshot(db, bulk_instance) == _snapshot(db, single_instance)
+    states = dict(db.execute(
+        "SELECT assertion_text, status || '/' || review_state FROM agent_memory_assertions"
+        " WHERE instance_key = %s AND audience_kind = 'team'", (bulk_instance,)).fetchall())
+    assert states == {"Ben's team deploys on Fridays.": "active/policy_approved",
+                      "The VAT number is on every invoice.": "active/policy_approved",
+                      "Lea approves travel costs.": "active/policy_approved",
+                      "Quarterly reports go to Anna.": "candidate/pending"}
 
 
 def test_a_user_sharing_with_the_team_imports_to_team(db, hash_settings, instance):
@@ -286,6 +339,36 @@ def test_a_repeated_fact_in_one_audience_is_one_assertion_citing_each_source(
     counts = row_counts(db, instance)
     assert (counts["agent_memory_assertions"], counts["agent_memory_assertion_reviews"],
             counts["agent_memory_assertion_embeddings"]) == (1, 1, 1)
+
+
+def test_an_assertion_committed_by_a_concurrent_writer_is_cited_not_duplicated(
+        db, module_database_url, hash_settings, instance):
+    text = "Nordlicht closes its books in March."
+    with psycopg.connect(module_database_url) as other, \
+            psycopg.connect(module_database_url, autocommit=True) as watcher:
+        ensure_assertion(other, instance_key=instance, audience=Audience("team", instance),
+                         text=text, assertion_type="fact", origin="explicit")
+        outcome: dict[str, Any] = {}
+        importer = threading.Thread(target=lambda: outcome.update(stats=run(
+            db, hash_settings, instance, [{"content": text, "user_id": "ulf",
+                                           "visibility": "team", "source_type": "fact"}])))
+        importer.start()
+        for _ in range(200):  # until the import waits on the uncommitted assertion
+            if watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE datname ="
+                               " current_database() AND wait_event_type = 'Lock'"
+                               ).fetchone()[0]:
+                break
+            time.sleep(0.05)
+        other.commit()
+        importer.join(timeout=30)
+    stats = outcome["stats"]
+    assert (stats.accepted, stats.assertions_created, stats.evidence) == (1, 0, 1)
+    counts = row_counts(db, instance)
+    assert (counts["agent_memory_assertions"], counts["agent_memory_assertion_evidence"]) == (1, 1)
+    memory = memories(db, instance)[0]
+    assert memory["assertion_id"] == db.execute(
+        "SELECT id FROM agent_memory_assertions WHERE instance_key = %s", (instance,)
+    ).fetchone()[0]
 
 
 # --- embeddings --------------------------------------------------------------------------------
