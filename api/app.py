@@ -13,7 +13,7 @@ from api import openapi
 from api.auth import AuthMiddleware
 from api.errors import EXCEPTION_HANDLERS
 from api.metrics import Metrics
-from api.routes import context, feedback, health, internal, memory
+from api.routes import context, dreams, feedback, health, internal, memory
 from memory_platform.db import migrations
 from memory_platform.db.connection import open_pool
 from memory_platform.embeddings import get_provider
@@ -47,7 +47,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             await run_in_threadpool(app.state.pool.close)
 
     routes = [*health.routes, *memory.routes, *context.routes, *feedback.routes,
-              *internal.routes, *openapi.routes, metrics.route()]
+              *internal.routes, *dreams.routes, *openapi.routes, metrics.route()]
     return Starlette(
         routes=routes,
         lifespan=lifespan,

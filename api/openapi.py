@@ -44,6 +44,15 @@ OPERATIONS: list[tuple[str, str, str | None, str, type[BaseModel] | None,
      None, None, "200"),
     ("post", "/internal/memory/reembed", "admin", "One bounded re-embedding batch",
      schemas.ReembedRequest, None, "200"),
+    ("get", "/internal/memory/dreams", "admin", "Dream rows of the key's instance, newest first",
+     schemas.DreamListParams, schemas.DreamListResponse, "200"),
+    ("post", "/internal/memory/dreams", "admin",
+     "Launch Dreaming through Dagster for one partition or all eligible ones (202; 200 with "
+     "runId null when nothing is eligible)", schemas.DreamLaunch, schemas.DreamLaunchResponse,
+     "202"),
+    ("post", "/internal/memory/dreams/{dream_id}/rollback", "admin",
+     "Roll back one Dream: compensate what no person decided, report what is protected",
+     None, schemas.DreamRollbackResponse, "200"),
     ("get", "/healthz", None, "Liveness (database round trip)", None, None, "200"),
     ("get", "/readyz", None, "Readiness (database and migrations current)", None, None, "200"),
     ("get", "/metrics", None, "Prometheus metrics", None, None, "200"),
@@ -70,7 +79,7 @@ def build_document() -> dict[str, Any]:
             op["security"] = [{"bearer": []}]
             op["description"] = f"Needs the `{scope}` scope."
         params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
-                  for n in ("memory_id", "item_id") if "{" + n + "}" in path]
+                  for n in ("memory_id", "item_id", "dream_id") if "{" + n + "}" in path]
         if request is not None and method == "get":
             props = request.model_json_schema(by_alias=True)["properties"]
             required = set(request.model_json_schema(by_alias=True).get("required", []))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 UNTRUSTED = "untrusted-data"
 Visibility = Literal["private", "team", "workspace", "channel"]
@@ -127,3 +127,84 @@ class ErrorBody(BaseModel):
 
 class ErrorResponse(BaseModel):
     error: ErrorBody
+
+
+# --- Dreaming (operators, admin scope) ----------------------------------------------------
+class DreamListParams(BaseModel):
+    """Query-string parameters of GET /internal/memory/dreams (numbers parsed, unknown names
+    rejected)."""
+
+    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+    limit: int = Field(50, ge=1, le=1000, description="Newest dream rows answered.")
+
+
+class DreamLaunch(Strict):
+    """Launch Dreaming through Dagster: exactly one of ``partition`` and ``allEligible``."""
+
+    partition: str | None = Field(
+        None, min_length=1, max_length=1000,
+        description="One audience partition key instance/kind/key of the key's instance.")
+    all_eligible: bool = Field(
+        False, alias="allEligible",
+        description="Every partition of the key's instance that meets dream_min_inputs.")
+    model: str | None = Field(None, min_length=1, max_length=200,
+                              description="Exact maintenance model (default: resolution).")
+    dry_run: bool = Field(False, alias="dryRun",
+                          description="Proposals and diagnostics only; no ledger change.")
+
+    @model_validator(mode="after")
+    def _exactly_one_target(self) -> DreamLaunch:
+        if (self.partition is not None) == self.all_eligible:
+            raise ValueError("give exactly one of 'partition' and 'allEligible': true")
+        return self
+
+
+class DreamOut(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    id: str
+    instance_key: str = Field(alias="instanceKey")
+    partition_key: str = Field(alias="partitionKey")
+    audience: Audience
+    status: str
+    trigger: str | None = None
+    model: str | None = None
+    dry_run: bool = Field(alias="dryRun")
+    dagster_run_id: str | None = Field(None, alias="dagsterRunId")
+    started_at: str | None = Field(None, alias="startedAt")
+    finished_at: str | None = Field(None, alias="finishedAt")
+    rolled_back_at: str | None = Field(None, alias="rolledBackAt")
+    error: str | None = None
+    diagnostics: list[str] = Field(default_factory=list,
+                                   description="Distinct diagnostic codes of the row.")
+    stats: dict[str, Any] = Field(
+        default_factory=dict, description="inputs, inputsByPool, excludedAutomation, "
+        "proposed, accepted, created, reused, activated, rejected, rejectedByReason, "
+        "deferredEmbeddings, wikiProposals, durationSeconds (and rollback when rolled back).")
+
+
+class DreamListResponse(BaseModel):
+    dreams: list[DreamOut]
+
+
+class DreamLaunchResponse(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    run_id: str | None = Field(alias="runId",
+                               description="The Dagster run id; null when nothing is eligible.")
+    partitions: list[str]
+    model: str | None = None
+    dry_run: bool = Field(alias="dryRun")
+    mode: str | None = Field(None, description="'queued' (the Dagster daemon launches it) or "
+                             "'in_process' (it runs in the API process); null: not launched.")
+
+
+class DreamRollbackResponse(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    dream_id: str = Field(alias="dreamId")
+    status: Literal["rolled_back", "already_rolled_back"]
+    tombstoned: list[str] = Field(description="Assertions this Dream created, now tombstoned.")
+    restored: list[str] = Field(description="Reused assertions put back to their earlier state.")
+    evidence_removed: int = Field(alias="evidenceRemoved")
+    proposals_rejected: list[str] = Field(alias="proposalsRejected")
+    protected: list[dict[str, Any]] = Field(
+        description="Left as they are: {kind, id, reason} (human review, approved wiki).")
+    projection_jobs: int = Field(alias="projectionJobs")

@@ -1,0 +1,68 @@
+"""Fixtures of the demo tests: one migrated database per module, one instance per test, hash
+embeddings (small, deterministic, offline), the extractive model as the default, and an
+environment without stray MEMORY_* values (the CLI tests set their own)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from pgvector.psycopg import register_vector
+
+from memory_platform.db.connection import with_database
+from memory_platform.llm.resolution import clear_model_cache
+from memory_platform.settings import Settings, get_settings
+from tests.conftest import create_database, drop_database
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch):
+    for name in [name for name in os.environ if name.startswith(("MEMORY_", "OPENAI_"))
+                 and not name.startswith("MEMORY_TEST_")]:
+        monkeypatch.delenv(name)
+    clear_model_cache()
+    get_settings.cache_clear()
+    yield
+    clear_model_cache()
+    get_settings.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def module_database_url(server_url: str, template_database: str) -> Iterator[str]:
+    name = create_database(server_url, template=template_database)
+    yield with_database(server_url, name)
+    drop_database(server_url, name)
+
+
+@pytest.fixture(scope="module")
+def db(module_database_url: str) -> Iterator[psycopg.Connection]:
+    with psycopg.connect(module_database_url, autocommit=True) as connection:
+        register_vector(connection)
+        yield connection
+
+
+@pytest.fixture
+def instance() -> str:
+    return f"demo-{uuid.uuid4().hex[:10]}"
+
+
+SETTINGS_VALUES = {"embedding_provider": "hash", "hash_embedding_dimensions": 64,
+                   "maintenance_default_model": "extractive"}
+
+
+@pytest.fixture
+def settings(module_database_url: str, tmp_path: Path) -> Settings:
+    return Settings(database_url=module_database_url, data_dir=tmp_path,
+                    _env_file=None, **SETTINGS_VALUES)  # type: ignore[call-arg]
+
+
+@pytest.fixture
+def cli_env(module_database_url: str, tmp_path: Path) -> dict[str, str]:
+    """The environment of a CliRunner invocation against the module's database."""
+    return {"MEMORY_DATABASE_URL": module_database_url, "MEMORY_DATA_DIR": str(tmp_path),
+            "MEMORY_EMBEDDING_PROVIDER": "hash", "MEMORY_HASH_EMBEDDING_DIMENSIONS": "64",
+            "MEMORY_MAINTENANCE_DEFAULT_MODEL": "extractive"}
