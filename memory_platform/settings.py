@@ -56,7 +56,7 @@ class Settings(BaseSettings):
         500, ge=10, description="Keyword matches ranked per query (bounds common-word cost)."
     )
     retrieval_exact_scan_max: int = Field(
-        5000, ge=0, description="Visible vector rows up to which search scans exactly."
+        2000, ge=0, description="Visible memories up to which search scans exactly."
     )
     retrieval_hnsw_ef_search: int = Field(64, ge=10, le=1000)
 
@@ -217,6 +217,36 @@ class Settings(BaseSettings):
     )
     outbox_processing_timeout_seconds: int = Field(
         600, ge=1, description="A job claimed longer ago than this is claimable again."
+    )
+
+    # --- Dreaming on Dagster (schedule, sensor, batching, pools) ---------------------------
+    dream_batch_size: int = Field(
+        100, ge=1, le=1000,
+        description="Audience partitions one scheduled/sensor-launched Dream run processes "
+        "one after another (each still gets its own dream row and materialisations): a run "
+        "process costs seconds, so 10,000 due audiences are 10,000 / this runs per day.",
+    )
+    dream_sensor_max_partitions: int = Field(
+        200, ge=1, description="New audience partitions the partitions sensor adds per tick.",
+    )
+    dream_schedule_cron: str = Field(
+        "0 3 * * *", description="When the daily Dreaming schedule ticks (cron, UTC)."
+    )
+    dream_min_interval_hours: float = Field(
+        20.0, ge=0.0,
+        description="Run threshold of the daily schedule: a partition whose last Dream "
+        "(not a dry run) started less than this long ago is skipped.",
+    )
+    dream_lock_wait_seconds: float = Field(
+        900.0, ge=0.0,
+        description="How long a Dagster Dream waits for the runtime-wide Dreaming lock "
+        "before it gives up on a partition (a Dream that holds it is bounded by the phase "
+        "timeout).",
+    )
+    dagster_writer_pool_limit: int = Field(
+        2, ge=1, le=100,
+        description="Concurrent steps in the Dagster pool memory_postgres_writers "
+        "(dagster.yaml concurrency.pools.default_limit).",
     )
 
     # --- knowledge graph and consolidation ------------------------------------------------

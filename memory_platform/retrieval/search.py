@@ -112,21 +112,39 @@ def _keyword_candidates(ctx, visible, terms, cap, match_cap) -> sql.Composable:
               FROM agent_memory_chunks c
               JOIN agent_memories m ON m.instance_key = c.instance_key AND m.id = c.memory_id
               {join}
-             WHERE c.instance_key = {instance}
-               AND c.content_tsv @@ {tsq}
+             WHERE c.content_tsv @@ {tsq}
                AND {visible}
              LIMIT {match_cap}
         ) matches
         ORDER BY ts_rank(matches.content_tsv, {tsq}, 0) DESC
         LIMIT {cap}
-    """).format(join=ASSERTION_JOIN, instance=sql.Literal(ctx.instance_key), tsq=_tsquery(terms),
-                visible=visible, match_cap=sql.Literal(match_cap), cap=sql.Literal(cap))
+    """).format(join=ASSERTION_JOIN, tsq=_tsquery(terms), visible=visible,
+                match_cap=sql.Literal(match_cap), cap=sql.Literal(cap))
 
 
-def _vector_candidates(ctx, visible, key: str, dims: int, cap: int,
-                       exact: bool) -> sql.Composable:
+def _vector_candidates(ctx, visible, key: str, dims: int, cap: int, exact: bool,
+                       exact_max: int) -> sql.Composable:
     distance = _vector_expr(dims)
-    order = sql.SQL("{} + 0").format(distance) if exact else distance  # +0: no index
+    if exact:
+        # Small visible set: collect it first (btree), then measure only its chunks.
+        return sql.SQL("""
+            WITH visible_memories AS MATERIALIZED (
+                SELECT m.id
+                  FROM agent_memories m
+                  {join}
+                 WHERE {visible}
+                 LIMIT {exact_max}
+            )
+            SELECT c.id
+              FROM visible_memories v
+              JOIN agent_memory_chunks c
+                ON c.instance_key = {instance} AND c.memory_id = v.id
+             WHERE c.embedding_key = {key}
+             ORDER BY {distance} + 0
+             LIMIT {cap}
+        """).format(join=ASSERTION_JOIN, visible=visible, exact_max=sql.Literal(exact_max),
+                    instance=sql.Literal(ctx.instance_key), key=sql.Literal(key),
+                    distance=distance, cap=sql.Literal(cap))
     return sql.SQL("""
         SELECT c.id
           FROM agent_memory_chunks c
@@ -135,26 +153,20 @@ def _vector_candidates(ctx, visible, key: str, dims: int, cap: int,
          WHERE c.embedding_key = {key}
            AND c.instance_key = {instance}
            AND {visible}
-         ORDER BY {order}
+         ORDER BY {distance}
          LIMIT {cap}
     """).format(join=ASSERTION_JOIN, key=sql.Literal(key), instance=sql.Literal(ctx.instance_key),
-                visible=visible, order=order, cap=sql.Literal(cap))
+                visible=visible, distance=distance, cap=sql.Literal(cap))
 
 
-def _visible_vector_rows_at_most(conn, ctx, visible, key: str, bound: int) -> int:
-    """How many visible chunks of this generation there are, counting no further than
-    ``bound`` (cheap: a btree walk that stops early)."""
+def _visible_memories_at_most(conn, visible, bound: int) -> int:
+    """How many memories the caller may see, counting no further than ``bound``: a short
+    walk of the audience btree that decides between an exact scan and the HNSW index."""
     query = sql.SQL("""
         SELECT count(*) FROM (
-            SELECT 1
-              FROM agent_memory_chunks c
-              JOIN agent_memories m ON m.instance_key = c.instance_key AND m.id = c.memory_id
-              {join}
-             WHERE c.embedding_key = {key} AND c.instance_key = {instance} AND {visible}
-             LIMIT {bound}
+            SELECT 1 FROM agent_memories m {join} WHERE {visible} LIMIT {bound}
         ) visible_rows
-    """).format(join=ASSERTION_JOIN, key=sql.Literal(key), instance=sql.Literal(ctx.instance_key),
-                visible=visible, bound=sql.Literal(bound))
+    """).format(join=ASSERTION_JOIN, visible=visible, bound=sql.Literal(bound))
     return conn.execute(query).fetchone()[0]
 
 
@@ -226,20 +238,20 @@ def search_memories(
         # a question with common words matches a large share of rows, and only the first
         # `retrieval_keyword_match_cap` visible matches are ranked anyway.
         conn.execute("SET LOCAL enable_seqscan = off")
+        conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")  # hot path: no fan-out
         parts: list[sql.Composable] = []
         if terms:
             parts.append(_keyword_candidates(ctx, visible, terms, candidate_cap,
                                              settings.retrieval_keyword_match_cap))
         if vector is not None:
-            exact = _visible_vector_rows_at_most(
-                conn, ctx, visible, key, settings.retrieval_exact_scan_max + 1
-            ) <= settings.retrieval_exact_scan_max
+            exact_max = settings.retrieval_exact_scan_max
+            exact = _visible_memories_at_most(conn, visible, exact_max + 1) <= exact_max
             if not exact:
                 conn.execute("SET LOCAL hnsw.iterative_scan = 'relaxed_order'")
                 conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
                     sql.Literal(max(settings.retrieval_hnsw_ef_search, candidate_cap))))
             parts.append(_vector_candidates(ctx, visible, key, provider.dimensions,
-                                            candidate_cap, exact))
+                                            candidate_cap, exact, exact_max + 1))
         if not parts:
             return []
         candidates = sql.SQL(" UNION ").join(sql.SQL("({})").format(p) for p in parts)
