@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
+
 import yaml
 from dagster import DagsterInstance, Definitions
 
 from memory_platform.dagster_home import prepare_dagster_home
 from memory_platform.definitions import defs
+from tests.conftest import drop_database
 
 
 def test_definitions_validate():
@@ -18,7 +21,10 @@ def test_ledger_tables_are_declared_as_external_assets():
     assert {"agent_memories", "agent_memory_assertions", "wiki_change_proposals"} <= keys
 
 
-def test_dagster_home_uses_psycopg2_storage_that_dagster_can_open(settings):
+def test_dagster_home_uses_psycopg2_storage_that_dagster_can_open(settings, server_url):
+    # A storage database of its own: other tests launch Dagster runs into the default one.
+    name = f"dagster_{uuid.uuid4().hex[:12]}"
+    settings = settings.model_copy(update={"dagster_database_name": name})
     home = prepare_dagster_home(settings)
     config = yaml.safe_load((home / "dagster.yaml").read_text())
     url = config["storage"]["postgres"]["postgres_url"]
@@ -29,3 +35,4 @@ def test_dagster_home_uses_psycopg2_storage_that_dagster_can_open(settings):
         assert instance.get_runs() == []  # tables created, queries answer
     finally:
         instance.dispose()
+        drop_database(server_url, name)

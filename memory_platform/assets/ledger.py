@@ -1,27 +1,52 @@
 """The ledger and projection tables as external assets.
 
 They are written by the API and by the maintenance assets; declaring them lets the asset
-graph show what each Dream run reads and writes."""
+graph show what each Dream run reads and writes. A table a Dream reads is drawn upstream of
+``dream_inputs``; a table only Dreams (and the API) write is drawn downstream of the Dream
+asset that writes it. Tables that are both read and written (``agent_memories``, sources,
+assertions, evidence) can only be drawn upstream (a cycle otherwise); each Dream
+materialisation names every table it writes in its ``writes`` metadata.
+"""
 
 from dagster import AssetSpec
 
 LEDGER_GROUP = "memory_ledger"
 
-_TABLES = {
-    "agent_memories": "Retrieval projections: one row per document, fact, flush, summary or "
-    "approved assertion projection.",
-    "agent_memory_chunks": "Chunked retrieval rows with embeddings and full text.",
-    "agent_memory_sources": "Immutable source envelopes (audience, trust class, content hash).",
-    "agent_memory_assertions": "Canonical atomic facts with lifecycle, audience and lineage.",
-    "agent_memory_assertion_evidence": "Verbatim evidence excerpts linking sources to assertions.",
-    "agent_memory_assertion_reviews": "Append-only review decisions (human, policy, curator).",
-    "agent_memory_ingestion_outbox": "Idempotent projection work keyed by instance.",
-    "wiki_change_proposals": "Draft Wiki proposals awaiting human review.",
-    "agent_knowledge_entities": "Knowledge graph nodes.",
-    "agent_knowledge_claims": "Knowledge graph claims (subject, predicate, object).",
+# table -> (description, the Dream assets that write it: drawn as its upstream)
+_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "agent_memories": ("Retrieval projections: one row per document, fact, flush, summary or "
+                       "approved assertion projection.", ()),
+    "agent_memory_chunks": ("Chunked retrieval rows with embeddings and full text.",
+                            ("assertion_projections",)),
+    "agent_memory_sources": ("Immutable source envelopes (audience, trust class, content "
+                             "hash).", ()),
+    "agent_memory_assertions": ("Canonical atomic facts with lifecycle, audience and "
+                                "lineage.", ()),
+    "agent_memory_assertion_evidence": ("Verbatim evidence excerpts linking sources to "
+                                        "assertions.", ()),
+    "agent_memory_assertion_reviews": ("Append-only review decisions (human, policy, "
+                                       "curator).", ("dream_assertions",)),
+    "agent_memory_assertion_embeddings": ("Assertion vectors per embedding generation.",
+                                          ("assertion_projections",)),
+    "agent_memory_relations": ("Typed relations (derives, updates) between memories.",
+                               ("assertion_projections",)),
+    "agent_memory_ingestion_outbox": ("Idempotent projection work keyed by instance.",
+                                      ("dream_assertions",)),
+    "agent_memory_dreams": ("One row per Dream partition execution: status, exact model, "
+                            "stats, diagnostics, Dagster run id.",
+                            ("dream_inputs", "dream_proposals")),
+    "wiki_change_proposals": ("Draft Wiki proposals awaiting human review.",
+                              ("wiki_proposals",)),
+    "agent_knowledge_entities": ("Knowledge graph nodes.", ()),
+    "agent_knowledge_claims": ("Knowledge graph claims (subject, predicate, object).", ()),
 }
 
+# What Dream input selection reads (drawn upstream of dream_inputs).
+DREAM_READS = ("agent_memories", "agent_memory_sources", "agent_memory_assertions",
+               "agent_memory_assertion_evidence")
+
 ledger_tables = [
-    AssetSpec(key=table, description=text, group_name=LEDGER_GROUP, kinds={"postgres"})
-    for table, text in _TABLES.items()
+    AssetSpec(key=table, description=text, group_name=LEDGER_GROUP, kinds={"postgres"},
+              deps=list(writers))
+    for table, (text, writers) in _TABLES.items()
 ]

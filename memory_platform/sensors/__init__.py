@@ -1,1 +1,1 @@
-"""Dagster sensors and schedules: thin adapters over the domain packages."""
+"""Dagster sensors and schedules: thin adapters over orchestration/ and the domain."""

@@ -1,0 +1,240 @@
+"""Dream runs started from outside Dagster (the CLI, the API), always THROUGH Dagster.
+
+Every run lands in the platform's Dagster instance (DAGSTER_HOME from the settings, run
+storage in PostgreSQL), so it shows in the UI's run list with its materialisations, checks
+and logs. Two ways to start one:
+
+* :func:`execute_dreams` runs in this process, in the foreground (the CLI): one audience
+  partition is a run of ``dream_audience_job`` for that partition; several are
+  ``dream_batch`` runs of at most ``dream_batch_size`` partitions.
+* :func:`launch_dream_run` answers a run id at once (the API). When the Dagster webserver of
+  the deployment answers (``make dev`` runs it with the daemon), the run is SUBMITTED through
+  its GraphQL API to the instance's run coordinator: the QueuedRunCoordinator queues it
+  (one Dreaming run at a time, per dagster.yaml) and the daemon launches a run worker. When no
+  webserver answers (a bare API process in the dev profile), the run executes in a background
+  thread of the calling process; such a run dies with that process (its dream row is then
+  reconciled as failed after ``dream_stale_minutes``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dagster import DagsterInstance
+
+from memory_platform.assets.partitions import AUDIENCES
+from memory_platform.dagster_home import DREAMING_RUN_TAG, prepare_dagster_home
+from memory_platform.dreaming.partitions import Partition
+from memory_platform.orchestration.jobs import batch_run_config
+from memory_platform.orchestration.scheduling import batches
+from memory_platform.settings import Settings
+
+__all__ = ["LaunchedRun", "RunReport", "dagster_instance", "execute_dreams",
+           "launch_dream_run", "plan_runs"]
+
+log = logging.getLogger(__name__)
+
+LOCATION_NAME = "memory_platform"        # workspace.yaml
+REPOSITORY_NAME = "__repository__"       # the implicit repository of a Definitions object
+SINGLE_JOB = "dream_audience_job"
+BATCH_JOB = "dream_batch"
+_QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+# Dagster's in-process execution is not safe for concurrent runs in one process: every run
+# start re-runs logging.config.dictConfig (holding logging's module lock, then each handler's
+# lock) while another run's event handler holds its handler lock and asks for the module lock
+# (a deadlock, seen under the API's fuzz test). Background runs of one process therefore run
+# one after another; they would queue on the Dreaming advisory lock anyway.
+_IN_PROCESS_RUNS = threading.Lock()
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    job_name: str
+    partition_keys: list[str]
+    run_config: dict[str, Any]
+    tags: dict[str, str]
+    partition_key: str | None = None          # set for the per-partition asset job
+
+
+@dataclass
+class RunReport:
+    run_id: str
+    job_name: str
+    partition_keys: list[str]
+    success: bool
+    seconds: float
+    error: str | None = None
+
+
+@dataclass
+class LaunchedRun:
+    run_id: str
+    mode: str                                  # 'queued' (daemon) | 'in_process' (thread)
+    job_name: str
+    partition_keys: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"runId": self.run_id, "mode": self.mode, "jobName": self.job_name,
+                "partitionKeys": self.partition_keys}
+
+
+def dagster_instance(settings: Settings) -> DagsterInstance:
+    """The platform's instance (writes DAGSTER_HOME/dagster.yaml for the settings first)."""
+    return DagsterInstance.from_config(str(prepare_dagster_home(settings)))
+
+
+def plan_runs(partition_keys: Sequence[str], *, model: str | None = None,
+              dry_run: bool = False, trigger: str = "manual",
+              batch_size: int) -> list[PlannedRun]:
+    """One asset-job run for a single partition; batches of ``batch_size`` otherwise."""
+    keys = list(dict.fromkeys(partition_keys))
+    for key in keys:
+        Partition.from_partition_key(key)          # ValueError for a malformed key
+    tags = {DREAMING_RUN_TAG: "true", "memory-platform/trigger": trigger}
+    if len(keys) == 1:
+        config: dict[str, Any] = {"dry_run": dry_run, "trigger": trigger}
+        if model:
+            config["model"] = model
+        return [PlannedRun(SINGLE_JOB, keys, {"ops": {"dream_audience": {"config": config}}},
+                           {**tags, "dagster/partition": keys[0]}, keys[0])]
+    return [PlannedRun(BATCH_JOB, chunk,
+                       batch_run_config(chunk, model=model, dry_run=dry_run, trigger=trigger),
+                       {**tags, "memory-platform/partitions": str(len(chunk))})
+            for chunk in batches(keys, batch_size)]
+
+
+def _job(name: str, resources: dict[str, Any] | None):
+    from memory_platform.definitions import build_definitions, defs
+
+    definitions = defs if resources is None else build_definitions(resources)
+    return definitions.resolve_job_def(name)
+
+
+def _execute(instance: DagsterInstance, run: PlannedRun, run_id: str | None,
+             resources: dict[str, Any] | None, quiet: bool):
+    if run.partition_key is not None:
+        missing = not instance.has_dynamic_partition(AUDIENCES, run.partition_key)
+        if missing:
+            instance.add_dynamic_partitions(AUDIENCES, [run.partition_key])
+    config = {**run.run_config, **(_QUIET if quiet else {})}
+    return _job(run.job_name, resources).execute_in_process(
+        run_config=config, instance=instance, partition_key=run.partition_key,
+        run_id=run_id, tags=run.tags, raise_on_error=False)
+
+
+def _failure(result) -> str | None:
+    if result.success:
+        return None
+    for event in result.all_events:
+        if event.is_failure and event.event_specific_data is not None:
+            error = getattr(event.event_specific_data, "error", None)
+            if error is not None:
+                return error.message.strip().splitlines()[0][:500]
+    return "the run failed (see its logs in the Dagster UI)"
+
+
+def execute_dreams(instance: DagsterInstance, partition_keys: Sequence[str], *,
+                   batch_size: int, model: str | None = None, dry_run: bool = False,
+                   trigger: str = "manual", resources: dict[str, Any] | None = None,
+                   quiet: bool = True,
+                   on_run: Callable[[int, int, PlannedRun], None] | None = None,
+                   on_done: Callable[[RunReport], None] | None = None) -> list[RunReport]:
+    """Dream ``partition_keys`` through Dagster in this process, run after run."""
+    planned = plan_runs(partition_keys, model=model, dry_run=dry_run, trigger=trigger,
+                        batch_size=batch_size)
+    reports = []
+    for number, run in enumerate(planned, 1):
+        if on_run:
+            on_run(number, len(planned), run)
+        started = time.perf_counter()
+        result = _execute(instance, run, None, resources, quiet)
+        report = RunReport(result.run_id, run.job_name, run.partition_keys, result.success,
+                           round(time.perf_counter() - started, 3), _failure(result))
+        reports.append(report)
+        if on_done:
+            on_done(report)
+    return reports
+
+
+def _webserver(settings: Settings) -> bool:
+    url = f"http://127.0.0.1:{settings.dagster_port}/server_info"
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _submit(settings: Settings, run: PlannedRun) -> str:
+    from dagster_graphql import DagsterGraphQLClient
+
+    client = DagsterGraphQLClient("127.0.0.1", port_number=settings.dagster_port, timeout=30)
+    if run.partition_key is not None:
+        instance = dagster_instance(settings)
+        try:
+            if not instance.has_dynamic_partition(AUDIENCES, run.partition_key):
+                instance.add_dynamic_partitions(AUDIENCES, [run.partition_key])
+        finally:
+            instance.dispose()
+    return client.submit_job_execution(
+        run.job_name, repository_location_name=LOCATION_NAME,
+        repository_name=REPOSITORY_NAME, run_config=run.run_config, tags=run.tags)
+
+
+def launch_dream_run(settings: Settings, partition_keys: Sequence[str], *,
+                     model: str | None = None, dry_run: bool = False,
+                     trigger: str = "manual", mode: str = "auto",
+                     resources: dict[str, Any] | None = None,
+                     instance: DagsterInstance | None = None) -> LaunchedRun:
+    """Start ONE Dagster run for ``partition_keys`` and answer its id without waiting.
+
+    ``mode``: 'queued' submits to the run coordinator through the webserver, 'in_process'
+    executes in a background thread, 'auto' queues when a webserver answers on
+    ``dagster_port``. All keys go into one run (the API's request is one operator action);
+    very long lists belong to the schedule or ``dream run --all-eligible``. In-process runs
+    of one process execute one at a time (see ``_IN_PROCESS_RUNS``); a run queued behind
+    another is answered at once and appears in Dagster when it starts."""
+    keys = list(dict.fromkeys(partition_keys))
+    if not keys:
+        raise ValueError("no partition to dream")
+    (run,) = plan_runs(keys, model=model, dry_run=dry_run, trigger=trigger,
+                       batch_size=len(keys))
+    if mode == "auto":
+        mode = "queued" if _webserver(settings) else "in_process"
+    if mode == "queued":
+        return LaunchedRun(_submit(settings, run), "queued", run.job_name, keys)
+    if mode != "in_process":
+        raise ValueError(f"mode must be auto, queued or in_process, not {mode!r}")
+    own_instance = instance is None
+    target = instance or dagster_instance(settings)
+    run_id = str(uuid.uuid4())
+
+    started = threading.Event()
+
+    def work() -> None:
+        with _IN_PROCESS_RUNS:
+            started.set()
+            try:
+                _execute(target, run, run_id, resources, True)
+            except Exception:  # the run's own events record Dagster failures
+                log.exception("in-process Dream run %s could not execute", run_id)
+            finally:
+                if own_instance:
+                    target.dispose()
+
+    thread = threading.Thread(target=work, name=f"dream-run-{run_id[:8]}", daemon=True)
+    thread.start()
+    if started.wait(0.5):         # not queued behind another run of this process:
+        deadline = time.monotonic() + 10          # answer once the run row exists
+        while time.monotonic() < deadline and thread.is_alive() \
+                and target.get_run_by_id(run_id) is None:
+            time.sleep(0.05)
+    return LaunchedRun(run_id, "in_process", run.job_name, keys)

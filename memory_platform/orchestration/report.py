@@ -1,0 +1,324 @@
+"""What a data engineer sees on a Dream materialisation, built from the dream result.
+
+Numbers are ``MetadataValue.int``/``float`` (the UI plots them over time, per partition),
+tables are Markdown, the rest JSON. Every asset carries the common block (dream id, exact
+model, status, trigger); each adds the counts, tables, diagnostics and phase durations of the
+part of the Dream it stands for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from dagster import MetadataValue
+from psycopg.rows import dict_row
+
+from memory_platform.dreaming.checks import CheckOutcome
+from memory_platform.dreaming.engine import DreamResult
+from memory_platform.dreaming.inputs import POOLS
+
+__all__ = ["DREAM_ASSETS", "PHASES", "asset_metadata", "check_metadata",
+           "materialized_assets", "md_table"]
+
+DREAM_ASSETS = ("dream_inputs", "dream_proposals", "dream_assertions",
+                "assertion_projections", "wiki_proposals")
+
+# The engine phases (DreamResult.stats["durations"]) each asset stands for.
+PHASES = {
+    "dream_inputs": ("select",),
+    "dream_proposals": ("resolve", "generate", "validate", "policy_preview"),
+    "dream_assertions": ("promote", "safety"),
+    "assertion_projections": ("outbox",),
+    "wiki_proposals": ("wiki_and_enqueue",),
+}
+
+# What each asset writes besides its own dream row (shown on the materialisation, because
+# the tables a Dream both reads and writes cannot be drawn as downstream assets: a cycle).
+WRITES = {
+    "dream_inputs": "agent_memory_dreams (the running row, before generation)",
+    "dream_proposals": "agent_memory_dreams.proposals_json (dry runs: only this)",
+    "dream_assertions": "agent_memory_sources, agent_memory_assertions, "
+                        "agent_memory_assertion_evidence, agent_memory_assertion_reviews, "
+                        "agent_memory_ingestion_outbox",
+    "assertion_projections": "agent_memories (projections), agent_memory_chunks, "
+                             "agent_memory_assertion_embeddings, agent_memory_relations",
+    "wiki_proposals": "wiki_change_proposals (state draft, never published)",
+}
+
+MAX_TABLE_ROWS = 40
+MAX_CELL_CHARS = 160
+
+
+def materialized_assets(result: DreamResult) -> list[str]:
+    """The Dream assets this execution actually produced, in lineage order.
+
+    A Dream below the input minimum only selected inputs; a malformed answer or a dry run
+    ends at the proposals; the ledger assets exist once promotion, the outbox and the wiki
+    step ran. A failed Dream produces nothing (the caller fails the step)."""
+    if result.status == "failed":
+        return []
+    durations = result.stats.get("durations", {})
+    out = ["dream_inputs"]
+    if "validate" in durations or ("generate" in durations and result.status == "skipped"):
+        out.append("dream_proposals")
+    for asset in ("dream_assertions", "assertion_projections", "wiki_proposals"):
+        if any(phase in durations for phase in PHASES[asset]):
+            out.append(asset)
+    return out
+
+
+def _cell(value: Any, limit: int = MAX_CELL_CHARS) -> str:
+    text = "" if value is None else str(value)
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text.replace("\\", "\\\\").replace("|", "\\|") or " "
+
+
+def md_table(headers: list[str], rows: list[list[Any]], *, empty: str = "_none_",
+             total: int | None = None) -> str:
+    """A Markdown table (cells flattened, escaped and shortened), capped at MAX_TABLE_ROWS."""
+    if not rows:
+        return empty
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows[:MAX_TABLE_ROWS]]
+    shown = min(len(rows), MAX_TABLE_ROWS)
+    total = len(rows) if total is None else total
+    if total > shown:
+        lines.append(f"\n_{total - shown} more not shown_")
+    return "\n".join(lines)
+
+
+def _int(value: Any) -> MetadataValue:
+    return MetadataValue.int(int(value or 0))
+
+
+def _seconds(durations: dict[str, float], phases: tuple[str, ...]) -> dict[str, MetadataValue]:
+    return {f"seconds_{p}": MetadataValue.float(float(durations[p]))
+            for p in phases if p in durations}
+
+
+def _diagnostics(result: DreamResult, phases: tuple[str, ...]) -> dict[str, MetadataValue]:
+    rows = [d for d in result.diagnostics if d.get("phase") in phases]
+    out: dict[str, MetadataValue] = {"diagnostics_count": _int(len(rows))}
+    if rows:
+        out["diagnostics"] = MetadataValue.md(md_table(
+            ["code", "phase", "message"],
+            [[d.get("code"), d.get("phase"), d.get("message")] for d in rows]))
+    return out
+
+
+def _common(result: DreamResult) -> dict[str, MetadataValue]:
+    stats = result.stats
+    return {
+        "dream_id": MetadataValue.text(str(result.dream_id)),
+        "dream_status": MetadataValue.text(result.status),
+        "model": MetadataValue.text(result.model or "(not resolved)"),
+        "model_source": MetadataValue.text(result.model_source or "-"),
+        "partition": MetadataValue.text(result.partition.partition_key),
+        "audience": MetadataValue.text(f"{result.partition.kind}:{result.partition.key}"),
+        "trigger": MetadataValue.text(str(stats.get("trigger", "-"))),
+        "dry_run": MetadataValue.bool(result.dry_run),
+        "seconds_total": MetadataValue.float(float(stats.get("durations", {})
+                                                   .get("total", 0.0))),
+    }
+
+
+def _rejected_total(stats: dict[str, Any]) -> int:
+    rejected = stats.get("rejected") or {}
+    return sum(rejected.values()) if isinstance(rejected, dict) else int(rejected or 0)
+
+
+def _inputs(result: DreamResult) -> dict[str, MetadataValue]:
+    stats = result.stats
+    inputs, candidates = stats.get("inputs", {}), stats.get("candidates", {})
+    out = {"inputs_total": _int(stats.get("inputsTotal"))}
+    out.update({f"inputs_{pool}": _int(inputs.get(pool)) for pool in POOLS})
+    out["candidates_total"] = _int(sum(candidates.values()))
+    out.update({f"candidates_{pool}": _int(candidates.get(pool)) for pool in POOLS})
+    for key, name in (("quarantined", "quarantined"), ("excludedAutomation",
+                      "excluded_automation"), ("excludedLegacy", "excluded_legacy"),
+                      ("overSessionCap", "over_session_cap")):
+        out[name] = _int(stats.get(key))
+    return out
+
+
+def _proposals(result: DreamResult) -> dict[str, MetadataValue]:
+    stats = result.stats
+    proposed = stats.get("proposed", {})
+    rejected = stats.get("rejected") or {}
+    out = {
+        "proposed_assertions": _int(proposed.get("assertions")),
+        "proposed_wiki_proposals": _int(proposed.get("wikiProposals")),
+        "accepted": _int(stats.get("accepted")),
+        "rejected": _int(_rejected_total(stats)),
+        "rejected_by_reason": MetadataValue.json(rejected if isinstance(rejected, dict)
+                                                 else {}),
+    }
+    generation = stats.get("generation") or {}
+    usage = generation.get("usage") or {}
+    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        if isinstance(usage.get(key), int):
+            out[key] = _int(usage[key])
+    if generation.get("finishReason"):
+        out["finish_reason"] = MetadataValue.text(str(generation["finishReason"]))
+    if result.dry_run and "wouldActivate" in stats:
+        out["would_activate"] = _int(stats["wouldActivate"])
+    items = (result.proposals or {}).get("rejected") or []
+    proposed_items = (result.proposals or {}).get("assertions") or []
+    texts = {i.get("index"): i.get("text") for i in proposed_items if isinstance(i, dict)}
+    safety = (stats.get("safety") or {}).get("decisions") or []
+    rows = [[r.get("kind"), r.get("index"), r.get("reason"),
+             texts.get(r.get("index")) if r.get("kind") == "assertion" else "",
+             _detail(r.get("detail"))] for r in items if isinstance(r, dict)]
+    rows += [["safety", d.get("assertionId"), d.get("reasonCode"), "", "policy rejected"]
+             for d in safety if d.get("decision") == "reject"]
+    out["rejected_items"] = MetadataValue.md(md_table(
+        ["kind", "item", "reason code", "proposed text", "detail"], rows,
+        empty="_no rejected items_"))
+    return out
+
+
+def _detail(detail: Any) -> str:
+    if not isinstance(detail, dict):
+        return "" if detail is None else str(detail)
+    return ", ".join(f"{k}={v}" for k, v in detail.items())
+
+
+_PROMOTED = """
+    SELECT a.id, a.assertion_type, a.assertion_text, a.status, a.review_state,
+           a.confidence, e.excerpt, e.source_id, s.memory_id,
+           (SELECT r.reason_code
+              FROM agent_memory_assertion_reviews r
+             WHERE r.instance_key = a.instance_key AND r.assertion_id = a.id
+             ORDER BY r.created_at DESC, r.id DESC
+             LIMIT 1) AS reason_code
+      FROM agent_memory_assertions a
+      LEFT JOIN agent_memory_assertion_evidence e
+        ON e.instance_key = a.instance_key AND e.assertion_id = a.id
+       AND e.stance = 'supports'
+      LEFT JOIN agent_memory_sources s
+        ON s.instance_key = e.instance_key AND s.id = e.source_id
+     WHERE a.instance_key = %s AND a.id = ANY(%s)
+     ORDER BY a.created_at, a.id, e.created_at, e.id
+"""
+
+
+def promoted_rows(conn: psycopg.Connection, result: DreamResult) -> list[dict[str, Any]]:
+    """The assertions this Dream created or reused, one row per supporting excerpt."""
+    if not result.assertion_ids:
+        return []
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(_PROMOTED, (result.partition.instance_key,
+                                       list(result.assertion_ids))).fetchall()
+
+
+def _assertions(conn: psycopg.Connection, result: DreamResult) -> dict[str, MetadataValue]:
+    stats = result.stats
+    safety = stats.get("safety") or {}
+    rows = promoted_rows(conn, result)
+    table = md_table(
+        ["assertion", "type", "status", "decision", "evidence excerpt", "source id",
+         "memory id"],
+        [[r["assertion_text"], r["assertion_type"], r["status"],
+          f"{r['review_state']} ({r['reason_code'] or '-'})", r["excerpt"],
+          r["source_id"], r["memory_id"]] for r in rows],
+        empty="_no assertion promoted_")
+    return {
+        "accepted": _int(stats.get("accepted")),
+        "created": _int(stats.get("created")),
+        "reused": _int(stats.get("reused")),
+        "activated": _int(stats.get("activated")),
+        "deferred": _int(stats.get("deferred")),
+        "rejected_by_safety": _int(safety.get("rejected")),
+        "rejected": _int(_rejected_total(stats)),
+        "promoted_assertions": MetadataValue.md(table),
+        "assertion_ids": MetadataValue.json([str(a) for a in result.assertion_ids]),
+    }
+
+
+def _projections(result: DreamResult) -> dict[str, MetadataValue]:
+    outbox = result.stats.get("outbox") or {}
+    return {
+        "projected": _int(len(result.activated_ids)),
+        "outbox_claimed": _int(outbox.get("claimed")),
+        "outbox_done": _int(outbox.get("done")),
+        "outbox_failed": _int(outbox.get("failed")),
+        "deferred_embeddings": _int(result.stats.get("deferredEmbeddings")),
+    }
+
+
+_WIKI = """
+    SELECT id, state, page_slug, title, jsonb_array_length(assertion_refs) AS refs
+      FROM wiki_change_proposals
+     WHERE instance_key = %s AND id = ANY(%s)
+     ORDER BY created_at, id
+"""
+
+
+def _wiki(conn: psycopg.Connection, result: DreamResult) -> dict[str, MetadataValue]:
+    rows: list[dict[str, Any]] = []
+    if result.wiki_proposal_ids:
+        with conn.cursor(row_factory=dict_row) as cur:
+            rows = cur.execute(_WIKI, (result.partition.instance_key,
+                                       list(result.wiki_proposal_ids))).fetchall()
+    return {
+        "wiki_proposals_created": _int(result.stats.get("wikiProposals")),
+        "wiki_proposals_rejected_by_policy": _int(
+            result.stats.get("wikiProposalsRejectedByPolicy")),
+        "wiki_proposals": MetadataValue.md(md_table(
+            ["id", "state", "slug", "title", "assertion refs"],
+            [[r["id"], r["state"], r["page_slug"], r["title"], r["refs"]] for r in rows],
+            empty="_no wiki proposal_")),
+    }
+
+
+def asset_metadata(conn: psycopg.Connection, result: DreamResult) -> dict[str, dict[str, Any]]:
+    """Metadata per materialised Dream asset (see :func:`materialized_assets`)."""
+    durations = result.stats.get("durations", {})
+    specific = {
+        "dream_inputs": lambda: _inputs(result),
+        "dream_proposals": lambda: _proposals(result),
+        "dream_assertions": lambda: _assertions(conn, result),
+        "assertion_projections": lambda: _projections(result),
+        "wiki_proposals": lambda: _wiki(conn, result),
+    }
+    out: dict[str, dict[str, Any]] = {}
+    for asset in materialized_assets(result):
+        phases = PHASES[asset]
+        out[asset] = {**_common(result), **specific[asset](), **_seconds(durations, phases),
+                      **_diagnostics(result, phases),
+                      "writes": MetadataValue.text(WRITES[asset])}
+    if "dream_inputs" in out:
+        out["dream_inputs"]["phase_seconds"] = MetadataValue.json(durations)
+    return out
+
+
+def check_metadata(outcome: CheckOutcome) -> dict[str, MetadataValue]:
+    meta: dict[str, MetadataValue] = {"checked": _int(outcome.checked),
+                                      "violations": _int(outcome.violations)}
+    if outcome.examples:
+        headers = list(outcome.examples[0])
+        meta["examples"] = MetadataValue.md(md_table(
+            headers, [[row.get(h) for h in headers] for row in outcome.examples],
+            total=outcome.violations))
+    return meta
+
+
+def failure_metadata(result: DreamResult) -> dict[str, MetadataValue]:
+    """What a failed Dream step reports (the dream row keeps the rest)."""
+    phases = tuple(dict.fromkeys(str(d.get("phase")) for d in result.diagnostics))
+    return {**_common(result), **_diagnostics(result, phases)}
+
+
+def dream_summary(result: DreamResult) -> dict[str, Any]:
+    """A small JSON-able summary (CLI output, logs)."""
+    stats = result.stats
+    return {"partition": result.partition.partition_key, "dreamId": str(result.dream_id),
+            "status": result.status, "model": result.model, "dryRun": result.dry_run,
+            "inputs": stats.get("inputsTotal", 0), "accepted": stats.get("accepted", 0),
+            "activated": stats.get("activated", 0), "rejected": _rejected_total(stats),
+            "deferredEmbeddings": stats.get("deferredEmbeddings", 0),
+            "seconds": stats.get("durations", {}).get("total")}
+

@@ -1,0 +1,74 @@
+"""dream_batch: many audience partitions in one run, one dream row and one set of
+materialisations and checks per partition; a failing partition does not stop the others."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from dagster import AssetKey, IntMetadataValue, TextMetadataValue
+from psycopg.rows import dict_row
+
+from memory_platform.assets.partitions import AUDIENCES
+from memory_platform.definitions import build_definitions
+from memory_platform.llm.resolution import set_dreaming_model
+from memory_platform.orchestration.jobs import batch_run_config
+from tests.dagster.conftest import new_instance_key, seed_private, seed_team
+
+
+def run_batch(instance, resources, keys, **config):
+    job = build_definitions(resources).resolve_job_def("dream_batch")
+    return job.execute_in_process(run_config=batch_run_config(keys, **config),
+                                  instance=instance, raise_on_error=False)
+
+
+def dreams_of_run(db, run_id):
+    with db.cursor(row_factory=dict_row) as cur:
+        return cur.execute("SELECT * FROM agent_memory_dreams WHERE dagster_run_id = %s",
+                           (run_id,)).fetchall()
+
+
+def test_batch_job_writes_one_dream_row_and_one_set_of_materialisations_per_partition(
+        db, settings, resources, instance):
+    team = seed_team(db, settings, new_instance_key())
+    alice = seed_private(db, settings, team.instance_key, "alice")
+    other = seed_team(db, settings, new_instance_key())
+    keys = [team.partition_key, alice.partition_key, other.partition_key]
+
+    result = run_batch(instance, resources, keys, trigger="scheduled", dream_date="2026-01-02")
+
+    assert result.success
+    rows = {row["partition_key"]: row for row in dreams_of_run(db, result.run_id)}
+    assert sorted(rows) == sorted(keys)
+    assert all(row["trigger_kind"] == "scheduled" for row in rows.values())
+    assert set(instance.get_dynamic_partitions(AUDIENCES)) == set(keys)
+    events = result.get_asset_materialization_events()
+    per_partition = Counter((e.asset_key.to_user_string(), e.partition) for e in events)
+    assert set(per_partition.values()) == {1}
+    for key, row in rows.items():
+        assert per_partition[("dream_inputs", key)] == 1
+        assert per_partition[("dream_assertions", key)] == 1
+        inputs = next(e for e in events if e.partition == key
+                      and e.asset_key == AssetKey("dream_inputs")).materialization.metadata
+        assert inputs["dream_id"] == TextMetadataValue(str(row["id"]))
+        assert inputs["inputs_total"] == IntMetadataValue(row["stats_json"]["inputsTotal"])
+    checks = [e.event_specific_data for e in result.all_events
+              if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+    assert Counter(c.partition for c in checks) == {key: 3 for key in keys}
+    assert all(c.passed for c in checks)
+
+
+def test_a_failing_partition_does_not_stop_the_batch(db, settings, resources, instance):
+    good = seed_team(db, settings, new_instance_key())
+    bad = seed_team(db, settings, new_instance_key())
+    set_dreaming_model(db, bad.instance_key, "gpt-unreachable")   # persisted, per instance
+
+    result = run_batch(instance, resources, [bad.partition_key, good.partition_key])
+
+    assert not result.success
+    statuses = {row["partition_key"]: row["status"] for row in dreams_of_run(db, result.run_id)}
+    assert statuses == {bad.partition_key: "failed", good.partition_key: "completed"}
+    materialised = {e.partition for e in result.all_events
+                    if e.event_type_value == "ASSET_MATERIALIZATION"}
+    assert materialised == {good.partition_key}
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "1 problem(s) in 2 partition(s)" in failure.event_specific_data.error.message
