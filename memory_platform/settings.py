@@ -53,7 +53,7 @@ class Settings(BaseSettings):
     retrieval_vector_weight: float = Field(0.8, ge=0.0, le=1.0)
     retrieval_keyword_weight: float = Field(0.2, ge=0.0, le=1.0)
     retrieval_keyword_match_cap: int = Field(
-        500, ge=10, description="Keyword matches ranked per query (bounds common-word cost)."
+        100, ge=10, description="Keyword matches ranked per query (bounds common-word cost)."
     )
     retrieval_exact_scan_max: int = Field(
         2000, ge=0, description="Visible memories up to which search scans exactly."
