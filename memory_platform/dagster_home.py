@@ -39,6 +39,13 @@ def dagster_yaml(storage_url: str, *, writer_pool_limit: int) -> str:
             "runs": {"tag_concurrency_limits": [{"key": DREAMING_RUN_TAG, "limit": 1}]},
         },
         "telemetry": {"enabled": False},
+        # Raw stdout/stderr capture tails files through `tail -F` subprocesses, which can hang
+        # the clean-up of runs executed in a background thread (API/CLI launches in the dev
+        # profile). Everything a Dream reports goes through the structured event log instead.
+        "compute_logs": {
+            "module": "dagster._core.storage.noop_compute_log_manager",
+            "class": "NoOpComputeLogManager",
+        },
     }
     return json.dumps(config, indent=2) + "\n"
 
