@@ -6,17 +6,12 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
-from pgvector.psycopg import register_vector
 
-from memory_platform.db.connection import with_database
 from memory_platform.llm.resolution import clear_model_cache
 from memory_platform.settings import Settings, get_settings
-from tests.conftest import create_database, drop_database
 
 
 @pytest.fixture(autouse=True)
@@ -29,20 +24,6 @@ def _clean_environment(monkeypatch):
     yield
     clear_model_cache()
     get_settings.cache_clear()
-
-
-@pytest.fixture(scope="module")
-def module_database_url(server_url: str, template_database: str) -> Iterator[str]:
-    name = create_database(server_url, template=template_database)
-    yield with_database(server_url, name)
-    drop_database(server_url, name)
-
-
-@pytest.fixture(scope="module")
-def db(module_database_url: str) -> Iterator[psycopg.Connection]:
-    with psycopg.connect(module_database_url, autocommit=True) as connection:
-        register_vector(connection)
-        yield connection
 
 
 @pytest.fixture
