@@ -35,8 +35,9 @@ from psycopg.types.json import Jsonb
 
 from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_provider
 from memory_platform.embeddings.generations import ensure_generation, generation_key
+from memory_platform.memories.chunk_rows import insert_chunks
 from memory_platform.memories.chunking import chunk_text
-from memory_platform.memories.rules import embedding_provenance, subject_key
+from memory_platform.memories.rules import subject_key
 from memory_platform.settings import Settings
 from memory_platform.text import content_hash
 
@@ -373,23 +374,7 @@ def _insert_projection(conn, job: Job, a: _Assertion) -> UUID:
 def _write_chunks(conn, job: Job, memory_id: UUID, text: str, chunks, vectors, generation,
                   provider: EmbeddingProvider) -> None:
     conn.execute("DELETE FROM agent_memory_chunks WHERE memory_id = %s", (memory_id,))
-    provenance = (embedding_provenance(generation.generation_key, provider.strategy,
-                                       provider.model) if generation else None)
-    with conn.cursor() as cur:
-        cur.executemany(
-            """
-            INSERT INTO agent_memory_chunks
-                   (instance_key, memory_id, chunk_index, content, start_offset, end_offset,
-                    embedding, generation_id, embedding_key, metadata)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-            """,
-            [(job.instance_key, memory_id, c.index, c.content, c.start, c.end,
-              vectors[c.index] if generation else None,
-              generation.id if generation else None,
-              generation.generation_key if generation else None,
-              Jsonb({"embedding": provenance} if provenance else {}))
-             for c in chunks],
-        )
+    insert_chunks(conn, job.instance_key, memory_id, chunks, vectors, generation, provider)
     if generation is not None:
         conn.execute(
             """

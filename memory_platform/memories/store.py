@@ -31,6 +31,7 @@ from memory_platform.embeddings.generations import Generation, ensure_generation
 from memory_platform.ledger import assertions as ledger
 from memory_platform.ledger.policy import write_path_decision
 from memory_platform.ledger.sources import ensure_source
+from memory_platform.memories.chunk_rows import insert_chunks
 from memory_platform.memories.chunking import Chunk, chunk_text
 from memory_platform.memories.rules import (
     ASSERTION_SOURCE_TYPES,
@@ -39,7 +40,6 @@ from memory_platform.memories.rules import (
     audience_refs,
     clean_subject_refs,
     dedup_lock_key,
-    embedding_provenance,
     embedding_texts,
     fact_assertion_fields,
     memory_metadata,
@@ -220,23 +220,7 @@ def _insert(conn, ctx: AccessContext, write: MemoryWrite, content: str, refs: di
          content, digest, subject, Jsonb(metadata), assertion.id if assertion else None,
          source_id),
     )
-    provenance = embedding_provenance(generation.generation_key, provider.strategy,
-                                      provider.model) if generation else None
-    with conn.cursor() as cur:
-        cur.executemany(
-            """
-            INSERT INTO agent_memory_chunks
-                   (instance_key, memory_id, chunk_index, content, start_offset, end_offset,
-                    embedding, generation_id, embedding_key, metadata)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-            """,
-            [(ctx.instance_key, memory_id, c.index, c.content, c.start, c.end,
-              vectors[c.index] if generation else None,
-              generation.id if generation else None,
-              generation.generation_key if generation else None,
-              Jsonb({"embedding": provenance} if provenance else {}))
-             for c in chunks],
-        )
+    insert_chunks(conn, ctx.instance_key, memory_id, chunks, vectors, generation, provider)
     if assertion and assertion.recallable and generation and vectors is not None:
         _store_assertion_vector(conn, ctx, assertion.id, content, vectors[-1], generation)
     return StoredMemory(memory_id, audience, False, assertion.id if assertion else None,

@@ -1,0 +1,43 @@
+"""Writing a memory's chunks: text slices, their vectors and embedding provenance.
+
+Shared by the write path (store_memory) and the projection outbox, so a chunk written by
+either carries the same columns and the same ``metadata.embedding = {key, strategy, model}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+import numpy as np
+import psycopg
+from psycopg.types.json import Jsonb
+
+from memory_platform.embeddings import EmbeddingProvider
+from memory_platform.embeddings.generations import Generation
+from memory_platform.memories.chunking import Chunk
+from memory_platform.memories.rules import embedding_provenance
+
+
+def insert_chunks(conn: psycopg.Connection, instance_key: str, memory_id: UUID,
+                  chunks: Sequence[Chunk], vectors: np.ndarray | None,
+                  generation: Generation | None, provider: EmbeddingProvider) -> None:
+    """Insert the chunks; without a generation (embedding failed) they are keyword-only."""
+    embedded = generation is not None and vectors is not None
+    metadata = Jsonb({"embedding": embedding_provenance(
+        generation.generation_key, provider.strategy, provider.model)} if embedded else {})
+    with conn.cursor() as cur:
+        cur.executemany(
+            """
+            INSERT INTO agent_memory_chunks
+                   (instance_key, memory_id, chunk_index, content, start_offset, end_offset,
+                    embedding, generation_id, embedding_key, metadata)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+            """,
+            [(instance_key, memory_id, c.index, c.content, c.start, c.end,
+              vectors[c.index] if embedded else None,
+              generation.id if embedded else None,
+              generation.generation_key if embedded else None,
+              metadata)
+             for c in chunks],
+        )
