@@ -4,11 +4,8 @@ against real rows (agent_memories shape and ledger shape) for each branch of the
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
-import psycopg
 import pytest
-from pgvector.psycopg import register_vector
 from psycopg import sql
 
 from memory_platform.access import (
@@ -19,26 +16,10 @@ from memory_platform.access import (
     audience_predicate,
     visibility_predicate,
 )
-from memory_platform.db.connection import with_database
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.settings import Settings
-from tests.conftest import create_database, drop_database
 
 A, B = "acme", "globex"
-
-
-@pytest.fixture(scope="module")
-def module_database_url(server_url: str, template_database: str) -> Iterator[str]:
-    name = create_database(server_url, template=template_database)
-    yield with_database(server_url, name)
-    drop_database(server_url, name)
-
-
-@pytest.fixture(scope="module")
-def db(module_database_url: str) -> Iterator[psycopg.Connection]:
-    with psycopg.connect(module_database_url, autocommit=True) as connection:
-        register_vector(connection)
-        yield connection
 
 
 # --- audience_for ------------------------------------------------------------------------

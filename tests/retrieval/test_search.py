@@ -6,41 +6,22 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
-from pgvector.psycopg import register_vector
 
 from memory_platform.access import AccessContext
-from memory_platform.db.connection import with_database
 from memory_platform.embeddings.generations import index_name
 from memory_platform.errors import InvalidInput
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.retrieval.search import query_terms, search_memories
 from memory_platform.settings import Settings
-from tests.conftest import create_database, drop_database
 from tests.memories.support import OutageEmbedder
 
 HASH_KEY = "hash:feature-hash-v1:1536:v1"
-
-
-@pytest.fixture(scope="module")
-def module_database_url(server_url: str, template_database: str) -> Iterator[str]:
-    name = create_database(server_url, template=template_database)
-    yield with_database(server_url, name)
-    drop_database(server_url, name)
-
-
-@pytest.fixture(scope="module")
-def db(module_database_url: str) -> Iterator[psycopg.Connection]:
-    with psycopg.connect(module_database_url, autocommit=True) as connection:
-        register_vector(connection)
-        yield connection
 
 
 @pytest.fixture

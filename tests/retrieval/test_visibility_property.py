@@ -21,25 +21,20 @@ memory"), without calling access.py:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 
-import psycopg
 import pytest
 from hypothesis import event, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
-from pgvector.psycopg import register_vector
 
 from memory_platform.access import AccessContext, AccessError
-from memory_platform.db.connection import with_database
 from memory_platform.errors import NotFound
 from memory_platform.memories.sharing import set_share_with_team
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.retrieval.memories import get_memory
 from memory_platform.retrieval.search import search_memories
 from memory_platform.settings import Settings
-from tests.conftest import create_database, drop_database
 
 try:  # the broad read path, where the library has it
     from memory_platform.retrieval.context import context_get, context_search
@@ -169,22 +164,8 @@ def may_see(reader: Who, write: Write, kind: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def db_url(server_url: str, template_database: str) -> Iterator[str]:
-    name = create_database(server_url, template=template_database)
-    yield with_database(server_url, name)
-    drop_database(server_url, name)
-
-
-@pytest.fixture(scope="module")
-def db(db_url: str) -> Iterator[psycopg.Connection]:
-    with psycopg.connect(db_url, autocommit=True) as connection:
-        register_vector(connection)
-        yield connection
-
-
-@pytest.fixture(scope="module")
-def config(db_url: str) -> Settings:
-    return Settings(database_url=db_url, embedding_provider="hash",
+def config(module_database_url: str) -> Settings:
+    return Settings(database_url=module_database_url, embedding_provider="hash",
                     _env_file=None)  # type: ignore[call-arg]
 
 
