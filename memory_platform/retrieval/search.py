@@ -43,12 +43,18 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from memory_platform.access import SUBJECT_REF_KEYS, AccessContext
+from memory_platform.access import (
+    SUBJECT_REF_KEYS,
+    AccessContext,
+    chunk_branches,
+    chunk_predicate,
+)
 from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_provider
 from memory_platform.embeddings.generations import active_generation, generation_key
 from memory_platform.errors import InvalidInput
 from memory_platform.retrieval.feedback import feedback_multiplier
 from memory_platform.retrieval.filters import ASSERTION_JOIN, recallable_memory
+from memory_platform.retrieval.lexicon import selective_terms
 from memory_platform.retrieval.stamping import RetrievalStamper
 from memory_platform.retrieval.stopwords import ALL as STOPWORDS
 from memory_platform.settings import Settings
@@ -58,6 +64,12 @@ log = logging.getLogger(__name__)
 _WORD = re.compile(r"[^\W_]+")
 _MAX_TERMS = 24
 SUBJECT_BOOST_PER_MATCH, SUBJECT_BOOST_MAX = 0.1, 1.3
+_SEARCH_SETTINGS = """
+    SELECT set_config('enable_seqscan', 'off', true),
+           set_config('max_parallel_workers_per_gather', '0', true),
+           set_config('hnsw.iterative_scan', 'relaxed_order', true),
+           set_config('hnsw.ef_search', %(ef_search)s, true)
+"""
 
 
 @dataclass(frozen=True)
@@ -105,100 +117,106 @@ def _vector_expr(dims: int) -> sql.Composable:
         d=sql.Literal(dims))
 
 
-def _keyword_candidates(ctx, visible, terms, cap, match_cap) -> sql.Composable:
-    # The matches come from the GIN index first (a bounded prefetch the planner cannot
-    # reorder), then the visibility join: walking the caller's visible memories to test each
-    # chunk against the query cost ~25 ms at 100,000 rows. For a caller who sees only a small
-    # share of a large instance, the prefetch may hold few visible matches; the vector arm
-    # still covers those rows.
+def _chunk_filter(ctx: AccessContext, scopes: tuple[str, ...] | None) -> sql.Composable:
+    """The chunks an arm may return: recallable, visible to ``ctx`` by the audience copy
+    they carry, and within ``scopes`` when given (it narrows, never widens)."""
+    return sql.SQL("c.recallable AND {}{}").format(chunk_predicate(ctx, "c"),
+                                                   _scope_filter("c", scopes))
+
+
+def _scope_filter(alias: str, scopes: tuple[str, ...] | None) -> sql.Composable:
+    if not scopes:
+        return sql.SQL("")
+    return sql.SQL(" AND {} = ANY({})").format(sql.Identifier(alias, "visibility_scope"),
+                                              sql.Literal(list(scopes)))
+
+
+def _keyword_arm(visible: sql.Composable, terms: list[str], cap: int,
+                 match_cap: int) -> sql.Composable:
+    # The GIN index alone finds the matches (OFFSET 0 keeps the audience conditions out of
+    # the index scan: ANDing the instance's audience bitmap costs more than it saves); the
+    # chunks' own audience columns then filter them, no join before the LIMIT. Only the
+    # first `match_cap` visible matches are ranked.
     return sql.SQL("""
-        SELECT id FROM (
+        SELECT matches.id FROM (
             SELECT c.id, c.content_tsv
-              FROM (SELECT id, instance_key, memory_id, content_tsv
-                      FROM agent_memory_chunks
-                     WHERE content_tsv @@ {tsq}
-                       AND instance_key || '' = {instance}  -- a filter, not the btree
-                     LIMIT {prefetch}) c
-              JOIN agent_memories m ON m.instance_key = c.instance_key AND m.id = c.memory_id
-              {join}
+              FROM (SELECT * FROM agent_memory_chunks c
+                     WHERE c.content_tsv @@ {tsq} OFFSET 0) c
              WHERE {visible}
              LIMIT {match_cap}
         ) matches
         ORDER BY ts_rank(matches.content_tsv, {tsq}, 0) DESC
         LIMIT {cap}
-    """).format(join=ASSERTION_JOIN, tsq=_tsquery(terms), visible=visible,
-                instance=sql.Literal(ctx.instance_key), prefetch=sql.Literal(match_cap * 4),
-                match_cap=sql.Literal(match_cap), cap=sql.Literal(cap))
+    """).format(tsq=_tsquery(terms), visible=visible, match_cap=sql.Literal(match_cap),
+                cap=sql.Literal(cap))
 
 
-def _vector_candidates(ctx, visible, key: str, dims: int, cap: int, exact: bool,
-                       exact_max: int) -> sql.Composable:
+def _visible_count(ctx: AccessContext, scopes: tuple[str, ...] | None,
+                   bound: int) -> sql.Composable:
+    """How many chunks ``ctx`` may see, counted no further than ``bound``: one short
+    index-only scan per branch of the rule, appended, stopping at the bound (an OR of the
+    branches would need the heap)."""
+    branches = [
+        sql.SQL("(SELECT 1 FROM agent_memory_chunks c"
+                " WHERE c.instance_key = {instance} AND c.recallable AND {branch}{scopes})"
+                ).format(instance=sql.Literal(ctx.instance_key), branch=branch,
+                         scopes=_scope_filter("c", scopes))
+        for branch in chunk_branches(ctx, "c")
+    ]
+    return sql.SQL("SELECT count(*) AS n FROM ({} LIMIT {}) visible_chunks").format(
+        sql.SQL(" UNION ALL ").join(branches), sql.Literal(bound))
+
+
+def _vector_arms(ctx: AccessContext, visible: sql.Composable, key: str, dims: int, cap: int,
+                 exact_max: int) -> list[sql.Composable]:
+    """Two arms, of which exactly one runs, gated by the ``visible_count`` CTE: a small
+    visible set is scanned exactly (its audience btree, then every distance: a filtered
+    HNSW scan can return fewer than topK rows); a large one walks the generation's HNSW
+    index with pgvector's iterative scan."""
+    common = sql.SQL("""
+        FROM agent_memory_chunks c
+       WHERE c.embedding_key = {key} AND c.instance_key = {instance} AND {visible}
+    """).format(key=sql.Literal(key), instance=sql.Literal(ctx.instance_key), visible=visible)
     distance = _vector_expr(dims)
-    if exact:
-        # Small visible set: collect it first (btree), then measure only its chunks.
-        return sql.SQL("""
-            WITH visible_memories AS MATERIALIZED (
-                SELECT m.id
-                  FROM agent_memories m
-                  {join}
-                 WHERE {visible}
-                 LIMIT {exact_max}
-            )
-            SELECT c.id
-              FROM visible_memories v
-              JOIN agent_memory_chunks c
-                ON c.instance_key = {instance} AND c.memory_id = v.id
-             WHERE c.embedding_key = {key}
-             ORDER BY {distance} + 0
-             LIMIT {cap}
-        """).format(join=ASSERTION_JOIN, visible=visible, exact_max=sql.Literal(exact_max),
-                    instance=sql.Literal(ctx.instance_key), key=sql.Literal(key),
-                    distance=distance, cap=sql.Literal(cap))
-    return sql.SQL("""
-        SELECT c.id
-          FROM agent_memory_chunks c
-          JOIN agent_memories m ON m.instance_key = c.instance_key AND m.id = c.memory_id
-          {join}
-         WHERE c.embedding_key = {key}
-           AND c.instance_key = {instance}
-           AND {visible}
-         ORDER BY {distance}
-         LIMIT {cap}
-    """).format(join=ASSERTION_JOIN, key=sql.Literal(key), instance=sql.Literal(ctx.instance_key),
-                visible=visible, distance=distance, cap=sql.Literal(cap))
+    exact = sql.SQL("SELECT c.id {common} AND (SELECT n FROM visible_count) <= {max}"
+                    " ORDER BY {distance} + 0 LIMIT {cap}").format(
+        common=common, max=sql.Literal(exact_max), distance=distance, cap=sql.Literal(cap))
+    approximate = sql.SQL("SELECT c.id {common} AND (SELECT n FROM visible_count) > {max}"
+                          " ORDER BY {distance} LIMIT {cap}").format(
+        common=common, max=sql.Literal(exact_max), distance=distance, cap=sql.Literal(cap))
+    return [exact, approximate]
 
 
-def _visible_memories_at_most(conn, visible, bound: int) -> int:
-    """How many memories the caller may see, counting no further than ``bound``: a short
-    walk of the audience btree that decides between an exact scan and the HNSW index."""
-    query = sql.SQL("""
-        SELECT count(*) FROM (
-            SELECT 1 FROM agent_memories m {join} WHERE {visible} LIMIT {bound}
-        ) visible_rows
-    """).format(join=ASSERTION_JOIN, visible=visible, bound=sql.Literal(bound))
-    return conn.execute(query).fetchone()[0]
-
-
-def _details(visible, terms, key: str | None, dims: int | None) -> sql.Composable:
+def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
+                      arms: list[sql.Composable], terms: list[str], key: str | None,
+                      dims: int | None, visible_count: sql.Composable) -> sql.Composable:
+    """Candidates of every arm, then their details and both real scores, in one statement.
+    The full recall rule (memory visibility, state, assertion approval and validity) is
+    applied here: the chunk columns the arms filter on are only a copy."""
     vector_score = sql.SQL("NULL::float8")
     if key is not None:
         vector_score = sql.SQL("CASE WHEN c.embedding_key = {key} THEN 1 - {d} END").format(
             key=sql.Literal(key), d=_vector_expr(dims))
     keyword_score = (sql.SQL("ts_rank(c.content_tsv, {}, 0)").format(_tsquery(terms))
                      if terms else sql.SQL("0::real"))
+    candidates = sql.SQL(" UNION ").join(sql.SQL("({})").format(arm) for arm in arms)
+    visible = sql.SQL("{}{}").format(recallable_memory(ctx), _scope_filter("m", scopes))
     return sql.SQL("""
+        WITH visible_count AS MATERIALIZED ({visible_count}),
+             candidates AS MATERIALIZED ({candidates})
         SELECT c.id, c.memory_id, c.content, {vector_score} AS vector_score,
                {keyword_score} AS keyword_score, m.visibility_scope, m.audience_key,
                m.memory_scope, m.source_type, m.subject_refs, m.assertion_id,
                c.metadata -> 'embedding', m.created_at,
                coalesce(a.injected_count, 0), coalesce(a.cited_count, 0),
                coalesce(a.corrected_count, 0)
-          FROM agent_memory_chunks c
+          FROM candidates
+          JOIN agent_memory_chunks c ON c.id = candidates.id
           JOIN agent_memories m ON m.instance_key = c.instance_key AND m.id = c.memory_id
           {join}
-         WHERE c.id = ANY(%(ids)s)
-           AND {visible}
-    """).format(vector_score=vector_score, keyword_score=keyword_score, join=ASSERTION_JOIN,
+         WHERE {visible}
+    """).format(visible_count=visible_count, candidates=candidates,
+                vector_score=vector_score, keyword_score=keyword_score, join=ASSERTION_JOIN,
                 visible=visible)
 
 
@@ -237,43 +255,34 @@ def search_memories(
     active = active_generation(conn, ctx.instance_key)
     vector = _query_vector(provider, query) if active and active.generation_key == key else None
     candidate_cap = max(limit * 4, 24)
-    visible = recallable_memory(ctx)
-    if scopes:
-        visible = sql.SQL("{} AND m.visibility_scope = ANY({})").format(
-            visible, sql.Literal(list(scopes)))
 
+    visible = _chunk_filter(ctx, scopes)
+    arms: list[sql.Composable] = []
+    # Without a query vector the keyword arm is the only source: every word counts then.
+    generating = (selective_terms(conn, terms, settings.retrieval_keyword_common_share)
+                  if vector is not None else terms)
+    if generating:
+        arms.append(_keyword_arm(visible, generating, candidate_cap,
+                                 settings.retrieval_keyword_match_cap))
+    exact_max = settings.retrieval_exact_scan_max
+    if vector is not None:
+        arms.extend(_vector_arms(ctx, visible, key, provider.dimensions, candidate_cap,
+                                 exact_max))
+    if not arms:
+        return []
+    statement = _search_statement(ctx, scopes, arms, terms,
+                                  key if vector is not None else None, provider.dimensions,
+                                  _visible_count(ctx, scopes, exact_max + 1))
     with conn.transaction():
-        # Keyword matches come from the GIN index, never a scan of the whole chunk table:
-        # a question with common words matches a large share of rows, and only the first
-        # `retrieval_keyword_match_cap` visible matches are ranked anyway.
-        conn.execute("SET LOCAL enable_seqscan = off")
-        conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")  # hot path: no fan-out
-        parts: list[sql.Composable] = []
-        if terms:
-            parts.append(_keyword_candidates(ctx, visible, terms, candidate_cap,
-                                             settings.retrieval_keyword_match_cap))
-        if vector is not None:
-            exact_max = settings.retrieval_exact_scan_max
-            exact = _visible_memories_at_most(conn, visible, exact_max + 1) <= exact_max
-            if not exact:
-                conn.execute("SET LOCAL hnsw.iterative_scan = 'relaxed_order'")
-                conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
-                    sql.Literal(max(settings.retrieval_hnsw_ef_search, candidate_cap))))
-            parts.append(_vector_candidates(ctx, visible, key, provider.dimensions,
-                                            candidate_cap, exact, exact_max + 1))
-        if not parts:
-            return []
-        candidates = sql.SQL(" UNION ").join(sql.SQL("({})").format(p) for p in parts)
+        # Hot path: indexes only (a scan of the chunk table is never cheaper than GIN or
+        # HNSW here), no parallel fan-out, and the iterative HNSW scan keeps going until
+        # enough rows pass the audience filter.
+        conn.execute(_SEARCH_SETTINGS, {
+            "ef_search": str(max(settings.retrieval_hnsw_ef_search, candidate_cap))})
         if explain is not None:
             explain.extend(row[0] for row in conn.execute(
-                sql.SQL("EXPLAIN (ANALYZE, BUFFERS) {}").format(candidates), {"qv": vector}))
-        ids = [row[0] for row in conn.execute(candidates, {"qv": vector})]
-        if not ids:
-            return []
-        rows = conn.execute(
-            _details(visible, terms, key if vector is not None else None, provider.dimensions),
-            {"ids": ids, "qv": vector},
-        ).fetchall()
+                sql.SQL("EXPLAIN (ANALYZE, BUFFERS) {}").format(statement), {"qv": vector}))
+        rows = conn.execute(statement, {"qv": vector}).fetchall()
 
     hits = _rank(rows, settings, limit, subject_refs or {},
                  getattr(provider, "similarity_floor", 0.0))

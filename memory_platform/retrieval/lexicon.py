@@ -1,0 +1,101 @@
+"""Which words of a question are selective enough to generate keyword candidates.
+
+A word that occurs in a large share of all chunks ("gmbh" in a tax-advisory workspace)
+matches thousands of rows: its GIN posting list alone costs milliseconds to read, and the
+first few hundred matches the keyword arm may rank are an arbitrary sample, not the best.
+Such words still count in every candidate's keyword score; they only stop generating
+candidates (the idea of Lucene's "common terms" query). The vector arm and the selective
+words find the candidates.
+
+Document frequencies come from the planner statistics PostgreSQL keeps for the chunk
+tsvector column (``pg_stats.most_common_elems``, refreshed by ANALYZE/autovacuum): lexemes
+not in that list are rarer than all of it. Without statistics every word is selective.
+Both lookups are cached per process: the statistics for a few minutes, a word's stems
+(English and German, as the column is indexed) until evicted.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+
+import psycopg
+
+STATS_TTL_SECONDS = 300.0
+_STEM_CACHE_SIZE = 20_000
+
+_STATS = """
+    SELECT most_common_elems::text::text[], most_common_elem_freqs
+      FROM pg_stats
+     WHERE schemaname = current_schema() AND tablename = 'agent_memory_chunks'
+       AND attname = 'content_tsv'
+"""
+_STEMS = """
+    SELECT w, tsvector_to_array(to_tsvector('english', w) || to_tsvector('german', w))
+      FROM unnest(%s::text[]) AS w
+"""
+
+_lock = threading.Lock()
+_frequencies: dict[tuple, tuple[float, dict[str, float]]] = {}
+_stems: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+
+
+def _database(conn: psycopg.Connection) -> tuple:
+    info = conn.info
+    return (info.host, info.port, info.dbname)
+
+
+def lexeme_frequencies(conn: psycopg.Connection) -> dict[str, float]:
+    """Share of chunks containing each common lexeme (empty without statistics)."""
+    key = _database(conn)
+    now = time.monotonic()
+    with _lock:
+        cached = _frequencies.get(key)
+    if cached and now - cached[0] < STATS_TTL_SECONDS:
+        return cached[1]
+    row = conn.execute(_STATS).fetchone()
+    frequencies: dict[str, float] = {}
+    if row and row[0] and row[1]:
+        frequencies = dict(zip(row[0], row[1], strict=False))  # freqs end with min/max/null
+    with _lock:
+        _frequencies[key] = (now, frequencies)
+    return frequencies
+
+
+def stems(conn: psycopg.Connection, words: list[str]) -> dict[str, tuple[str, ...]]:
+    """The lexemes each word becomes in the English and German configurations."""
+    with _lock:
+        known = {w: _stems[w] for w in words if w in _stems}
+        for w in known:
+            _stems.move_to_end(w)
+    missing = [w for w in words if w not in known]
+    if missing:
+        fetched = {w: tuple(lexemes) for w, lexemes in conn.execute(_STEMS, (missing,))}
+        with _lock:
+            _stems.update(fetched)
+            while len(_stems) > _STEM_CACHE_SIZE:
+                _stems.popitem(last=False)
+        known.update(fetched)
+    return known
+
+
+def selective_terms(conn: psycopg.Connection, terms: list[str], common_share: float
+                    ) -> list[str]:
+    """The terms none of whose lexemes occurs in more than ``common_share`` of all chunks
+    (a term that stems to nothing, e.g. a stopword in both languages, is dropped)."""
+    if not terms:
+        return []
+    frequencies = lexeme_frequencies(conn)
+    if not frequencies:
+        return terms
+    lexemes = stems(conn, terms)
+    return [t for t in terms
+            if lexemes.get(t) and all(frequencies.get(x, 0.0) <= common_share
+                                      for x in lexemes[t])]
+
+
+def forget() -> None:
+    """Drop the cached statistics (tests, or after a large import)."""
+    with _lock:
+        _frequencies.clear()
