@@ -58,7 +58,7 @@ class Settings(BaseSettings):
     retrieval_exact_scan_max: int = Field(
         2000, ge=0, description="Visible memories up to which search scans exactly."
     )
-    retrieval_hnsw_ef_search: int = Field(64, ge=10, le=1000)
+    retrieval_hnsw_ef_search: int = Field(40, ge=10, le=1000)
     retrieval_keyword_common_share: float = Field(
         0.05, gt=0.0, le=1.0,
         description="A query word found in more than this share of all chunks (planner "

@@ -254,7 +254,9 @@ def search_memories(
                          provider.preprocessing)
     active = active_generation(conn, ctx.instance_key)
     vector = _query_vector(provider, query) if active and active.generation_key == key else None
-    candidate_cap = max(limit * 4, 24)
+    # Keyword candidates are cheap (GIN); every vector candidate is an HNSW visit plus a
+    # heap fetch, and the fused top k rarely reaches deeper than 2k into the vector ranking.
+    candidate_cap, vector_cap = max(limit * 4, 24), max(limit * 2, 12)
 
     visible = _chunk_filter(ctx, scopes)
     arms: list[sql.Composable] = []
@@ -266,7 +268,7 @@ def search_memories(
                                  settings.retrieval_keyword_match_cap))
     exact_max = settings.retrieval_exact_scan_max
     if vector is not None:
-        arms.extend(_vector_arms(ctx, visible, key, provider.dimensions, candidate_cap,
+        arms.extend(_vector_arms(ctx, visible, key, provider.dimensions, vector_cap,
                                  exact_max))
     if not arms:
         return []
@@ -278,7 +280,7 @@ def search_memories(
         # HNSW here), no parallel fan-out, and the iterative HNSW scan keeps going until
         # enough rows pass the audience filter.
         conn.execute(_SEARCH_SETTINGS, {
-            "ef_search": str(max(settings.retrieval_hnsw_ef_search, candidate_cap))})
+            "ef_search": str(max(settings.retrieval_hnsw_ef_search, vector_cap))})
         if explain is not None:
             explain.extend(row[0] for row in conn.execute(
                 sql.SQL("EXPLAIN (ANALYZE, BUFFERS) {}").format(statement), {"qv": vector}))
