@@ -118,6 +118,8 @@ QUESTIONS = (
     "Who owns the migration of the {product}?",
     "How does {person} prefer to be contacted?",
     "Which discount did {company} ask for in {month_en}?",
+    "Why was invoice {number} disputed?",
+    "Welche Belege fehlen zur Position {number}?",
     "How does {company} pay?",
     "Where does {company} use the {product}?",
 )
@@ -168,7 +170,8 @@ class Workload:
         question = rng.choice(QUESTIONS).format(
             company=rng.choice(_COMPANIES), person=rng.choice(self.people),
             product=rng.choice(_PRODUCTS), city=rng.choice(_CITIES),
-            month_de=rng.choice(_MONTHS_DE), month_en=rng.choice(_MONTHS_EN))
+            month_de=rng.choice(_MONTHS_DE), month_en=rng.choice(_MONTHS_EN),
+            number=rng.randint(1000, 99999))
         params: dict[str, Any] = {"query": question}
         if rng.random() < 0.3:
             params["scope"] = rng.choice(SCOPES)

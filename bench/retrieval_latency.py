@@ -51,6 +51,9 @@ QUESTIONS = (
     "Why was the invoice for {company} disputed?",
     "Wann ist die Inventur bei {company} geplant?",
     "Who owns the migration of the {product}?",
+    # Identifiers: the keyword arm (GIN) finds these; common words alone do not.
+    "Why was invoice {number} disputed?",
+    "Welche Belege fehlen zur Position {number}?",
 )
 COMPANIES = ("Nordlicht GmbH", "Alpen Logistik AG", "Elbtal Software", "Isar Energie",
              "Brandt Steuerberatung", "Spree Medien")
@@ -120,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             def one() -> tuple[float, int]:
                 question = rng.choice(QUESTIONS).format(
                     company=rng.choice(COMPANIES), person=rng.choice(PEOPLE),
-                    product=rng.choice(PRODUCTS))
+                    product=rng.choice(PRODUCTS), number=rng.randint(1000, 99999))
                 ctx = random_context(rng, instance)
                 started = time.perf_counter()
                 hits = search_memories(conn, settings, ctx, question, embedder=provider,
@@ -132,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             samples = [one() for _ in range(args.queries)]
             plan: list[str] = []
             search_memories(conn, settings, AccessContext(instance, user_id="user-001"),
-                            "Wann ist die Umsatzsteuervoranmeldung für Nordlicht GmbH fällig?",
+                            "Why was invoice 48213 for Nordlicht GmbH disputed?",
                             embedder=provider, stamp=False, explain=plan)
             machine = machine_info(conn)
 

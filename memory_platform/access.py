@@ -20,8 +20,9 @@ The instance boundary comes first: no predicate ever matches another instance's 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from psycopg import sql
 
@@ -96,8 +97,26 @@ def audience_for(kind: AudienceKind, ctx: AccessContext) -> Audience:
     raise AccessError(f"unknown visibility {kind!r}; use one of {', '.join(AUDIENCE_KINDS)}")
 
 
+# How a predicate embeds the caller's values: quoted literals by default, or placeholders of
+# a :class:`Bind` (the search hot path sends one statement text per context shape, which the
+# server can keep prepared).
+Binder = Callable[[Any], sql.Composable]
+
+
+class Bind:
+    """Collects values as named parameters: ``bind(value)`` answers its placeholder."""
+
+    def __init__(self) -> None:
+        self.params: dict[str, Any] = {}
+
+    def __call__(self, value: Any) -> sql.Placeholder:
+        name = f"v{len(self.params)}"
+        self.params[name] = value
+        return sql.Placeholder(name)
+
+
 def _branches(ctx: AccessContext, alias: str, kind_col: str, key_col: str,
-              owner_col: str | None) -> list[sql.Composed]:
+              owner_col: str | None, bind: Binder = sql.Literal) -> list[sql.Composed]:
     """THE visibility rule, over any row that carries an audience (kind, key) and optionally
     the user it belongs to, as disjuncts (private rows have the owner's user id as their
     audience key). Each disjunct alone is index-friendly; :func:`_rule` ORs them."""
@@ -105,31 +124,32 @@ def _branches(ctx: AccessContext, alias: str, kind_col: str, key_col: str,
     branches = [sql.SQL("{} = 'workspace'").format(kind)]
     if ctx.user_id:
         branches.append(sql.SQL("({} = 'private' AND {} = {})").format(
-            kind, key, sql.Literal(ctx.user_id)))
+            kind, key, bind(ctx.user_id)))
     if ctx.has_team_access:
         branches.append(sql.SQL("{} = 'team'").format(kind))
     channel_keys = [k for k in (ctx.channel_thread_key, ctx.group_room_id) if k]
     if channel_keys:
         branches.append(sql.SQL("({} = 'channel' AND {} = ANY({}))").format(
-            kind, key, sql.Literal(channel_keys)))
+            kind, key, bind(channel_keys)))
     if ctx.user_id and owner_col:
         branches.append(sql.SQL("({} = 'channel' AND {} = {})").format(
-            kind, sql.Identifier(alias, owner_col), sql.Literal(ctx.user_id)))
+            kind, sql.Identifier(alias, owner_col), bind(ctx.user_id)))
     return branches
 
 
 def _rule(ctx: AccessContext, alias: str, kind_col: str, key_col: str,
-          owner_col: str | None) -> sql.Composed:
+          owner_col: str | None, bind: Binder = sql.Literal) -> sql.Composed:
     """The instance boundary AND any branch of the rule."""
     return sql.SQL("({} = {} AND ({}))").format(
-        sql.Identifier(alias, "instance_key"), sql.Literal(ctx.instance_key),
-        sql.SQL(" OR ").join(_branches(ctx, alias, kind_col, key_col, owner_col)))
+        sql.Identifier(alias, "instance_key"), bind(ctx.instance_key),
+        sql.SQL(" OR ").join(_branches(ctx, alias, kind_col, key_col, owner_col, bind)))
 
 
-def visibility_predicate(ctx: AccessContext, alias: str = "m") -> sql.Composed:
+def visibility_predicate(ctx: AccessContext, alias: str = "m",
+                         bind: Binder = sql.Literal) -> sql.Composed:
     """SQL condition, true exactly for the ``agent_memories`` rows ``ctx`` may see (the
     linked user of a channel row is its ``user_id``). Values are quoted by psycopg."""
-    return _rule(ctx, alias, "visibility_scope", "audience_key", "user_id")
+    return _rule(ctx, alias, "visibility_scope", "audience_key", "user_id", bind)
 
 
 def audience_predicate(ctx: AccessContext, alias: str = "a") -> sql.Composed:
@@ -138,17 +158,19 @@ def audience_predicate(ctx: AccessContext, alias: str = "a") -> sql.Composed:
     return _rule(ctx, alias, "audience_kind", "audience_key", "owner_user_id")
 
 
-def chunk_predicate(ctx: AccessContext, alias: str = "c") -> sql.Composed:
+def chunk_predicate(ctx: AccessContext, alias: str = "c",
+                    bind: Binder = sql.Literal) -> sql.Composed:
     """The same rule over the audience copy a chunk carries (``visibility_scope``,
     ``audience_key``, ``owner_user_id``; migration 0008): lets the search arms filter chunk
     rows without a join. A pre-filter: the final statement applies the memory rule too."""
-    return _rule(ctx, alias, "visibility_scope", "audience_key", "owner_user_id")
+    return _rule(ctx, alias, "visibility_scope", "audience_key", "owner_user_id", bind)
 
 
-def chunk_branches(ctx: AccessContext, alias: str = "c") -> list[sql.Composed]:
+def chunk_branches(ctx: AccessContext, alias: str = "c",
+                   bind: Binder = sql.Literal) -> list[sql.Composed]:
     """The disjuncts of :func:`chunk_predicate` without the instance boundary (callers add
     it): search counts the visible chunks one index-only scan per branch."""
-    return _branches(ctx, alias, "visibility_scope", "audience_key", "owner_user_id")
+    return _branches(ctx, alias, "visibility_scope", "audience_key", "owner_user_id", bind)
 
 
 def graph_predicate(ctx: AccessContext, alias: str = "k") -> sql.Composed:

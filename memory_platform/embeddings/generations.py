@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
+import time
 from dataclasses import dataclass
 
 import psycopg
@@ -120,6 +122,7 @@ def register_generation(
             conn.execute(_RETIRE_ACTIVE, (instance_key,))
             row = conn.execute(_ACTIVATE, (row[0],)).fetchone()
         ensure_vector_indexes(conn, key, dimensions)
+    forget_active_generations()
     return Generation(*row)
 
 
@@ -138,3 +141,33 @@ def ensure_generation(conn: psycopg.Connection, instance_key: str, provider) -> 
 def active_generation(conn: psycopg.Connection, instance_key: str) -> Generation | None:
     row = conn.execute(_FIND_ACTIVE, (instance_key,)).fetchone()
     return Generation(*row) if row else None
+
+
+# The read path asks for the active generation on every search; it changes only when a
+# re-embedding switches models. Searches may use a cached answer for a few seconds (a switch
+# made by another process shows after at most ACTIVE_CACHE_SECONDS; one made by this process
+# at once): during that window the old generation's vectors still match their old key.
+ACTIVE_CACHE_SECONDS = 5.0
+_active_cache: dict[tuple, tuple[float, Generation | None]] = {}
+_active_lock = threading.Lock()
+
+
+def cached_active_generation(conn: psycopg.Connection, instance_key: str) -> Generation | None:
+    info = conn.info
+    key = (info.host, info.port, info.dbname, instance_key)
+    now = time.monotonic()
+    with _active_lock:
+        hit = _active_cache.get(key)
+    if hit is not None and now - hit[0] < ACTIVE_CACHE_SECONDS:
+        return hit[1]
+    generation = active_generation(conn, instance_key)
+    with _active_lock:
+        if len(_active_cache) > 10_000:
+            _active_cache.clear()
+        _active_cache[key] = (now, generation)
+    return generation
+
+
+def forget_active_generations() -> None:
+    with _active_lock:
+        _active_cache.clear()

@@ -46,11 +46,13 @@ from psycopg import sql
 from memory_platform.access import (
     SUBJECT_REF_KEYS,
     AccessContext,
+    Bind,
+    Binder,
     chunk_branches,
     chunk_predicate,
 )
 from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_provider
-from memory_platform.embeddings.generations import active_generation, generation_key
+from memory_platform.embeddings.generations import cached_active_generation, generation_key
 from memory_platform.errors import InvalidInput
 from memory_platform.retrieval.feedback import feedback_multiplier
 from memory_platform.retrieval.filters import ASSERTION_JOIN, recallable_memory
@@ -66,6 +68,7 @@ _MAX_TERMS = 24
 SUBJECT_BOOST_PER_MATCH, SUBJECT_BOOST_MAX = 0.1, 1.3
 _SEARCH_SETTINGS = """
     SELECT set_config('enable_seqscan', 'off', true),
+           set_config('plan_cache_mode', 'force_generic_plan', true),
            set_config('max_parallel_workers_per_gather', '0', true),
            set_config('hnsw.iterative_scan', 'relaxed_order', true),
            set_config('hnsw.ef_search', %(ef_search)s, true)
@@ -99,8 +102,8 @@ def query_terms(query: str) -> list[str]:
     return list(seen)[:_MAX_TERMS]
 
 
-def _tsquery(terms: list[str]) -> sql.Composable:
-    text = sql.Literal(" | ".join(terms))
+def _tsquery(terms: list[str], bind: Binder = sql.Literal) -> sql.Composable:
+    text = bind(" | ".join(terms))
     return sql.SQL("(to_tsquery('english', {t}) || to_tsquery('german', {t}))").format(t=text)
 
 
@@ -117,22 +120,23 @@ def _vector_expr(dims: int) -> sql.Composable:
         d=sql.Literal(dims))
 
 
-def _chunk_filter(ctx: AccessContext, scopes: tuple[str, ...] | None) -> sql.Composable:
+def _chunk_filter(ctx: AccessContext, scopes: tuple[str, ...] | None,
+                  bind: Binder) -> sql.Composable:
     """The chunks an arm may return: recallable, visible to ``ctx`` by the audience copy
     they carry, and within ``scopes`` when given (it narrows, never widens)."""
-    return sql.SQL("c.recallable AND {}{}").format(chunk_predicate(ctx, "c"),
-                                                   _scope_filter("c", scopes))
+    return sql.SQL("c.recallable AND {}{}").format(chunk_predicate(ctx, "c", bind),
+                                                   _scope_filter("c", scopes, bind))
 
 
-def _scope_filter(alias: str, scopes: tuple[str, ...] | None) -> sql.Composable:
+def _scope_filter(alias: str, scopes: tuple[str, ...] | None, bind: Binder) -> sql.Composable:
     if not scopes:
         return sql.SQL("")
     return sql.SQL(" AND {} = ANY({})").format(sql.Identifier(alias, "visibility_scope"),
-                                              sql.Literal(list(scopes)))
+                                              bind(list(scopes)))
 
 
-def _keyword_arm(visible: sql.Composable, terms: list[str], cap: int,
-                 match_cap: int) -> sql.Composable:
+def _keyword_arm(visible: sql.Composable, terms: list[str], cap: int, match_cap: int,
+                 bind: Binder) -> sql.Composable:
     # The GIN index alone finds the matches (OFFSET 0 keeps the audience conditions out of
     # the index scan: ANDing the instance's audience bitmap costs more than it saves); the
     # chunks' own audience columns then filter them, no join before the LIMIT. Only the
@@ -147,28 +151,28 @@ def _keyword_arm(visible: sql.Composable, terms: list[str], cap: int,
         ) matches
         ORDER BY ts_rank(matches.content_tsv, {tsq}, 0) DESC
         LIMIT {cap}
-    """).format(tsq=_tsquery(terms), visible=visible, match_cap=sql.Literal(match_cap),
+    """).format(tsq=_tsquery(terms, bind), visible=visible, match_cap=sql.Literal(match_cap),
                 cap=sql.Literal(cap))
 
 
-def _visible_count(ctx: AccessContext, scopes: tuple[str, ...] | None,
-                   bound: int) -> sql.Composable:
+def _visible_count(ctx: AccessContext, scopes: tuple[str, ...] | None, bound: int,
+                   bind: Binder) -> sql.Composable:
     """How many chunks ``ctx`` may see, counted no further than ``bound``: one short
     index-only scan per branch of the rule, appended, stopping at the bound (an OR of the
     branches would need the heap)."""
     branches = [
         sql.SQL("(SELECT 1 FROM agent_memory_chunks c"
                 " WHERE c.instance_key = {instance} AND c.recallable AND {branch}{scopes})"
-                ).format(instance=sql.Literal(ctx.instance_key), branch=branch,
-                         scopes=_scope_filter("c", scopes))
-        for branch in chunk_branches(ctx, "c")
+                ).format(instance=bind(ctx.instance_key), branch=branch,
+                         scopes=_scope_filter("c", scopes, bind))
+        for branch in chunk_branches(ctx, "c", bind)
     ]
     return sql.SQL("SELECT count(*) AS n FROM ({} LIMIT {}) visible_chunks").format(
         sql.SQL(" UNION ALL ").join(branches), sql.Literal(bound))
 
 
 def _vector_arms(ctx: AccessContext, visible: sql.Composable, key: str, dims: int, cap: int,
-                 exact_max: int) -> list[sql.Composable]:
+                 exact_max: int, bind: Binder) -> list[sql.Composable]:
     """Two arms, of which exactly one runs, gated by the ``visible_count`` CTE: a small
     visible set is scanned exactly (its audience btree, then every distance: a filtered
     HNSW scan can return fewer than topK rows); a large one walks the generation's HNSW
@@ -176,7 +180,8 @@ def _vector_arms(ctx: AccessContext, visible: sql.Composable, key: str, dims: in
     common = sql.SQL("""
         FROM agent_memory_chunks c
        WHERE c.embedding_key = {key} AND c.instance_key = {instance} AND {visible}
-    """).format(key=sql.Literal(key), instance=sql.Literal(ctx.instance_key), visible=visible)
+    """).format(key=sql.Literal(key),  # a literal: it selects the partial HNSW index
+                instance=bind(ctx.instance_key), visible=visible)
     distance = _vector_expr(dims)
     exact = sql.SQL("SELECT c.id {common} AND (SELECT n FROM visible_count) <= {max}"
                     " ORDER BY {distance} + 0 LIMIT {cap}").format(
@@ -189,7 +194,8 @@ def _vector_arms(ctx: AccessContext, visible: sql.Composable, key: str, dims: in
 
 def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
                       arms: list[sql.Composable], terms: list[str], key: str | None,
-                      dims: int | None, visible_count: sql.Composable) -> sql.Composable:
+                      dims: int | None, visible_count: sql.Composable,
+                      bind: Binder) -> sql.Composable:
     """Candidates of every arm, then their details and both real scores, in one statement.
     The full recall rule (memory visibility, state, assertion approval and validity) is
     applied here: the chunk columns the arms filter on are only a copy."""
@@ -197,10 +203,11 @@ def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
     if key is not None:
         vector_score = sql.SQL("CASE WHEN c.embedding_key = {key} THEN 1 - {d} END").format(
             key=sql.Literal(key), d=_vector_expr(dims))
-    keyword_score = (sql.SQL("ts_rank(c.content_tsv, {}, 0)").format(_tsquery(terms))
+    keyword_score = (sql.SQL("ts_rank(c.content_tsv, {}, 0)").format(_tsquery(terms, bind))
                      if terms else sql.SQL("0::real"))
     candidates = sql.SQL(" UNION ").join(sql.SQL("({})").format(arm) for arm in arms)
-    visible = sql.SQL("{}{}").format(recallable_memory(ctx), _scope_filter("m", scopes))
+    visible = sql.SQL("{}{}").format(recallable_memory(ctx, bind),
+                                     _scope_filter("m", scopes, bind))
     return sql.SQL("""
         WITH visible_count AS MATERIALIZED ({visible_count}),
              candidates AS MATERIALIZED ({candidates})
@@ -252,30 +259,33 @@ def search_memories(
     provider = embedder or get_provider(settings)
     key = generation_key(provider.provider, provider.model, provider.dimensions,
                          provider.preprocessing)
-    active = active_generation(conn, ctx.instance_key)
+    active = cached_active_generation(conn, ctx.instance_key)
     vector = _query_vector(provider, query) if active and active.generation_key == key else None
     # Keyword candidates are cheap (GIN); every vector candidate is an HNSW visit plus a
     # heap fetch, and the fused top k rarely reaches deeper than 2k into the vector ranking.
     candidate_cap, vector_cap = max(limit * 4, 24), max(limit * 2, 12)
 
-    visible = _chunk_filter(ctx, scopes)
+    bind = Bind()  # values as parameters: one statement text per context shape (prepared)
+    visible = _chunk_filter(ctx, scopes, bind)
     arms: list[sql.Composable] = []
     # Without a query vector the keyword arm is the only source: every word counts then.
     generating = (selective_terms(conn, terms, settings.retrieval_keyword_common_share)
                   if vector is not None else terms)
     if generating:
         arms.append(_keyword_arm(visible, generating, candidate_cap,
-                                 settings.retrieval_keyword_match_cap))
+                                 settings.retrieval_keyword_match_cap, bind))
     exact_max = settings.retrieval_exact_scan_max
     if vector is not None:
         arms.extend(_vector_arms(ctx, visible, key, provider.dimensions, vector_cap,
-                                 exact_max))
+                                 exact_max, bind))
     if not arms:
         return []
     statement = _search_statement(ctx, scopes, arms, terms,
                                   key if vector is not None else None, provider.dimensions,
-                                  _visible_count(ctx, scopes, exact_max + 1))
-    with conn.transaction():
+                                  _visible_count(ctx, scopes, exact_max + 1, bind), bind)
+    params = {**bind.params, "qv": vector}
+    # One round trip (pipeline): BEGIN, the settings, the statement, COMMIT.
+    with conn.pipeline(), conn.transaction():
         # Hot path: indexes only (a scan of the chunk table is never cheaper than GIN or
         # HNSW here), no parallel fan-out, and the iterative HNSW scan keeps going until
         # enough rows pass the audience filter.
@@ -283,8 +293,8 @@ def search_memories(
             "ef_search": str(max(settings.retrieval_hnsw_ef_search, vector_cap))})
         if explain is not None:
             explain.extend(row[0] for row in conn.execute(
-                sql.SQL("EXPLAIN (ANALYZE, BUFFERS) {}").format(statement), {"qv": vector}))
-        rows = conn.execute(statement, {"qv": vector}).fetchall()
+                sql.SQL("EXPLAIN (ANALYZE, BUFFERS) {}").format(statement), params))
+        rows = conn.execute(statement, params, prepare=True).fetchall()
 
     hits = _rank(rows, settings, limit, subject_refs or {},
                  getattr(provider, "similarity_floor", 0.0))
