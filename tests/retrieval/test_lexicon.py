@@ -1,0 +1,76 @@
+"""Common words score candidates but do not generate them (retrieval/lexicon.py).
+
+Real planner statistics: the test writes chunks where one word is in every row, runs
+ANALYZE, and checks which words still generate keyword candidates, and that search keeps
+finding what the selective words and the vectors find.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from memory_platform.access import AccessContext
+from memory_platform.memories.store import MemoryWrite, store_memory
+from memory_platform.retrieval import lexicon
+from memory_platform.retrieval.search import search_memories
+from memory_platform.settings import Settings
+from tests.memories.support import OutageEmbedder
+
+COMMON = "quarterly"
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path) -> Settings:
+    return Settings(database_url=database_url, embedding_provider="hash",
+                    data_dir=tmp_path / "state", _env_file=None)  # type: ignore[call-arg]
+
+
+@pytest.fixture
+def ctx() -> AccessContext:
+    return AccessContext(f"lexicon-{uuid.uuid4().hex[:10]}", user_id="ada")
+
+
+@pytest.fixture
+def corpus(conn, settings, ctx) -> dict[int, uuid.UUID]:
+    """60 memories that all say COMMON; each also names its own ticket number."""
+    ids = {}
+    for n in range(60):
+        text = f"The {COMMON} report of team {n % 7} mentions ticket T{4000 + n} once."
+        ids[n] = store_memory(conn, settings, ctx, MemoryWrite(text, source_type="manual",
+                                                               visibility="team")).id
+    conn.execute("ANALYZE agent_memory_chunks")
+    lexicon.forget()
+    return ids
+
+
+def test_without_statistics_every_word_is_selective(conn):
+    # A fresh database has no statistics for the chunk tsvector yet.
+    lexicon.forget()
+    assert lexicon.lexeme_frequencies(conn) == {}
+    assert lexicon.selective_terms(conn, ["quarterly", "t4007"], 0.05) == [
+        "quarterly", "t4007"]
+
+
+def test_a_word_in_every_chunk_does_not_generate_candidates(conn, corpus):
+    frequencies = lexicon.lexeme_frequencies(conn)
+    assert frequencies.get("quarter", 0) > 0.9  # the English stem, in every chunk
+    assert lexicon.selective_terms(conn, [COMMON, "t4007", "report"], 0.05) == ["t4007"]
+    assert lexicon.selective_terms(conn, [COMMON, "t4007"], 1.0) == [COMMON, "t4007"]
+
+
+def test_the_selective_word_finds_its_memory_and_common_words_still_score(
+        conn, settings, ctx, corpus):
+    hits = search_memories(conn, settings, ctx, f"{COMMON} report ticket T4007", stamp=False)
+    assert hits and hits[0].memory_id == corpus[7]
+    assert hits[0].keyword_score == 1.0  # the best keyword score among the candidates
+
+
+def test_without_a_query_vector_common_words_still_generate_candidates(
+        conn, settings, ctx, corpus):
+    # Keyword-only search (the embedding service is down): every word counts.
+    hits = search_memories(conn, settings, ctx, f"{COMMON} report", stamp=False,
+                           embedder=OutageEmbedder())
+    assert len(hits) == settings.retrieval_top_k
+    assert {h.memory_id for h in hits} <= set(corpus.values())
