@@ -67,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rebuild-index", choices=("auto", "yes", "no"), default="auto")
     parser.add_argument("--dimensions", type=int, default=None,
                         help="hash embedding dimensions (default: the setting, 1536)")
+    parser.add_argument("--loaders", type=int, default=None,
+                        help="concurrent loader connections (default: the setting, 2)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--profile", type=Path, default=None,
                         help="write a cProfile of the import to this file")
@@ -75,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep the database on --database-url's server afterwards")
     args = parser.parse_args(argv)
 
+    load_before = os.getloadavg()
     print(f"generating {args.n:,} memories ...", file=sys.stderr)
     t0 = time.perf_counter()
     corpus = list(synthetic_corpus(args.n, seed=args.seed))
@@ -96,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
                 profiler.enable()
             stats = import_memories(conn, settings, context_from_row(INSTANCE), corpus,
                                     embedder=provider, batch_size=args.batch_size,
-                                    progress=_progress(5.0), rebuild_index=rebuild)
+                                    progress=_progress(5.0), rebuild_index=rebuild,
+                                    loaders=args.loaders)
             if profiler:
                 profiler.disable()
                 profiler.dump_stats(args.profile)
@@ -121,11 +125,15 @@ def main(argv: list[str] | None = None) -> int:
         "load_seconds": round(stats.load_seconds, 2),
         "load_rows_per_second": round(stats.load_rows_per_second, 1),
         "index_build_seconds": round(stats.index_seconds, 2),
+        "fulltext_rebuilt": stats.fulltext_rebuilt,
+        "fulltext_build_seconds": round(stats.fulltext_seconds, 2),
+        "loaders": args.loaders or settings.import_loaders,
         "total_seconds": round(stats.seconds, 2),
         "total_rows_per_second": round(stats.rows_per_second, 1),
         "chunks_table_size": size,
         "target_rows_per_second": 1000,
         "machine": machine,
+        "load_average_before": [round(x, 2) for x in load_before],
         "settings": {"maintenance_work_mem": settings.index_build_maintenance_work_mem,
                      "max_parallel_maintenance_workers": settings.index_build_parallel_workers},
     }
@@ -133,9 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"rows {stats.rows:,}  accepted {stats.accepted:,}  deduplicated "
           f"{stats.deduplicated:,}  rejected {len(stats.rejected):,}  chunks {chunks:,}")
     print(f"load   {stats.load_seconds:8.1f} s  {stats.load_rows_per_second:8,.0f} rows/s")
-    print(f"index  {stats.index_seconds:8.1f} s  (rebuilt: {stats.index_rebuilt})")
+    print(f"index  {stats.index_seconds:8.1f} s  (HNSW rebuilt: {stats.index_rebuilt}; GIN "
+          f"rebuilt: {stats.fulltext_rebuilt}, {stats.fulltext_seconds:.1f} s of it)")
     print(f"total  {stats.seconds:8.1f} s  {stats.rows_per_second:8,.0f} rows/s  "
           f"(target >= 1,000)")
+    print(f"load average before {load_before[0]:.2f}, after "
+          f"{machine['load_average_1m_after']:.2f}")
     print(f"machine: {machine['cores']} cores, {machine['ram_gb']} GB RAM, {machine['cpu']}, "
           f"PostgreSQL {machine['postgresql']}, pgvector {machine['pgvector']}")
     if args.keep:

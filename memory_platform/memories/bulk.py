@@ -8,14 +8,33 @@ vectors and, for facts, the canonical assertion with verbatim evidence and the w
 policy decision. A row that breaks a rule is reported with its line number and the reason;
 the other rows continue.
 
-What differs is the mechanics: a batch is embedded in one provider call and written in one
-transaction with binary COPY; assertions, evidence and assertion vectors go through temporary
-tables and ``INSERT ... SELECT ... ON CONFLICT`` because their uniqueness must be honoured.
-Embedding (CPU- or network-bound) of the next batch overlaps the database work of the current
-one in a worker thread. The ledger decisions of a batch (a fact's policy decision, the
-activation of an undecided assertion that a person restates, which row gives an assertion its
-vector) are replayed in line order, so a batch ends in the state one-by-one writes would have
-left (tests compare the two field by field).
+What differs is the mechanics: a batch is embedded in one provider call and written with
+binary COPY; assertions, evidence and assertion vectors go through temporary tables and
+``INSERT ... SELECT ... ON CONFLICT`` because their uniqueness must be honoured. Checks,
+chunking and embedding of the next batches overlap the database work of the current one in a
+worker thread, or, for a large import with the hash model (pure Python, it holds the GIL), in
+a worker process (``import_prepare_processes``).
+
+Loaders: the rows of a batch are written by ``import_loaders`` connections at once (the server
+work of a COPY is single-threaded per connection). A row goes to the loader chosen by a hash of
+its instance, audience and normalised content, so every repeat of a memory (its dedup key) and
+every fact of one assertion identity meet in the same loader, which writes its shares in batch
+order: dedup and the ledger decisions are those of a sequential import. Each loader's share of
+a batch is one transaction (a batch commits as up to ``import_loaders`` transactions; a share
+is all or nothing, and rows the database refuses are found row by row as before). Results and
+progress are merged in batch order; a failure lets the shares already handed out commit, as
+the batches before a failing one do, and then raises.
+
+Planner statistics: the dedup lookup and the assertion joins are planned from the statistics
+of the tables the import fills; planned from an empty table they scan (a nested loop over a
+sequential scan, or over the audience index, which holds thousands of rows of one audience).
+The import analyses ``agent_memories`` and ``agent_memory_assertions`` after the first batch
+and whenever it has doubled them since.
+
+The ledger decisions of a batch (a fact's policy decision, the activation of an undecided
+assertion that a person restates, which row gives an assertion its vector) are replayed in
+line order, so a batch ends in the state one-by-one writes would have left (tests compare the
+two field by field).
 
 HNSW maintenance dominates a large load (a vector insert into an HNSW graph is ~20x slower than
 a COPY without it). When the import is large relative to what the generation's indexes already
@@ -25,16 +44,32 @@ empty placeholder of the same name for the duration of the load (so a concurrent
 maintenance memory and parallel workers. A session advisory lock per generation key keeps two
 imports from swapping the same index; an import killed half-way leaves placeholders that the
 next import (or :func:`repair_vector_index`) rebuilds.
+
+The GIN full-text indexes of chunks and assertions are dropped as well for such an import
+(when it brings more rows than their tables hold; ``import_rebuild_fulltext``) and built once
+after the load (a bulk GIN build of 100,000 chunks takes ~3 s; maintaining the index row by
+row cost the load several times that). Meanwhile
+keyword search loses no match: ``@@`` scans the table instead, only slower. The drop waits at
+most a few seconds for its table's lock (a long reader keeps the index); a lock of its own
+("memory-import-index:fulltext") keeps two imports from dropping them twice; an import killed
+half-way leaves them missing, and the next import (or :func:`repair_fulltext_indexes`)
+rebuilds them from the definitions of migrations 0003/0004 (:data:`FULLTEXT_INDEXES`).
 """
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
 import logging
+import multiprocessing
+import pickle
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -96,6 +131,8 @@ _ROW_FIELD_SET = frozenset(ROW_FIELDS)
 # given; a longer stream of unknown size keeps the index (slower, never wrong).
 LOOKAHEAD_MAX_ROWS = 100_000
 _PLACEHOLDER_LOCK = "memory-import-index:"
+# Worker processes prepare an import of at least this many batches (or of unknown size).
+_PROCESS_MIN_BATCHES = 8
 
 
 # --- input ------------------------------------------------------------------------------
@@ -187,9 +224,11 @@ class ImportStats:
     embedding_errors: list[str] = field(default_factory=list)
     generation_key: str | None = None
     index_rebuilt: bool = False
+    fulltext_rebuilt: bool = False  # the GIN full-text indexes were dropped and rebuilt
     index_note: str | None = None
     load_seconds: float = 0.0  # validating, embedding and writing the rows
-    index_seconds: float = 0.0  # swapping out and rebuilding the HNSW indexes
+    index_seconds: float = 0.0  # swapping out and rebuilding the HNSW and GIN indexes
+    fulltext_seconds: float = 0.0  # the GIN share of index_seconds
     seconds: float = 0.0  # all of it
 
     @property
@@ -212,9 +251,11 @@ class ImportStats:
             "assertions_activated": self.assertions_activated, "evidence": self.evidence,
             "batches": self.batches, "embedding_errors": self.embedding_errors,
             "generation_key": self.generation_key, "index_rebuilt": self.index_rebuilt,
+            "fulltext_rebuilt": self.fulltext_rebuilt,
             "index_note": self.index_note,
             "load_seconds": round(self.load_seconds, 3),
             "index_seconds": round(self.index_seconds, 3),
+            "fulltext_seconds": round(self.fulltext_seconds, 3),
             "seconds": round(self.seconds, 3),
             "rows_per_second": round(self.rows_per_second, 1),
             "load_rows_per_second": round(self.load_rows_per_second, 1),
@@ -330,6 +371,54 @@ def _check_row(value: object, settings: Settings, line: int) -> _Row:
                 metadata, content_hash(content), chunks)
 
 
+
+
+# --- stage 1: checks, chunks and vectors, in a worker thread or process -------------------------
+
+# What _prepare answers: the items' count, the rows that passed the checks, the rejected ones,
+# an embedding error, and the vectors (one matrix) with each row's span of it.
+_Prepared = tuple[int, list[_Row], list[Rejection], str | None, np.ndarray | None,
+                  list[tuple[int, int]]]
+
+
+def _prepare(items: list[NumberedRow | MalformedLine], settings: Settings,
+             provider: EmbeddingProvider) -> _Prepared:
+    """Everything about a batch that needs no database. A module function, so that a worker
+    process can run it (the matrix travels back as one array, cheap to pickle)."""
+    rows: list[_Row] = []
+    rejected: list[Rejection] = []
+    for item in items:
+        if isinstance(item, MalformedLine):
+            rejected.append(Rejection(item.line, item.reason, "malformed_json"))
+            continue
+        try:
+            rows.append(_check_row(item.value, settings, item.line))
+        except InvalidInput as exc:
+            rejected.append(Rejection(item.line, exc.message, exc.code))
+    texts: list[str] = []
+    spans: list[tuple[int, int]] = []
+    for row in rows:
+        row_texts = embedding_texts(row.source_type, row.content, row.chunks)
+        spans.append((len(texts), len(texts) + len(row_texts)))
+        texts.extend(row_texts)
+    if not texts:
+        return len(items), rows, rejected, None, None, spans
+    try:
+        matrix = provider.embed_documents(texts)
+    except EmbeddingError as exc:
+        log.warning("embedding failed; importing keyword-only, re-embed later: %s", exc)
+        return len(items), rows, rejected, str(exc), None, spans
+    return len(items), rows, rejected, None, matrix, spans
+
+
+def _attach(prepared: _Prepared) -> tuple[int, list[_Row], list[Rejection], str | None]:
+    """The rows of a prepared batch with their vectors in pgvector's wire format."""
+    count, rows, rejected, error, matrix, spans = prepared
+    if matrix is not None:
+        packed = _packed_vectors(matrix)
+        for row, (start, end) in zip(rows, spans, strict=True):
+            row.vectors = packed[start:end]
+    return count, rows, rejected, error
 
 
 # --- the importer ---------------------------------------------------------------------------
@@ -574,40 +663,10 @@ class _Importer:
         self.vector_info = info
         self.vector_dumper = _packed_dumper(info.oid)
 
-    # -- stage 1 (worker thread): pure checks, chunking, embedding -------------------------
+    # -- stage 1 (worker thread or process): pure checks, chunking, embedding -------------
     def check_and_embed(self, items: list[NumberedRow | MalformedLine]
                         ) -> tuple[int, list[_Row], list[Rejection], str | None]:
-        rows: list[_Row] = []
-        rejected: list[Rejection] = []
-        for item in items:
-            if isinstance(item, MalformedLine):
-                rejected.append(Rejection(item.line, item.reason, "malformed_json"))
-                continue
-            try:
-                rows.append(_check_row(item.value, self.settings, item.line))
-            except InvalidInput as exc:
-                rejected.append(Rejection(item.line, exc.message, exc.code))
-        error = self._embed(rows)
-        return len(items), rows, rejected, error
-
-    def _embed(self, rows: list[_Row]) -> str | None:
-        texts: list[str] = []
-        spans = []
-        for row in rows:
-            row_texts = embedding_texts(row.source_type, row.content, row.chunks)
-            spans.append((len(texts), len(texts) + len(row_texts)))
-            texts.extend(row_texts)
-        if not texts:
-            return None
-        try:
-            matrix = self.provider.embed_documents(texts)
-        except EmbeddingError as exc:
-            log.warning("embedding failed; importing keyword-only, re-embed later: %s", exc)
-            return str(exc)
-        packed = _packed_vectors(matrix)  # here, off the connection's thread
-        for row, (start, end) in zip(rows, spans, strict=True):
-            row.vectors = packed[start:end]
-        return None
+        return _attach(_prepare(items, self.settings, self.provider))
 
     # -- stage 2 (connection owner): audience, dedup, write -------------------------------
     def resolve(self, rows: list[_Row]
@@ -680,13 +739,24 @@ class _Importer:
             self.conn.execute("UPDATE agent_memories SET updated_at = now() WHERE id = ANY(%s)",
                               (ids,))
 
-    def write(self, rows: list[_Row], repeats: dict[int, list[_Row]]) -> _Outcome:
+    def generations_for(self, rows: list[_Row]) -> dict[str, Generation]:
+        """The generation of each instance whose rows carry vectors (registered on the
+        resolving connection, before a loader writes)."""
+        return {row.ctx.instance_key: self.generation(row.ctx.instance_key)
+                for row in rows if row.vectors is not None and row.ctx}
+
+    def on(self, conn: psycopg.Connection) -> _Importer:
+        """This importer writing on ``conn`` (a loader's own connection)."""
+        clone = copy.copy(self)
+        clone.conn = conn
+        return clone
+
+    def write(self, rows: list[_Row], repeats: dict[int, list[_Row]],
+              generations: dict[str, Generation]) -> _Outcome:
         """One transaction: lock the dedup keys (the same locks store_memory takes), look for
         duplicates in the database, COPY the new rows, then apply the ledger decisions of
         the batch in line order, as one-by-one writes would have made them."""
         outcome = _Outcome()
-        generations = {row.ctx.instance_key: self.generation(row.ctx.instance_key)
-                       for row in rows if row.vectors is not None and row.ctx}
         try:
             with self.conn.transaction():
                 self.conn.execute(
@@ -980,6 +1050,121 @@ def _rows_in_index(conn: psycopg.Connection, table: str, key: str, cap: int) -> 
     ).fetchone()[0]
 
 
+def _rows_in_table(conn: psycopg.Connection, table: str, cap: int) -> int:
+    return conn.execute(
+        sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {} LIMIT %s) s")
+        .format(sql.Identifier(table)), (cap,),
+    ).fetchone()[0]
+
+
+# --- the GIN full-text indexes around a large load -------------------------------------------
+
+# Their definitions as in migrations 0003/0004: an import that dropped them (and was killed
+# before it rebuilt them) must be able to put them back without the migration's text.
+FULLTEXT_INDEXES = {
+    "agent_memory_chunks_tsv_idx": ("agent_memory_chunks", "content_tsv"),
+    "agent_memory_assertions_tsv_idx": ("agent_memory_assertions", "assertion_tsv"),
+}
+_FULLTEXT_LOCK = "fulltext"  # the lock "memory-import-index:fulltext"
+# Dropping an index waits for an exclusive lock on its table; a long reader must not stall
+# every other query behind the import's DROP: after this wait the import keeps the index.
+_FULLTEXT_DROP_LOCK_TIMEOUT = "3s"
+
+
+def _fulltext_statement(name: str) -> sql.Composed:
+    table, column = FULLTEXT_INDEXES[name]
+    return sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin ({})").format(
+        sql.Identifier(name), sql.Identifier(table), sql.Identifier(column))
+
+
+def fulltext_index_exists(conn: psycopg.Connection, name: str) -> bool:
+    return conn.execute("SELECT to_regclass(quote_ident(%s)) IS NOT NULL",
+                        (name,)).fetchone()[0]
+
+
+def drop_fulltext_indexes(conn: psycopg.Connection, names: Iterable[str]) -> list[str]:
+    """Drop the GIN full-text indexes ``names`` for a bulk load (hold the full-text import
+    lock meanwhile); answers the ones dropped. Keyword search keeps every match while they
+    are gone (``@@`` scans the table instead), only slower. A drop that cannot get its
+    table's lock within a few seconds keeps that index."""
+    dropped = []
+    for name in names:
+        try:
+            with conn.transaction():
+                conn.execute("SELECT set_config('lock_timeout', %s, true)",
+                             (_FULLTEXT_DROP_LOCK_TIMEOUT,))
+                conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
+            dropped.append(name)
+        except psycopg.errors.LockNotAvailable:
+            log.warning("kept %s: its table is busy", name)
+    return dropped
+
+
+def build_fulltext_indexes(conn: psycopg.Connection, settings: Settings) -> float:
+    """Create the GIN full-text indexes that are missing, with the bulk build settings;
+    answers the seconds it took. Writers of a table wait while its index builds."""
+    started = time.perf_counter()
+    for name in FULLTEXT_INDEXES:
+        if fulltext_index_exists(conn, name):
+            continue
+        with conn.transaction():
+            conn.execute("SELECT set_config('maintenance_work_mem', %s, true)",
+                         (settings.index_build_maintenance_work_mem,))
+            conn.execute("SELECT set_config('max_parallel_maintenance_workers', %s, true)",
+                         (str(settings.index_build_parallel_workers),))
+            conn.execute(_fulltext_statement(name))
+    return time.perf_counter() - started
+
+
+def repair_fulltext_indexes(conn: psycopg.Connection, settings: Settings) -> bool:
+    """Rebuild the GIN full-text indexes an interrupted import left dropped (unless an
+    import is loading without them right now). Answers whether it did."""
+    def missing() -> bool:
+        return not all(fulltext_index_exists(conn, name) for name in FULLTEXT_INDEXES)
+
+    if not missing() or not _try_index_lock(conn, _FULLTEXT_LOCK):
+        return False
+    try:
+        if not missing():
+            return False
+        log.warning("rebuilding the full-text indexes left behind by an interrupted import")
+        build_fulltext_indexes(conn, settings)
+        return True
+    finally:
+        _index_unlock(conn, _FULLTEXT_LOCK)
+
+
+# --- planner statistics during a load --------------------------------------------------------
+
+# The dedup lookup and the assertion joins are planned from the statistics of the tables the
+# import fills. Planned from an empty (or much smaller) table they pick a sequential scan or
+# the audience index (one audience holds thousands of rows), and each batch gets slower.
+# The import analyses these tables whenever it has doubled them since the last analysis.
+_ANALYZED_TABLES = ("agent_memories", "agent_memory_assertions")
+
+
+class _Statistics:
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+        before = conn.execute(
+            "SELECT greatest(reltuples, 0)::bigint FROM pg_class"
+            " WHERE oid = 'agent_memories'::regclass").fetchone()[0]
+        self.rows = before  # what the statistics describe
+        self.written = 0
+
+    def wrote(self, accepted: int) -> None:
+        self.written += accepted
+        if self.written and self.written >= max(self.rows, 1):
+            t0 = time.perf_counter()
+            with self.conn.transaction():
+                for table in _ANALYZED_TABLES:
+                    self.conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
+            log.debug("analysed %s in %.2f s", ", ".join(_ANALYZED_TABLES),
+                      time.perf_counter() - t0)
+            self.rows += self.written
+            self.written = 0
+
+
 # --- entry point -----------------------------------------------------------------------------
 
 
@@ -996,31 +1181,50 @@ def _chain(head: list[Any], tail: Iterator[Any]) -> Iterator[Any]:
     yield from tail
 
 
+def _import_size(conn: psycopg.Connection, settings: Settings, key: str,
+                 items: Iterator[NumberedRow | MalformedLine], known: int | None,
+                 ) -> tuple[int | None, Iterator[NumberedRow | MalformedLine]]:
+    """The import's size when it matters for auto mode: given, or learnt by a bounded
+    look-ahead (None: larger than anything the look-ahead would rebuild for)."""
+    if known is not None:
+        return known, items
+    threshold = settings.import_rebuild_index_min_rows
+    existing = _rows_in_index(conn, "agent_memory_chunks", key, LOOKAHEAD_MAX_ROWS + 1)
+    bound = max(threshold, existing) + 1
+    if bound > LOOKAHEAD_MAX_ROWS:
+        return None, items
+    head = list(islice(items, bound))
+    return len(head), _chain(head, items)
+
+
 def _indexes_to_rebuild(conn: psycopg.Connection, settings: Settings, key: str,
-                        items: Iterator[NumberedRow | MalformedLine], known: int | None,
-                        ) -> tuple[list[str], Iterator[NumberedRow | MalformedLine]]:
+                        known: int | None) -> list[str]:
     """Auto mode: rebuild an index of the key when the import has more than
     ``import_rebuild_index_min_rows`` rows and more than the index already holds (the
-    chunk index decides; the assertion-vector index follows it by the same test). Without a
-    known size, look ahead (bounded)."""
-    threshold = settings.import_rebuild_index_min_rows
-    if known is None:
-        existing = _rows_in_index(conn, "agent_memory_chunks", key, LOOKAHEAD_MAX_ROWS + 1)
-        bound = max(threshold, existing) + 1
-        if bound > LOOKAHEAD_MAX_ROWS:
-            return [], items
-        head = list(islice(items, bound))
-        items = _chain(head, items)
-        known = len(head)
-    if known <= threshold:
-        return [], items
+    chunk index decides; the assertion-vector index follows it by the same test)."""
+    if known is None or known <= settings.import_rebuild_index_min_rows:
+        return []
     tables = []
     for table in BULK_INDEX_TABLES:
         if known > _rows_in_index(conn, table, key, known + 1):
             tables.append(table)
         elif table == "agent_memory_chunks":
-            return [], items
-    return tables, items
+            return []
+    return tables
+
+
+def _fulltext_to_rebuild(conn: psycopg.Connection, settings: Settings, known: int | None,
+                         forced: bool | None) -> list[str]:
+    """The full-text indexes to drop for the load: with the HNSW swap (forced or auto),
+    each whose table holds fewer rows than the import brings."""
+    if not settings.import_rebuild_fulltext or forced is False:
+        return []
+    if forced:
+        return list(FULLTEXT_INDEXES)
+    if known is None:
+        return []
+    return [name for name, (table, _) in FULLTEXT_INDEXES.items()
+            if known > _rows_in_table(conn, table, known + 1)]
 
 
 def import_memories(
@@ -1034,14 +1238,18 @@ def import_memories(
     progress: Callable[[ImportStats], None] | None = None,
     rebuild_index: bool | None = None,
     expected_rows: int | None = None,
+    loaders: int | None = None,
 ) -> ImportStats:
     """Import ``rows`` (dicts in the JSONL row format, or :func:`read_jsonl` items that
     carry their line numbers); every batch commits on its own.
 
     ``ctx_for_row`` builds a row's access context from its fields (see
-    :func:`context_from_row`). ``rebuild_index``: True/False force the HNSW drop-and-rebuild
-    or forbid it; None decides from the import's size (``expected_rows``, ``len(rows)``, or a
-    bounded look-ahead) against the rows the generation's indexes already hold."""
+    :func:`context_from_row`). ``rebuild_index``: True/False force the HNSW (and GIN
+    full-text) drop-and-rebuild or forbid it; None decides from the import's size
+    (``expected_rows``, ``len(rows)``, or a bounded look-ahead) against the rows the indexes
+    already hold. ``loaders`` (default ``import_loaders``): connections writing
+    concurrently; each writes its share of a batch (the rows whose dedup key hashes to it)
+    in its own transaction."""
     if conn.info.transaction_status != TransactionStatus.IDLE:
         raise RuntimeError("import_memories needs a connection outside a transaction: "
                            "every batch commits on its own")
@@ -1056,12 +1264,16 @@ def import_memories(
     if expected_rows is None and isinstance(rows, Sized):
         expected_rows = len(rows)
     repair_vector_index(conn, settings, key, provider.dimensions)
+    repair_fulltext_indexes(conn, settings)
     tables: list[str] = []
+    known = expected_rows
     if rebuild_index is None:
-        tables, items = _indexes_to_rebuild(conn, settings, key, items, expected_rows)
+        known, items = _import_size(conn, settings, key, items, expected_rows)
+        tables = _indexes_to_rebuild(conn, settings, key, known)
     elif rebuild_index:
         tables = list(BULK_INDEX_TABLES)
-    holding = False
+    holding = holding_fulltext = False
+    fulltext: list[str] = []
     if tables:
         holding = _try_index_lock(conn, key)
         if holding:
@@ -1070,24 +1282,104 @@ def import_memories(
             stats.index_seconds += time.perf_counter() - t0
         else:
             stats.index_note = "another import is loading this generation; indexes kept"
+        fulltext = _fulltext_to_rebuild(conn, settings, known, rebuild_index)
+        if fulltext:
+            holding_fulltext = _try_index_lock(conn, _FULLTEXT_LOCK)
+            if holding_fulltext:
+                t0 = time.perf_counter()
+                drop_fulltext_indexes(conn, fulltext)
+                stats.fulltext_seconds += time.perf_counter() - t0
+                stats.index_seconds += time.perf_counter() - t0
     with conn.transaction():
         conn.execute(_TEMP_TABLES)
     importer = _Importer(conn, settings, provider, ctx_for_row, stats)
+    if known is None:  # a stream: a short one needs no loaders and no worker process
+        head = list(islice(items, _PROCESS_MIN_BATCHES * size))
+        items = _chain(head, items)
+        if len(head) < _PROCESS_MIN_BATCHES * size:
+            known = len(head)
+    count = loaders or settings.import_loaders
+    if known is not None and known <= size:
+        count = 1  # one batch: nothing to overlap
     try:
-        _run(importer, items, size, progress)
+        with _open_loaders(conn, count) as connections:
+            _run(importer, connections, items, size, progress,
+                 _prepare_processes(settings, provider, known, size))
     finally:
         stats.load_seconds = time.perf_counter() - started - stats.index_seconds
-        if holding:
-            try:
-                if conn.info.transaction_status == TransactionStatus.IDLE:
-                    stats.index_seconds += build_vector_indexes(conn, settings, key,
-                                                                provider.dimensions)
-                    stats.index_rebuilt = True
-            finally:
-                if not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE:
+        idle = not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE
+        try:
+            if holding_fulltext and idle:
+                gin = build_fulltext_indexes(conn, settings)
+                stats.fulltext_seconds += gin
+                stats.index_seconds += gin
+                stats.fulltext_rebuilt = True
+            if holding and idle:
+                stats.index_seconds += build_vector_indexes(conn, settings, key,
+                                                            provider.dimensions)
+                stats.index_rebuilt = True
+        finally:
+            if not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE:
+                if holding_fulltext:
+                    _index_unlock(conn, _FULLTEXT_LOCK)
+                if holding:
                     _index_unlock(conn, key)
         stats.seconds = time.perf_counter() - started
     return stats
+
+
+# --- the load: checks, resolution and loaders ------------------------------------------------
+
+
+@contextmanager
+def _open_loaders(conn: psycopg.Connection, count: int) -> Iterator[list[psycopg.Connection]]:
+    """``count`` connections to the database of ``conn`` for the loaders, with the import's
+    temporary tables (none when ``count`` is 1: the caller's connection writes). If a
+    connection cannot be opened, fewer loaders write."""
+    opened: list[psycopg.Connection] = []
+    try:
+        if count > 1:
+            params = conn.info.get_parameters()
+            if conn.info.password:
+                params["password"] = conn.info.password
+            for _ in range(count):
+                try:
+                    other = psycopg.connect(**params, autocommit=True)  # type: ignore[arg-type]
+                except psycopg.OperationalError as exc:
+                    log.warning("importing with %d loader(s): %s", len(opened) or 1, exc)
+                    break
+                opened.append(other)
+                with other.transaction():
+                    other.execute(_TEMP_TABLES)
+            if len(opened) < 2:
+                for other in opened:
+                    other.close()
+                opened = []
+        yield opened
+    finally:
+        for other in opened:
+            other.close()
+
+
+def _loader_of(row: _Row, count: int) -> int:
+    """The loader that writes ``row``: by instance, audience and normalised content, so
+    repeats of a memory (its dedup key adds the subject) and every fact of one assertion
+    identity (a hash of the same normalised content) are written by the same loader, in
+    line order."""
+    assert row.ctx is not None and row.audience is not None
+    slot = f"{row.ctx.instance_key}\x1f{row.audience.kind}\x1f{row.audience.key}\x1f{row.digest}"
+    return int.from_bytes(hashlib.blake2b(slot.encode(), digest_size=8).digest()) % count
+
+
+@dataclass
+class _Pending:
+    """One input batch in flight: its row count, the rows resolution rejected, and the
+    writes of its loader shares."""
+
+    count: int
+    rejected: list[Rejection]
+    error: str | None
+    writes: list[Future]
 
 
 def _batches(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
@@ -1095,56 +1387,146 @@ def _batches(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
         yield batch
 
 
-def _run(importer: _Importer, items: Iterator[NumberedRow | MalformedLine], size: int,
-         progress: Callable[[ImportStats], None] | None) -> None:
-    """Checks and embedding of batch n+1 run in a worker thread while batch n is written."""
-    stats = importer.stats
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-import") as pool:
-        batches = _batches(items, size)
-        pending: Future | None = None
-        first = next(batches, None)
-        if first is not None:
-            pending = pool.submit(importer.check_and_embed, first)
-        while pending is not None:
-            count, rows, rejected, error = pending.result()
-            following = next(batches, None)
-            pending = None
-            if following is not None:
-                pending = pool.submit(importer.check_and_embed, following)
-            stats.rows += count
-            _write_batch(importer, rows, rejected, error)
-            if progress:
-                progress(stats)
+@contextmanager
+def _preparer(importer: _Importer, processes: int) -> Iterator[Callable[[list[Any]], Future]]:
+    """Submits a batch's checks and embedding: to a worker thread, or (``processes``) to
+    worker processes, which answer :func:`_prepare`'s result (vectors not yet packed)."""
+    if processes:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=processes, mp_context=context) as pool:
+            yield lambda batch: pool.submit(_prepare, batch, importer.settings,
+                                            importer.provider)
+    else:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-import") as pool:
+            yield lambda batch: pool.submit(importer.check_and_embed, batch)
 
 
-def _write_batch(importer: _Importer, rows: list[_Row], rejected: list[Rejection],
-                 error: str | None) -> None:
-    stats = importer.stats
-    if error and error not in stats.embedding_errors:
-        stats.embedding_errors.append(error)
-    rows, unreachable, repeats = importer.resolve(rows)
-    rejected.extend(unreachable)
+def _prepare_processes(settings: Settings, provider: EmbeddingProvider, known: int | None,
+                       size: int) -> int:
+    """Worker processes for the checks and embedding of a large import: only for a provider
+    that computes in Python (the hash model holds the GIL; a network or native model releases
+    it, so a thread overlaps it already) and that can be sent to another process."""
+    count = settings.import_prepare_processes
+    if not count or getattr(provider, "provider", None) != "hash":
+        return 0
+    if known is not None and known < _PROCESS_MIN_BATCHES * size:
+        return 0  # starting a process costs about a second
     try:
-        outcomes = [importer.write(rows, repeats)] if rows else []
+        pickle.dumps((settings, provider))
+    except Exception:  # anything unpicklable: stay in a thread
+        return 0
+    return count
+
+
+def _run(importer: _Importer, connections: list[psycopg.Connection],
+         items: Iterator[NumberedRow | MalformedLine], size: int,
+         progress: Callable[[ImportStats], None] | None, processes: int = 0) -> None:
+    """Checks and embedding of the next batches run in a worker thread (or process) while
+    batch n is resolved (audience, dedup within the batch) and handed to the loaders. Each
+    loader writes its share of each batch, in batch order, on its own connection; the
+    caller's connection only resolves (and analyses). Results are merged, and progress
+    reported, in batch order."""
+    stats = importer.stats
+    writers = [importer.on(c) for c in connections] or [importer]
+    pools = [ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"memory-import-load-{i}")
+             for i in range(len(connections))]
+    statistics = _Statistics(importer.conn)
+    in_flight: deque[_Pending] = deque()
+    max_in_flight = 2
+
+    def finish(pending: _Pending) -> None:
+        outcomes: list[_Outcome] = []
+        rejected = pending.rejected
+        for write in pending.writes:
+            done, failed = write.result()
+            outcomes.extend(done)
+            rejected.extend(failed)
+        if pending.error and pending.error not in stats.embedding_errors:
+            stats.embedding_errors.append(pending.error)
+        stats.rows += pending.count
+        accepted = 0
+        for outcome in outcomes:
+            accepted += outcome.accepted
+            stats.accepted += outcome.accepted
+            stats.deduplicated += outcome.deduplicated
+            stats.chunks += outcome.chunks
+            stats.embedded += outcome.embedded
+            stats.assertions_created += outcome.assertions_created
+            stats.assertions_activated += outcome.assertions_activated
+            stats.evidence += outcome.evidence
+        stats.rejected.extend(sorted(rejected, key=lambda r: r.line))
+        stats.batches += 1
+        statistics.wrote(accepted)
+        if progress:
+            progress(stats)
+
+    with _preparer(importer, processes) as prepare:
+        try:
+            batches = _batches(items, size)
+            prepared: deque[Future] = deque()
+            for batch in islice(batches, 2):
+                prepared.append(prepare(batch))
+            while prepared:
+                result = prepared.popleft().result()
+                for batch in islice(batches, 1):
+                    prepared.append(prepare(batch))
+                count, rows, rejected, error = (
+                    _attach(result) if processes else result)
+                rows, unreachable, repeats = importer.resolve(rows)
+                rejected.extend(unreachable)
+                generations = importer.generations_for(rows)
+                if importer.conn.info.transaction_status == TransactionStatus.INTRANS:
+                    importer.conn.commit()  # the loaders must see a new generation row
+                if not pools:
+                    done = Future()
+                    done.set_result(_write_share(importer, rows, repeats, generations))
+                    finish(_Pending(count, rejected, error, [done]))
+                    continue
+                shares: list[list[_Row]] = [[] for _ in pools]
+                for row in rows:
+                    shares[_loader_of(row, len(pools))].append(row)
+                writes = [
+                    loader.submit(_write_share, writer, share,
+                                  {r.line: repeats[r.line] for r in share if r.line in repeats},
+                                  generations)
+                    for loader, writer, share in zip(pools, writers, shares, strict=True)
+                    if share
+                ]
+                in_flight.append(_Pending(count, rejected, error, writes))
+                while len(in_flight) > max_in_flight or (
+                        in_flight and all(w.done() for w in in_flight[0].writes)):
+                    finish(in_flight.popleft())
+            while in_flight:
+                finish(in_flight.popleft())
+        finally:
+            # A failure (here or in a loader): what was handed to the loaders still commits,
+            # as the batches before a failing one do in a sequential import.
+            for loader in pools:
+                loader.shutdown(wait=True)
+            while in_flight:
+                head = in_flight.popleft()
+                if all(w.exception() is None for w in head.writes):
+                    finish(head)
+
+
+def _write_share(importer: _Importer, rows: list[_Row], repeats: dict[int, list[_Row]],
+                 generations: dict[str, Generation]) -> tuple[list[_Outcome], list[Rejection]]:
+    """Write rows in one transaction; if the database refuses the batch, row by row to find
+    the row(s) it refuses. Answers the committed outcomes and the rows refused."""
+    rejected: list[Rejection] = []
+    if not rows:
+        return [], rejected
+    try:
+        return [importer.write(rows, repeats, generations)], rejected
     except _BatchFailed as exc:
-        # Find the row(s) the database refused: write the batch one row at a time.
         log.warning("batch rejected by the database (%s); retrying row by row", exc)
-        outcomes = []
-        for row in rows:
-            try:
-                own = {row.line: repeats[row.line]} if row.line in repeats else {}
-                outcomes.append(importer.write([row], own))
-            except _BatchFailed as single:
-                diag = single.error.diag.message_primary or str(single.error)
-                rejected.append(Rejection(row.line, f"database rejected the row: {diag}",
-                                          "database_error"))
-    for outcome in outcomes:
-        stats.accepted += outcome.accepted
-        stats.deduplicated += outcome.deduplicated
-        stats.chunks += outcome.chunks
-        stats.embedded += outcome.embedded
-        stats.assertions_created += outcome.assertions_created
-        stats.assertions_activated += outcome.assertions_activated
-        stats.evidence += outcome.evidence
-    stats.rejected.extend(sorted(rejected, key=lambda r: r.line))
-    stats.batches += 1
+    outcomes = []
+    for row in rows:
+        try:
+            own = {row.line: repeats[row.line]} if row.line in repeats else {}
+            outcomes.append(importer.write([row], own, generations))
+        except _BatchFailed as single:
+            diag = single.error.diag.message_primary or str(single.error)
+            rejected.append(Rejection(row.line, f"database rejected the row: {diag}",
+                                      "database_error"))
+    return outcomes, rejected

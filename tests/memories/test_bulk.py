@@ -20,20 +20,28 @@ from memory_platform.access import AccessContext, Audience
 from memory_platform.embeddings.generations import index_name
 from memory_platform.embeddings.hashing import HashEmbeddingProvider
 from memory_platform.ledger.assertions import ensure_assertion
+from memory_platform.memories import bulk
 from memory_platform.memories.bulk import (
     BULK_INDEX_TABLES,
+    FULLTEXT_INDEXES,
     MalformedLine,
     NumberedRow,
+    _loader_of,
+    _Row,
     context_from_row,
+    drop_fulltext_indexes,
+    fulltext_index_exists,
     import_memories,
     index_state,
     install_placeholders,
     read_jsonl,
+    repair_fulltext_indexes,
     repair_vector_index,
 )
 from memory_platform.memories.sharing import set_share_with_team
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.settings import Settings
+from memory_platform.text import content_hash
 from tests.memories.support import OutageEmbedder, row_counts
 
 EMBEDDER = HashEmbeddingProvider(32)
@@ -52,8 +60,10 @@ def run(conn, settings, instance, rows, **kwargs):
 
 def memories(conn, instance) -> list[dict[str, Any]]:
     with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute("SELECT * FROM agent_memories WHERE instance_key = %s"
-                           " ORDER BY content, subject_key", (instance,)).fetchall()
+        # (the audience too: concurrent loaders may store same-text rows in another order)
+        return cur.execute("SELECT * FROM agent_memories WHERE instance_key = %s ORDER BY"
+                           " content, subject_key, visibility_scope, audience_key",
+                           (instance,)).fetchall()
 
 
 # --- the same rules as store_memory ------------------------------------------------------------
@@ -484,6 +494,201 @@ def test_an_import_does_not_touch_the_index_another_import_is_loading(
         stats = run(db, hash_settings, instance, _rows(3), rebuild_index=True)
     assert not stats.index_rebuilt and "another import" in stats.index_note
     assert stats.accepted == 3 and _index_states(db) == {"hnsw"}
+
+
+# --- the GIN full-text indexes around a large load --------------------------------------------
+
+
+def _fulltext_definitions(conn) -> dict[str, str | None]:
+    return {name: conn.execute("SELECT pg_get_indexdef(to_regclass(%s))", (name,)).fetchone()[0]
+            for name in FULLTEXT_INDEXES}
+
+
+def test_a_large_import_rebuilds_the_fulltext_indexes_as_the_migrations_define_them(
+        db, hash_settings, instance):
+    before = _fulltext_definitions(db)
+    assert all(before.values())
+    stats = run(db, hash_settings, instance, _rows(12), batch_size=5, rebuild_index=True)
+    assert stats.fulltext_rebuilt and stats.index_rebuilt and stats.accepted == 12
+    assert _fulltext_definitions(db) == before
+    # the rows loaded without the index are found through the rebuilt one
+    with db.transaction():
+        db.execute("SET LOCAL enable_seqscan = off")
+        plan = "\n".join(r[0] for r in db.execute(
+            "EXPLAIN SELECT id FROM agent_memory_chunks"
+            " WHERE content_tsv @@ plainto_tsquery('german', 'Nordlicht')"))
+        found = db.execute(
+            "SELECT count(*) FROM agent_memory_chunks WHERE instance_key = %s"
+            " AND content_tsv @@ plainto_tsquery('german', 'Nordlicht')", (instance,)
+        ).fetchone()[0]
+    assert "agent_memory_chunks_tsv_idx" in plan and found == 12
+
+
+def test_a_small_import_keeps_the_fulltext_indexes(db, hash_settings, instance):
+    oids = {name: db.execute("SELECT to_regclass(%s)::oid", (name,)).fetchone()[0]
+            for name in FULLTEXT_INDEXES}
+    stats = run(db, hash_settings, instance, _rows(3), rebuild_index=None)
+    assert not stats.fulltext_rebuilt
+    assert oids == {name: db.execute("SELECT to_regclass(%s)::oid", (name,)).fetchone()[0]
+                    for name in FULLTEXT_INDEXES}
+
+
+def test_fulltext_indexes_dropped_by_a_killed_import_are_rebuilt(db, hash_settings, instance):
+    before = _fulltext_definitions(db)
+    assert drop_fulltext_indexes(db, FULLTEXT_INDEXES) == list(FULLTEXT_INDEXES)
+    assert not any(fulltext_index_exists(db, name) for name in FULLTEXT_INDEXES)
+    # keyword search stays correct meanwhile (a scan instead of the index)
+    run(db, hash_settings, instance, _rows(2), rebuild_index=False)
+    assert db.execute("SELECT count(*) FROM agent_memory_chunks WHERE instance_key = %s"
+                      " AND content_tsv @@ plainto_tsquery('german', 'Beleg')",
+                      (instance,)).fetchone()[0] == 2
+    # the next import (or an operator) puts them back
+    drop_fulltext_indexes(db, FULLTEXT_INDEXES)
+    assert repair_fulltext_indexes(db, hash_settings)
+    assert _fulltext_definitions(db) == before
+    assert not repair_fulltext_indexes(db, hash_settings)
+    drop_fulltext_indexes(db, ["agent_memory_chunks_tsv_idx"])
+    run(db, hash_settings, f"{instance}-2", _rows(1), rebuild_index=False)
+    assert _fulltext_definitions(db) == before
+
+
+def test_fulltext_indexes_another_import_loads_without_are_left_to_it(
+        db, module_database_url, hash_settings, instance):
+    with psycopg.connect(module_database_url, autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))",
+                      ("memory-import-index:fulltext",))
+        drop_fulltext_indexes(other, ["agent_memory_assertions_tsv_idx"])
+        stats = run(db, hash_settings, instance, _rows(3), rebuild_index=True)
+        assert not stats.fulltext_rebuilt
+        assert not fulltext_index_exists(db, "agent_memory_assertions_tsv_idx")
+        assert fulltext_index_exists(db, "agent_memory_chunks_tsv_idx")
+    assert repair_fulltext_indexes(db, hash_settings)  # that import's lock is gone
+
+
+# --- concurrent loaders ------------------------------------------------------------------------
+
+LOADER_ROWS = [
+    # an imported fact (pending), restated later by a person (activates it), repeated
+    # exactly (dedup), and the same text with other subject refs (same assertion)
+    {"content": "Nordlicht zahlt per Lastschrift.", "user_id": "anna", "visibility": "team",
+     "source_type": "fact"},
+    *[{"content": f"Notiz {i} zu Mandant M-{i % 7}.", "visibility": "workspace"}
+      for i in range(10)],
+    {"content": "Nordlicht zahlt per Lastschrift.", "user_id": "anna", "visibility": "team",
+     "source_type": "fact", "trust_class": "human_direct", "subject_refs": {"mandantId": "M-1"}},
+    {"content": "Notiz 3 zu Mandant M-3.", "visibility": "workspace"},
+    {"content": "nordlicht  ZAHLT per Lastschrift.", "user_id": "anna", "visibility": "team",
+     "source_type": "fact", "trust_class": "human_direct"},
+    *[{"content": f"Fakt {i}: Ablage im Ordner {i}.", "user_id": f"u{i % 3}",
+       "visibility": "team", "source_type": "fact", "trust_class": "human_direct"}
+      for i in range(8)],
+    {"content": "Fakt 2: Ablage im Ordner 2.", "user_id": "u2", "visibility": "team",
+     "source_type": "fact"},
+    {"content": "Notiz 9 zu Mandant M-2.", "visibility": "workspace",
+     "subject_refs": {"mandantId": "M-9"}},
+    {"content": "Notiz 9 zu Mandant M-2.", "visibility": "workspace"},
+]
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 7])
+def test_concurrent_loaders_end_in_the_state_of_a_single_loader(db, hash_settings, instance,
+                                                                 batch_size):
+    single = run(db, hash_settings, instance, LOADER_ROWS, batch_size=batch_size, loaders=1)
+    many = run(db, hash_settings, f"{instance}-x", LOADER_ROWS, batch_size=batch_size,
+               loaders=3)
+    for field_ in ("rows", "accepted", "deduplicated", "chunks", "embedded",
+                   "assertions_created", "assertions_activated", "evidence", "batches"):
+        assert getattr(many, field_) == getattr(single, field_), field_
+    assert single.deduplicated == 4 and single.accepted == len(LOADER_ROWS) - 4
+    assert _snapshot(db, f"{instance}-x") == _snapshot(db, instance)
+    # ... and a rerun deduplicates every row, whichever loader wrote it
+    again = run(db, hash_settings, f"{instance}-x", LOADER_ROWS, batch_size=batch_size,
+                loaders=3)
+    assert (again.accepted, again.deduplicated) == (0, len(LOADER_ROWS))
+
+
+def test_repeats_and_assertion_identities_meet_in_one_loader():
+    def row(content: str, subject: str = "") -> _Row:
+        r = _Row(1, {}, content, {}, "fact", "imported", "fact", None, {},
+                 content_hash(content), [])
+        r.ctx, r.audience, r.subject = AccessContext("i"), Audience("team", "i"), subject
+        return r
+
+    for count in (2, 3, 5):
+        for i in range(50):
+            text = f"Fakt {i} über Nordlicht."
+            loader = _loader_of(row(text), count)
+            assert _loader_of(row(f"  FAKT {i} über   nordlicht. "), count) == loader
+            assert _loader_of(row(text, subject="mandantid=M-1"), count) == loader
+    assert len({_loader_of(row(f"Fakt {i}."), 2) for i in range(50)}) == 2
+
+
+def test_a_row_the_database_refuses_is_rejected_alone_with_concurrent_loaders(
+        db, module_database_url, instance):
+    settings = Settings(database_url=module_database_url, chunk_target_chars=3000,
+                        _env_file=None)  # type: ignore[call-arg]
+    rows = [{"content": f"Short fact {i}.", "visibility": "team", "user_id": "u",
+             "source_type": "fact"} for i in range(6)]
+    rows[4] = {"content": "Langer Satz über Belege. " * 100, "visibility": "team",
+               "user_id": "u", "source_type": "fact"}
+    stats = run(db, settings, instance, rows, batch_size=3, loaders=2)
+    assert stats.accepted == 5 and stats.rows == 6
+    [rejection] = stats.rejected
+    assert rejection.line == 5 and rejection.code == "database_error"
+
+
+def test_a_failure_during_a_concurrent_load_keeps_the_committed_batches(db, hash_settings,
+                                                                        instance):
+    def ctx_for_row(row):
+        if row["content"].startswith("Beleg 13 "):
+            raise RuntimeError("bug in the caller")
+        return AccessContext(instance)
+
+    with pytest.raises(RuntimeError, match="bug in the caller"):
+        import_memories(db, hash_settings, ctx_for_row, _rows(20), embedder=EMBEDDER,
+                        batch_size=4, rebuild_index=True, loaders=2)
+    assert _index_states(db) == {"hnsw"}
+    assert all(fulltext_index_exists(db, name) for name in FULLTEXT_INDEXES)
+    assert row_counts(db, instance)["agent_memories"] == 12  # the batches before the failure
+
+
+def test_worker_processes_prepare_what_a_thread_prepares(db, module_database_url, instance,
+                                                        monkeypatch):
+    def settings(processes: int) -> Settings:
+        return Settings(database_url=module_database_url, import_prepare_processes=processes,
+                        _env_file=None)  # type: ignore[call-arg]
+
+    used: list[int] = []
+    decide = bulk._prepare_processes
+    monkeypatch.setattr(bulk, "_prepare_processes",
+                        lambda *args: used.append(decide(*args)) or used[-1])
+    rows: list[Any] = [NumberedRow(i + 1, row) for i, row in enumerate(LOADER_ROWS)]
+    rows[5] = MalformedLine(6, "malformed JSON: test")
+    rows[9] = NumberedRow(10, {"content": "token: ghp_" + "a" * 36, "visibility": "workspace"})
+    threaded = run(db, settings(0), instance, rows, batch_size=2, loaders=1)
+    in_processes = run(db, settings(1), f"{instance}-p", iter(rows), batch_size=2, loaders=2)
+    assert used == [0, 1]
+    timing = {"load_seconds": 0, "seconds": 0, "rows_per_second": 0,
+              "load_rows_per_second": 0}
+    assert in_processes.as_dict() | timing == threaded.as_dict() | timing
+    assert [r.line for r in in_processes.rejected] == [6, 10]
+    assert _snapshot(db, f"{instance}-p") == _snapshot(db, instance)
+    # a short stream stays in a thread
+    run(db, settings(1), f"{instance}-s", iter(rows[:3]), batch_size=2)
+    assert used[-1] == 0
+
+
+def test_a_growing_import_refreshes_the_planner_statistics(db, hash_settings, instance):
+    def analyses() -> int:
+        db.execute("SELECT pg_stat_clear_snapshot()")
+        return db.execute("SELECT analyze_count + autoanalyze_count FROM pg_stat_user_tables"
+                          " WHERE relname = 'agent_memories'").fetchone()[0]
+
+    before = analyses()
+    present = db.execute("SELECT count(*) FROM agent_memories").fetchone()[0]
+    db.execute("ANALYZE agent_memories")
+    run(db, hash_settings, instance, _rows(present + 5), batch_size=max(5, present // 3 + 1))
+    assert analyses() >= before + 2  # ours above, and the import's once it doubled the table
 
 
 # --- CLI ---------------------------------------------------------------------------------------
