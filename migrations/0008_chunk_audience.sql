@@ -11,8 +11,7 @@
 -- state or assertion, and of an assertion's status or review, are pushed to the chunks.
 
 ALTER TABLE agent_memory_chunks
-    ADD COLUMN visibility_scope text
-        CHECK (visibility_scope IN ('private', 'team', 'workspace', 'channel')),
+    ADD COLUMN visibility_scope text,  -- checked where it comes from (agent_memories)
     ADD COLUMN audience_key text,
     ADD COLUMN owner_user_id text,
     ADD COLUMN recallable boolean NOT NULL DEFAULT false;

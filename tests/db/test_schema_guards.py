@@ -95,6 +95,8 @@ AUDIENCE_LINKS = [f"{table}.{link}" for table, links in AUDIENCE_GUARDED_LINKS.i
 # one instance they can join rows of two audiences. Not a guard, so no cases; listed so that
 # a new one is a decision rather than an accident (test_audience_blind_links_are_known).
 AUDIENCE_BLIND_LINKS = [
+    # A chunk's audience columns are a copy its trigger takes from the memory (0008).
+    "agent_memory_chunks.memory_id",
     "agent_memory_sources.memory_id",
     "agent_memory_assertions.revision_of",
     "agent_memory_assertions.superseded_by",
@@ -162,6 +164,10 @@ GUARD_TRIGGERS = [
     "agent_memory_chunks_dims",
     "agent_knowledge_entity_embeddings_dims",
     "agent_knowledge_claim_embeddings_dims",
+    # The chunk audience copy (migration 0008); cases in tests/retrieval/test_chunk_audience.py.
+    "agent_memory_chunks_audience",
+    "agent_memories_push_audience",
+    "agent_memory_assertions_push_recall",
 ]
 
 
