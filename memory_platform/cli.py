@@ -172,6 +172,7 @@ def api_command(host: str | None, port: int | None, workers: int) -> None:
         port=port or settings.api_port,
         workers=workers,
         log_level="info",
+        access_log=False,  # one log line per request costs CPU; /metrics counts requests
     )
 
 
