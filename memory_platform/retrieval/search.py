@@ -21,9 +21,15 @@ query about nothing stored answers nothing instead of its least bad neighbours.
 Every candidate gets both real scores, whichever arm found it. The keyword arm uses OR
 semantics over the stemmed lexemes of the query in both German and English (AND semantics
 matched nothing for most natural questions) with stopwords and question words dropped, and
-ranks at most ``retrieval_keyword_match_cap`` matches. The vector arm scans exactly when the
-visible set is small (a filtered HNSW scan can return fewer than topK rows) and uses the
-generation's HNSW index with pgvector's iterative scan otherwise.
+ranks at most ``retrieval_keyword_match_cap`` matches; words in a large share of all chunks
+only score (retrieval/lexicon.py). The vector arm scans exactly when the visible set is
+small (a filtered HNSW scan can return fewer than topK rows) and uses the generation's HNSW
+index with pgvector's iterative scan otherwise.
+
+Mechanics (the hot path): both arms filter the audience copy chunks carry (migration 0008)
+without a join before their LIMIT, the statement's last part applies the full recall rule to
+the candidates, and everything (count, arms, details) is one prepared statement sent in one
+round trip. docs/benchmarks.md has the figures.
 
 The ``minScore`` gate uses the original score; the feedback multiplier (assertion-backed
 rows) and the subject-ref boost only reorder what passed it.
