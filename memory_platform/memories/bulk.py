@@ -36,6 +36,7 @@ assertion that a person restates, which row gives an assertion its vector) are r
 line order, so a batch ends in the state one-by-one writes would have left (tests compare the
 two field by field).
 
+The index swaps live in :mod:`memory_platform.memories.bulk_indexes`.
 HNSW maintenance dominates a large load (a vector insert into an HNSW graph is ~20x slower than
 a COPY without it). When the import is large relative to what the generation's indexes already
 hold, the chunk index (and the assertion-vector index, by the same test) is replaced by an
@@ -86,13 +87,26 @@ from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_pr
 from memory_platform.embeddings.generations import (
     Generation,
     ensure_generation,
-    ensure_vector_indexes,
     generation_key,
-    index_name,
 )
 from memory_platform.errors import AccessDenied, InvalidInput
 from memory_platform.ledger.assertions import APPROVED_REVIEW_STATES, identity_hash
 from memory_platform.ledger.policy import PolicyDecision, write_path_decision
+from memory_platform.memories.bulk_indexes import (
+    BULK_INDEX_TABLES,
+    FULLTEXT_INDEXES,
+    FULLTEXT_LOCK,
+    build_fulltext_indexes,
+    build_vector_indexes,
+    drop_fulltext_indexes,
+    index_unlock,
+    install_placeholders,
+    repair_fulltext_indexes,
+    repair_vector_index,
+    rows_in_index,
+    rows_in_table,
+    try_index_lock,
+)
 from memory_platform.memories.chunking import Chunk, chunk_text
 from memory_platform.memories.rules import (
     ASSERTION_SOURCE_TYPES,
@@ -130,7 +144,6 @@ _ROW_FIELD_SET = frozenset(ROW_FIELDS)
 # Auto mode looks ahead at most this many rows to learn an import's size when it is not
 # given; a longer stream of unknown size keeps the index (slower, never wrong).
 LOOKAHEAD_MAX_ROWS = 100_000
-_PLACEHOLDER_LOCK = "memory-import-index:"
 # Worker processes prepare an import of at least this many batches (or of unknown size).
 _PROCESS_MIN_BATCHES = 8
 
@@ -951,189 +964,6 @@ class _Importer:
         cur.execute(_INSERT_ASSERTION_VECTORS)
 
 
-# --- the HNSW indexes around a large load ----------------------------------------------------
-
-# The embedding tables an import writes, and the column its placeholder index names.
-BULK_INDEX_TABLES = {"agent_memory_chunks": "id",
-                     "agent_memory_assertion_embeddings": "assertion_id"}
-
-
-def _lock_name(key: str) -> str:
-    return _PLACEHOLDER_LOCK + key
-
-
-def _try_index_lock(conn: psycopg.Connection, key: str) -> bool:
-    return bool(conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))",
-                             (_lock_name(key),)).fetchone()[0])
-
-
-def _index_unlock(conn: psycopg.Connection, key: str) -> None:
-    conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (_lock_name(key),))
-
-
-def index_state(conn: psycopg.Connection, table: str, key: str) -> str:
-    """'hnsw', 'placeholder' or 'missing': the vector index of ``table`` for ``key``."""
-    row = conn.execute(
-        "SELECT am.amname FROM pg_class i JOIN pg_am am ON am.oid = i.relam"
-        " WHERE i.oid = to_regclass(quote_ident(%s))",
-        (index_name(table, key),),
-    ).fetchone()
-    if row is None:
-        return "missing"
-    return "hnsw" if row[0] == "hnsw" else "placeholder"
-
-
-def _key_registered(conn: psycopg.Connection, key: str) -> bool:
-    return conn.execute("SELECT EXISTS (SELECT 1 FROM agent_memory_embedding_generations"
-                        " WHERE generation_key = %s)", (key,)).fetchone()[0]
-
-
-def install_placeholders(conn: psycopg.Connection, key: str, tables: Iterable[str]) -> None:
-    """Swap the HNSW indexes of ``key`` on ``tables`` for empty indexes of the same names:
-    inserts skip them (their predicate is false), and ``CREATE INDEX IF NOT EXISTS`` of a
-    concurrent generation registration sees the names and does not build them half-way
-    through the load. Hold the key's import lock (:func:`_try_index_lock`) meanwhile."""
-    with conn.transaction():
-        for table in tables:
-            name = sql.Identifier(index_name(table, key))
-            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(name))
-            conn.execute(sql.SQL("CREATE INDEX {} ON {} ({}) WHERE false").format(
-                name, sql.Identifier(table), sql.Identifier(BULK_INDEX_TABLES[table])))
-
-
-def build_vector_indexes(conn: psycopg.Connection, settings: Settings, key: str,
-                         dimensions: int) -> float:
-    """Build the HNSW indexes of ``key`` that are missing or placeholders, with the bulk build
-    settings (maintenance memory, parallel workers); answers the seconds it took."""
-    started = time.perf_counter()
-    with conn.transaction():
-        conn.execute("SELECT set_config('maintenance_work_mem', %s, true)",
-                     (settings.index_build_maintenance_work_mem,))
-        conn.execute("SELECT set_config('max_parallel_maintenance_workers', %s, true)",
-                     (str(settings.index_build_parallel_workers),))
-        for table in BULK_INDEX_TABLES:
-            if index_state(conn, table, key) == "placeholder":
-                conn.execute(sql.SQL("DROP INDEX {}").format(
-                    sql.Identifier(index_name(table, key))))
-        ensure_vector_indexes(conn, key, dimensions)
-    return time.perf_counter() - started
-
-
-def repair_vector_index(conn: psycopg.Connection, settings: Settings, key: str,
-                        dimensions: int) -> bool:
-    """Rebuild the vector indexes of ``key`` that an interrupted import left missing or as
-    placeholders (unless an import is loading that key right now). Answers whether it did."""
-    def broken() -> bool:
-        return any(index_state(conn, table, key) != "hnsw" for table in BULK_INDEX_TABLES)
-
-    if not _key_registered(conn, key) or not broken():
-        return False
-    if not _try_index_lock(conn, key):
-        return False  # an import is loading this key; it builds the indexes when done
-    try:
-        if not broken():
-            return False
-        log.warning("rebuilding the HNSW indexes of %s left behind by an interrupted import",
-                    key)
-        build_vector_indexes(conn, settings, key, dimensions)
-        return True
-    finally:
-        _index_unlock(conn, key)
-
-
-def _rows_in_index(conn: psycopg.Connection, table: str, key: str, cap: int) -> int:
-    """Rows of ``table`` with generation key ``key`` (all instances share its index),
-    counted up to ``cap``."""
-    return conn.execute(
-        sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {} WHERE embedding_key = %s LIMIT %s) s")
-        .format(sql.Identifier(table)), (key, cap),
-    ).fetchone()[0]
-
-
-def _rows_in_table(conn: psycopg.Connection, table: str, cap: int) -> int:
-    return conn.execute(
-        sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {} LIMIT %s) s")
-        .format(sql.Identifier(table)), (cap,),
-    ).fetchone()[0]
-
-
-# --- the GIN full-text indexes around a large load -------------------------------------------
-
-# Their definitions as in migrations 0003/0004: an import that dropped them (and was killed
-# before it rebuilt them) must be able to put them back without the migration's text.
-FULLTEXT_INDEXES = {
-    "agent_memory_chunks_tsv_idx": ("agent_memory_chunks", "content_tsv"),
-    "agent_memory_assertions_tsv_idx": ("agent_memory_assertions", "assertion_tsv"),
-}
-_FULLTEXT_LOCK = "fulltext"  # the lock "memory-import-index:fulltext"
-# Dropping an index waits for an exclusive lock on its table; a long reader must not stall
-# every other query behind the import's DROP: after this wait the import keeps the index.
-_FULLTEXT_DROP_LOCK_TIMEOUT = "3s"
-
-
-def _fulltext_statement(name: str) -> sql.Composed:
-    table, column = FULLTEXT_INDEXES[name]
-    return sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin ({})").format(
-        sql.Identifier(name), sql.Identifier(table), sql.Identifier(column))
-
-
-def fulltext_index_exists(conn: psycopg.Connection, name: str) -> bool:
-    return conn.execute("SELECT to_regclass(quote_ident(%s)) IS NOT NULL",
-                        (name,)).fetchone()[0]
-
-
-def drop_fulltext_indexes(conn: psycopg.Connection, names: Iterable[str]) -> list[str]:
-    """Drop the GIN full-text indexes ``names`` for a bulk load (hold the full-text import
-    lock meanwhile); answers the ones dropped. Keyword search keeps every match while they
-    are gone (``@@`` scans the table instead), only slower. A drop that cannot get its
-    table's lock within a few seconds keeps that index."""
-    dropped = []
-    for name in names:
-        try:
-            with conn.transaction():
-                conn.execute("SELECT set_config('lock_timeout', %s, true)",
-                             (_FULLTEXT_DROP_LOCK_TIMEOUT,))
-                conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
-            dropped.append(name)
-        except psycopg.errors.LockNotAvailable:
-            log.warning("kept %s: its table is busy", name)
-    return dropped
-
-
-def build_fulltext_indexes(conn: psycopg.Connection, settings: Settings) -> float:
-    """Create the GIN full-text indexes that are missing, with the bulk build settings;
-    answers the seconds it took. Writers of a table wait while its index builds."""
-    started = time.perf_counter()
-    for name in FULLTEXT_INDEXES:
-        if fulltext_index_exists(conn, name):
-            continue
-        with conn.transaction():
-            conn.execute("SELECT set_config('maintenance_work_mem', %s, true)",
-                         (settings.index_build_maintenance_work_mem,))
-            conn.execute("SELECT set_config('max_parallel_maintenance_workers', %s, true)",
-                         (str(settings.index_build_parallel_workers),))
-            conn.execute(_fulltext_statement(name))
-    return time.perf_counter() - started
-
-
-def repair_fulltext_indexes(conn: psycopg.Connection, settings: Settings) -> bool:
-    """Rebuild the GIN full-text indexes an interrupted import left dropped (unless an
-    import is loading without them right now). Answers whether it did."""
-    def missing() -> bool:
-        return not all(fulltext_index_exists(conn, name) for name in FULLTEXT_INDEXES)
-
-    if not missing() or not _try_index_lock(conn, _FULLTEXT_LOCK):
-        return False
-    try:
-        if not missing():
-            return False
-        log.warning("rebuilding the full-text indexes left behind by an interrupted import")
-        build_fulltext_indexes(conn, settings)
-        return True
-    finally:
-        _index_unlock(conn, _FULLTEXT_LOCK)
-
-
 # --- planner statistics during a load --------------------------------------------------------
 
 # The dedup lookup and the assertion joins are planned from the statistics of the tables the
@@ -1189,7 +1019,7 @@ def _import_size(conn: psycopg.Connection, settings: Settings, key: str,
     if known is not None:
         return known, items
     threshold = settings.import_rebuild_index_min_rows
-    existing = _rows_in_index(conn, "agent_memory_chunks", key, LOOKAHEAD_MAX_ROWS + 1)
+    existing = rows_in_index(conn, "agent_memory_chunks", key, LOOKAHEAD_MAX_ROWS + 1)
     bound = max(threshold, existing) + 1
     if bound > LOOKAHEAD_MAX_ROWS:
         return None, items
@@ -1206,7 +1036,7 @@ def _indexes_to_rebuild(conn: psycopg.Connection, settings: Settings, key: str,
         return []
     tables = []
     for table in BULK_INDEX_TABLES:
-        if known > _rows_in_index(conn, table, key, known + 1):
+        if known > rows_in_index(conn, table, key, known + 1):
             tables.append(table)
         elif table == "agent_memory_chunks":
             return []
@@ -1224,7 +1054,7 @@ def _fulltext_to_rebuild(conn: psycopg.Connection, settings: Settings, known: in
     if known is None:
         return []
     return [name for name, (table, _) in FULLTEXT_INDEXES.items()
-            if known > _rows_in_table(conn, table, known + 1)]
+            if known > rows_in_table(conn, table, known + 1)]
 
 
 def import_memories(
@@ -1275,7 +1105,7 @@ def import_memories(
     holding = holding_fulltext = False
     fulltext: list[str] = []
     if tables:
-        holding = _try_index_lock(conn, key)
+        holding = try_index_lock(conn, key)
         if holding:
             t0 = time.perf_counter()
             install_placeholders(conn, key, tables)
@@ -1284,7 +1114,7 @@ def import_memories(
             stats.index_note = "another import is loading this generation; indexes kept"
         fulltext = _fulltext_to_rebuild(conn, settings, known, rebuild_index)
         if fulltext:
-            holding_fulltext = _try_index_lock(conn, _FULLTEXT_LOCK)
+            holding_fulltext = try_index_lock(conn, FULLTEXT_LOCK)
             if holding_fulltext:
                 t0 = time.perf_counter()
                 drop_fulltext_indexes(conn, fulltext)
@@ -1321,9 +1151,9 @@ def import_memories(
         finally:
             if not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE:
                 if holding_fulltext:
-                    _index_unlock(conn, _FULLTEXT_LOCK)
+                    index_unlock(conn, FULLTEXT_LOCK)
                 if holding:
-                    _index_unlock(conn, key)
+                    index_unlock(conn, key)
         stats.seconds = time.perf_counter() - started
     return stats
 

@@ -22,19 +22,21 @@ from memory_platform.embeddings.hashing import HashEmbeddingProvider
 from memory_platform.ledger.assertions import ensure_assertion
 from memory_platform.memories import bulk
 from memory_platform.memories.bulk import (
-    BULK_INDEX_TABLES,
-    FULLTEXT_INDEXES,
     MalformedLine,
     NumberedRow,
     _loader_of,
     _Row,
     context_from_row,
+    import_memories,
+    read_jsonl,
+)
+from memory_platform.memories.bulk_indexes import (
+    BULK_INDEX_TABLES,
+    FULLTEXT_INDEXES,
     drop_fulltext_indexes,
     fulltext_index_exists,
-    import_memories,
     index_state,
     install_placeholders,
-    read_jsonl,
     repair_fulltext_indexes,
     repair_vector_index,
 )

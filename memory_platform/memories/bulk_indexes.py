@@ -1,0 +1,208 @@
+"""The indexes around a large import: HNSW and GIN swapped out for the load, built once after.
+
+A vector insert into an HNSW graph is ~20x slower than a COPY without it, and row-by-row GIN
+maintenance costs the load several times a bulk GIN build. For an import that is large
+relative to what the indexes already hold, :mod:`memory_platform.memories.bulk` swaps them
+out with the functions here and builds them at the end. Advisory locks keep two imports from
+swapping the same index; an import killed half-way leaves placeholders (HNSW) or missing
+indexes (GIN) that the next import, or the repair functions, rebuild.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+
+import psycopg
+from psycopg import sql
+
+from memory_platform.embeddings.generations import ensure_vector_indexes, index_name
+from memory_platform.settings import Settings
+
+log = logging.getLogger(__name__)
+
+_PLACEHOLDER_LOCK = "memory-import-index:"
+
+
+# --- the HNSW indexes around a large load ----------------------------------------------------
+
+# The embedding tables an import writes, and the column its placeholder index names.
+BULK_INDEX_TABLES = {"agent_memory_chunks": "id",
+                     "agent_memory_assertion_embeddings": "assertion_id"}
+
+
+def _lock_name(key: str) -> str:
+    return _PLACEHOLDER_LOCK + key
+
+
+def try_index_lock(conn: psycopg.Connection, key: str) -> bool:
+    return bool(conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))",
+                             (_lock_name(key),)).fetchone()[0])
+
+
+def index_unlock(conn: psycopg.Connection, key: str) -> None:
+    conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (_lock_name(key),))
+
+
+def index_state(conn: psycopg.Connection, table: str, key: str) -> str:
+    """'hnsw', 'placeholder' or 'missing': the vector index of ``table`` for ``key``."""
+    row = conn.execute(
+        "SELECT am.amname FROM pg_class i JOIN pg_am am ON am.oid = i.relam"
+        " WHERE i.oid = to_regclass(quote_ident(%s))",
+        (index_name(table, key),),
+    ).fetchone()
+    if row is None:
+        return "missing"
+    return "hnsw" if row[0] == "hnsw" else "placeholder"
+
+
+def _key_registered(conn: psycopg.Connection, key: str) -> bool:
+    return conn.execute("SELECT EXISTS (SELECT 1 FROM agent_memory_embedding_generations"
+                        " WHERE generation_key = %s)", (key,)).fetchone()[0]
+
+
+def install_placeholders(conn: psycopg.Connection, key: str, tables: Iterable[str]) -> None:
+    """Swap the HNSW indexes of ``key`` on ``tables`` for empty indexes of the same names:
+    inserts skip them (their predicate is false), and ``CREATE INDEX IF NOT EXISTS`` of a
+    concurrent generation registration sees the names and does not build them half-way
+    through the load. Hold the key's import lock (:func:`try_index_lock`) meanwhile."""
+    with conn.transaction():
+        for table in tables:
+            name = sql.Identifier(index_name(table, key))
+            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(name))
+            conn.execute(sql.SQL("CREATE INDEX {} ON {} ({}) WHERE false").format(
+                name, sql.Identifier(table), sql.Identifier(BULK_INDEX_TABLES[table])))
+
+
+def build_vector_indexes(conn: psycopg.Connection, settings: Settings, key: str,
+                         dimensions: int) -> float:
+    """Build the HNSW indexes of ``key`` that are missing or placeholders, with the bulk build
+    settings (maintenance memory, parallel workers); answers the seconds it took."""
+    started = time.perf_counter()
+    with conn.transaction():
+        conn.execute("SELECT set_config('maintenance_work_mem', %s, true)",
+                     (settings.index_build_maintenance_work_mem,))
+        conn.execute("SELECT set_config('max_parallel_maintenance_workers', %s, true)",
+                     (str(settings.index_build_parallel_workers),))
+        for table in BULK_INDEX_TABLES:
+            if index_state(conn, table, key) == "placeholder":
+                conn.execute(sql.SQL("DROP INDEX {}").format(
+                    sql.Identifier(index_name(table, key))))
+        ensure_vector_indexes(conn, key, dimensions)
+    return time.perf_counter() - started
+
+
+def repair_vector_index(conn: psycopg.Connection, settings: Settings, key: str,
+                        dimensions: int) -> bool:
+    """Rebuild the vector indexes of ``key`` that an interrupted import left missing or as
+    placeholders (unless an import is loading that key right now). Answers whether it did."""
+    def broken() -> bool:
+        return any(index_state(conn, table, key) != "hnsw" for table in BULK_INDEX_TABLES)
+
+    if not _key_registered(conn, key) or not broken():
+        return False
+    if not try_index_lock(conn, key):
+        return False  # an import is loading this key; it builds the indexes when done
+    try:
+        if not broken():
+            return False
+        log.warning("rebuilding the HNSW indexes of %s left behind by an interrupted import",
+                    key)
+        build_vector_indexes(conn, settings, key, dimensions)
+        return True
+    finally:
+        index_unlock(conn, key)
+
+
+def rows_in_index(conn: psycopg.Connection, table: str, key: str, cap: int) -> int:
+    """Rows of ``table`` with generation key ``key`` (all instances share its index),
+    counted up to ``cap``."""
+    return conn.execute(
+        sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {} WHERE embedding_key = %s LIMIT %s) s")
+        .format(sql.Identifier(table)), (key, cap),
+    ).fetchone()[0]
+
+
+def rows_in_table(conn: psycopg.Connection, table: str, cap: int) -> int:
+    return conn.execute(
+        sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {} LIMIT %s) s")
+        .format(sql.Identifier(table)), (cap,),
+    ).fetchone()[0]
+
+
+# --- the GIN full-text indexes around a large load -------------------------------------------
+
+# Their definitions as in migrations 0003/0004: an import that dropped them (and was killed
+# before it rebuilt them) must be able to put them back without the migration's text.
+FULLTEXT_INDEXES = {
+    "agent_memory_chunks_tsv_idx": ("agent_memory_chunks", "content_tsv"),
+    "agent_memory_assertions_tsv_idx": ("agent_memory_assertions", "assertion_tsv"),
+}
+FULLTEXT_LOCK = "fulltext"  # the lock "memory-import-index:fulltext"
+# Dropping an index waits for an exclusive lock on its table; a long reader must not stall
+# every other query behind the import's DROP: after this wait the import keeps the index.
+_FULLTEXT_DROP_LOCK_TIMEOUT = "3s"
+
+
+def _fulltext_statement(name: str) -> sql.Composed:
+    table, column = FULLTEXT_INDEXES[name]
+    return sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin ({})").format(
+        sql.Identifier(name), sql.Identifier(table), sql.Identifier(column))
+
+
+def fulltext_index_exists(conn: psycopg.Connection, name: str) -> bool:
+    return conn.execute("SELECT to_regclass(quote_ident(%s)) IS NOT NULL",
+                        (name,)).fetchone()[0]
+
+
+def drop_fulltext_indexes(conn: psycopg.Connection, names: Iterable[str]) -> list[str]:
+    """Drop the GIN full-text indexes ``names`` for a bulk load (hold the full-text import
+    lock meanwhile); answers the ones dropped. Keyword search keeps every match while they
+    are gone (``@@`` scans the table instead), only slower. A drop that cannot get its
+    table's lock within a few seconds keeps that index."""
+    dropped = []
+    for name in names:
+        try:
+            with conn.transaction():
+                conn.execute("SELECT set_config('lock_timeout', %s, true)",
+                             (_FULLTEXT_DROP_LOCK_TIMEOUT,))
+                conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
+            dropped.append(name)
+        except psycopg.errors.LockNotAvailable:
+            log.warning("kept %s: its table is busy", name)
+    return dropped
+
+
+def build_fulltext_indexes(conn: psycopg.Connection, settings: Settings) -> float:
+    """Create the GIN full-text indexes that are missing, with the bulk build settings;
+    answers the seconds it took. Writers of a table wait while its index builds."""
+    started = time.perf_counter()
+    for name in FULLTEXT_INDEXES:
+        if fulltext_index_exists(conn, name):
+            continue
+        with conn.transaction():
+            conn.execute("SELECT set_config('maintenance_work_mem', %s, true)",
+                         (settings.index_build_maintenance_work_mem,))
+            conn.execute("SELECT set_config('max_parallel_maintenance_workers', %s, true)",
+                         (str(settings.index_build_parallel_workers),))
+            conn.execute(_fulltext_statement(name))
+    return time.perf_counter() - started
+
+
+def repair_fulltext_indexes(conn: psycopg.Connection, settings: Settings) -> bool:
+    """Rebuild the GIN full-text indexes an interrupted import left dropped (unless an
+    import is loading without them right now). Answers whether it did."""
+    def missing() -> bool:
+        return not all(fulltext_index_exists(conn, name) for name in FULLTEXT_INDEXES)
+
+    if not missing() or not try_index_lock(conn, FULLTEXT_LOCK):
+        return False
+    try:
+        if not missing():
+            return False
+        log.warning("rebuilding the full-text indexes left behind by an interrupted import")
+        build_fulltext_indexes(conn, settings)
+        return True
+    finally:
+        index_unlock(conn, FULLTEXT_LOCK)
