@@ -28,8 +28,8 @@ index with pgvector's iterative scan otherwise.
 
 Mechanics (the hot path): both arms filter the audience copy chunks carry (migration 0008)
 without a join before their LIMIT, the statement's last part applies the full recall rule to
-the candidates, and everything (count, arms, details) is one prepared statement sent in one
-round trip. docs/benchmarks.md has the figures.
+the candidates, and everything (count, arms, details) is one prepared statement.
+docs/benchmarks.md has the figures.
 
 The ``minScore`` gate uses the original score; the feedback multiplier (assertion-backed
 rows) and the subject-ref boost only reorder what passed it.
@@ -290,8 +290,8 @@ def search_memories(
                                   key if vector is not None else None, provider.dimensions,
                                   _visible_count(ctx, scopes, exact_max + 1, bind), bind)
     params = {**bind.params, "qv": vector}
-    # One round trip (pipeline): BEGIN, the settings, the statement, COMMIT.
-    with conn.pipeline(), conn.transaction():
+    # BEGIN, the settings, the statement, COMMIT (a pipeline measured no faster here).
+    with conn.transaction():
         # Hot path: indexes only (a scan of the chunk table is never cheaper than GIN or
         # HNSW here), no parallel fan-out, and the iterative HNSW scan keeps going until
         # enough rows pass the audience filter.
