@@ -31,10 +31,13 @@ class AuthMiddleware:
         self.cache_seconds = cache_seconds
         self._cache: dict[str, tuple[float, ApiKey]] = {}
 
-    def _verify(self, token: str) -> ApiKey | None:
+    def _cached(self, token: str) -> ApiKey | None:
         cached = self._cache.get(token)
         if cached and time.monotonic() - cached[0] < self.cache_seconds:
             return cached[1]
+        return None
+
+    def _verify(self, token: str) -> ApiKey | None:
         with self.pool_getter().connection() as conn:
             key = verify_token(conn, token)
         if key is None:
@@ -56,7 +59,9 @@ class AuthMiddleware:
                                       "missing bearer token: send 'Authorization: Bearer <key>'")
             await response(scope, receive, send)
             return
-        key = await run_in_threadpool(self._verify, token.strip())
+        token = token.strip()
+        # A cached key is answered on the event loop; only a miss needs the database.
+        key = self._cached(token) or await run_in_threadpool(self._verify, token)
         if key is None:
             response = error_response(401, "unauthorized", "unknown, revoked or expired API key")
             await response(scope, receive, send)
