@@ -48,6 +48,7 @@ from uuid import UUID
 import numpy as np
 import psycopg
 from psycopg import sql
+from psycopg.pq import TransactionStatus
 
 from memory_platform.access import (
     SUBJECT_REF_KEYS,
@@ -72,12 +73,20 @@ log = logging.getLogger(__name__)
 _WORD = re.compile(r"[^\W_]+")
 _MAX_TERMS = 24
 SUBJECT_BOOST_PER_MATCH, SUBJECT_BOOST_MAX = 0.1, 1.3
-_SEARCH_SETTINGS = """
-    SELECT set_config('enable_seqscan', 'off', true),
-           set_config('plan_cache_mode', 'force_generic_plan', true),
-           set_config('max_parallel_workers_per_gather', '0', true),
-           set_config('hnsw.iterative_scan', 'relaxed_order', true),
-           set_config('hnsw.ef_search', %(ef_search)s, true)
+# Hot path: indexes only (a scan of the chunk table is never cheaper than GIN or HNSW here),
+# the prepared generic plan, no parallel fan-out, and an HNSW scan that keeps going until
+# enough rows pass the audience filter. Transaction-local; the statement answers the values
+# they replace, which a caller's still-open transaction gets back after the search.
+_HOT_PATH_SETTINGS = ("enable_seqscan", "plan_cache_mode", "max_parallel_workers_per_gather",
+                      "hnsw.iterative_scan", "hnsw.ef_search")
+_SET = """
+    SELECT name, current_setting(name, true), set_config(name, value, true)
+      FROM unnest(%s::text[], %s::text[]) AS s(name, value)
+"""
+_RESTORE = """
+    SELECT set_config(name, value, true)
+      FROM unnest(%s::text[], %s::text[]) AS s(name, value)
+     WHERE value IS NOT NULL
 """
 
 
@@ -290,17 +299,17 @@ def search_memories(
                                   key if vector is not None else None, provider.dimensions,
                                   _visible_count(ctx, scopes, exact_max + 1, bind), bind)
     params = {**bind.params, "qv": vector}
-    # BEGIN, the settings, the statement, COMMIT (a pipeline measured no faster here).
+    values = ["off", "force_generic_plan", "0", "relaxed_order",
+              str(max(settings.retrieval_hnsw_ef_search, vector_cap))]
+    inside_callers_transaction = conn.info.transaction_status != TransactionStatus.IDLE
     with conn.transaction():
-        # Hot path: indexes only (a scan of the chunk table is never cheaper than GIN or
-        # HNSW here), no parallel fan-out, and the iterative HNSW scan keeps going until
-        # enough rows pass the audience filter.
-        conn.execute(_SEARCH_SETTINGS, {
-            "ef_search": str(max(settings.retrieval_hnsw_ef_search, vector_cap))})
+        replaced = conn.execute(_SET, (list(_HOT_PATH_SETTINGS), values)).fetchall()
         if explain is not None:
             explain.extend(row[0] for row in conn.execute(
                 sql.SQL("EXPLAIN (ANALYZE, BUFFERS) {}").format(statement), params))
         rows = conn.execute(statement, params, prepare=True).fetchall()
+        if inside_callers_transaction:
+            conn.execute(_RESTORE, ([r[0] for r in replaced], [r[1] for r in replaced]))
 
     hits = _rank(rows, settings, limit, subject_refs or {},
                  getattr(provider, "similarity_floor", 0.0))

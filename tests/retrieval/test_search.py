@@ -340,3 +340,17 @@ def test_hnsw_path_finds_what_the_exact_scan_finds(db, make_settings, ctx):
     finally:
         db.execute("RESET enable_sort")
     assert sum(recalls) / len(recalls) >= 0.9
+
+
+def test_search_leaves_the_callers_transaction_settings_alone(db, settings, ctx, corpus):
+    # Inside a caller's transaction the hot-path settings must not leak into what it runs next.
+    with db.transaction():
+        before = db.execute("SELECT current_setting('enable_seqscan'),"
+                            " current_setting('plan_cache_mode')").fetchone()
+        hits = search_memories(db, settings, ctx, "VAT filing Mandant Nord", stamp=False)
+        after = db.execute("SELECT current_setting('enable_seqscan'),"
+                           " current_setting('plan_cache_mode')").fetchone()
+    assert hits and after == before == ("on", "auto")
+    # and the prepared statement still serves the next search of the same shape
+    again = search_memories(db, settings, ctx, "VAT filing Mandant Nord", stamp=False)
+    assert [h.memory_id for h in again] == [h.memory_id for h in hits]
