@@ -266,7 +266,7 @@ def search_memories(
     ``scopes`` narrows the visibility scopes searched (it never widens what is visible).
     Returned memories are stamped as retrieved: by ``stamper`` (deferred, batched) when
     given, else right away on ``conn``; ``stamp=False`` skips it (benchmarks). ``explain``
-    (a list) receives the EXPLAIN ANALYZE plan of the candidate query (benchmarks, tuning)."""
+    (a list) receives the EXPLAIN ANALYZE plan of the search statement (benchmarks, tuning)."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("query is empty", details={"field": "query"})
     limit = limit or settings.retrieval_top_k
