@@ -64,11 +64,16 @@ def lexeme_frequencies(conn: psycopg.Connection) -> dict[str, float]:
 
 
 def stems(conn: psycopg.Connection, words: list[str]) -> dict[str, tuple[str, ...]]:
-    """The lexemes each word becomes in the English and German configurations."""
+    """The lexemes each word becomes in the English and German configurations.
+
+    A word with a digit in it (an invoice number, "t4007", "covid19") is its own lexeme in
+    both: identifiers are mostly new words, and asking the server for each would cost a
+    round trip per query."""
     with _lock:
         known = {w: _stems[w] for w in words if w in _stems}
         for w in known:
             _stems.move_to_end(w)
+    known.update({w: (w,) for w in words if w not in known and _has_digit(w)})
     missing = [w for w in words if w not in known]
     if missing:
         fetched = {w: tuple(lexemes) for w, lexemes in conn.execute(_STEMS, (missing,))}
@@ -78,6 +83,10 @@ def stems(conn: psycopg.Connection, words: list[str]) -> dict[str, tuple[str, ..
                 _stems.popitem(last=False)
         known.update(fetched)
     return known
+
+
+def _has_digit(word: str) -> bool:
+    return any(ch.isdigit() for ch in word)
 
 
 def selective_terms(conn: psycopg.Connection, terms: list[str], common_share: float

@@ -74,3 +74,12 @@ def test_without_a_query_vector_common_words_still_generate_candidates(
                            embedder=OutageEmbedder())
     assert len(hits) == settings.retrieval_top_k
     assert {h.memory_id for h in hits} <= set(corpus.values())
+
+
+@pytest.mark.parametrize("word", ["48213", "t4007", "covid19", "3rd", "2024er"])
+def test_a_word_with_a_digit_is_its_own_lexeme_as_the_server_says(conn, word):
+    # The shortcut that saves the round trip must agree with the server's parsers.
+    server = conn.execute(
+        "SELECT tsvector_to_array(to_tsvector('english', %s) || to_tsvector('german', %s))",
+        (word, word)).fetchone()[0]
+    assert lexicon.stems(conn, [word]) == {word: tuple(server)}
