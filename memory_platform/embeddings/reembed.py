@@ -28,9 +28,8 @@ from psycopg.types.json import Jsonb
 
 from memory_platform.embeddings.base import EmbeddingError, EmbeddingProvider, get_provider
 from memory_platform.embeddings.generations import Generation, ensure_generation
-from memory_platform.ledger.assertions import APPROVED_REVIEW_STATES
+from memory_platform.ledger.assertions import APPROVED_REVIEW_STATES, store_assertion_vectors
 from memory_platform.settings import Settings
-from memory_platform.text import content_hash
 
 log = logging.getLogger(__name__)
 
@@ -143,15 +142,9 @@ def _embed_assertions(conn: psycopg.Connection, provider: EmbeddingProvider,
         if not rows:
             return 0, after
         vectors = provider.embed_documents([text for _, text in rows])
-        cur.executemany(
-            "INSERT INTO agent_memory_assertion_embeddings"
-            "       (instance_key, assertion_id, generation_id, embedding_key, embedding,"
-            "        content_hash)"
-            " VALUES (%s, %s, %s, %s, %s, %s)"
-            " ON CONFLICT (assertion_id, generation_id) DO NOTHING",
-            [(generation.instance_key, assertion_id, generation.id, generation.generation_key,
-              vectors[i], content_hash(text)) for i, (assertion_id, text) in enumerate(rows)],
-        )
+        store_assertion_vectors(conn, generation.instance_key, generation,
+                                [(assertion_id, text, vectors[i])
+                                 for i, (assertion_id, text) in enumerate(rows)])
     return len(rows), rows[-1][0]
 
 

@@ -8,16 +8,19 @@ decisions are appended, never edited; a human decision always wins over automati
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import psycopg
 from psycopg.types.json import Jsonb
 
 from memory_platform.access import Audience
-from memory_platform.text import normalise
+from memory_platform.text import content_hash, normalise
+
+if TYPE_CHECKING:
+    from memory_platform.embeddings.generations import Generation
 
 APPROVED_REVIEW_STATES = ("policy_approved", "human_approved")
 HUMAN_REVIEW_STATES = ("human_approved", "human_rejected")
@@ -211,3 +214,26 @@ def restore_state(
         (status, review_state, instance_key, assertion_id),
     )
     return True
+
+
+_INSERT_VECTOR = """
+    INSERT INTO agent_memory_assertion_embeddings
+           (instance_key, assertion_id, generation_id, embedding_key, embedding, content_hash)
+    VALUES (%s, %s, %s, %s, %s, %s)
+    ON CONFLICT (assertion_id, generation_id) DO
+"""
+_KEEP = "NOTHING"
+_REPLACE = "UPDATE SET embedding = EXCLUDED.embedding, content_hash = EXCLUDED.content_hash"
+
+
+def store_assertion_vectors(conn: psycopg.Connection, instance_key: str,
+                            generation: Generation, vectors: Iterable[tuple[UUID, str, Any]],
+                            *, replace: bool = False) -> None:
+    """Each (assertion id, its text, its vector) in ``generation``. An assertion that already
+    has a vector of that generation keeps it, unless ``replace`` (its text was rewritten)."""
+    with conn.cursor() as cur:
+        cur.executemany(
+            _INSERT_VECTOR + (_REPLACE if replace else _KEEP),
+            [(instance_key, assertion_id, generation.id, generation.generation_key, vector,
+              content_hash(text)) for assertion_id, text, vector in vectors],
+        )

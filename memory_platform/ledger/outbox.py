@@ -35,6 +35,7 @@ from psycopg.types.json import Jsonb
 
 from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_provider
 from memory_platform.embeddings.generations import ensure_generation, generation_key
+from memory_platform.ledger.assertions import store_assertion_vectors
 from memory_platform.memories.chunk_rows import insert_chunks
 from memory_platform.memories.chunking import chunk_text
 from memory_platform.memories.rules import subject_key
@@ -376,18 +377,8 @@ def _write_chunks(conn, job: Job, memory_id: UUID, text: str, chunks, vectors, g
     conn.execute("DELETE FROM agent_memory_chunks WHERE memory_id = %s", (memory_id,))
     insert_chunks(conn, job.instance_key, memory_id, chunks, vectors, generation, provider)
     if generation is not None:
-        conn.execute(
-            """
-            INSERT INTO agent_memory_assertion_embeddings
-                   (instance_key, assertion_id, generation_id, embedding_key, embedding,
-                    content_hash)
-            VALUES (%s, %s, %s, %s, %s, %s)
-            ON CONFLICT (assertion_id, generation_id) DO UPDATE
-               SET embedding = EXCLUDED.embedding, content_hash = EXCLUDED.content_hash
-            """,
-            (job.instance_key, job.subject_id, generation.id, generation.generation_key,
-             vectors[-1], content_hash(text)),
-        )
+        store_assertion_vectors(conn, job.instance_key, generation,
+                                [(job.subject_id, text, vectors[-1])], replace=True)
 
 
 def _write_relations(conn, job: Job, memory_id: UUID, a: _Assertion) -> None:
@@ -440,16 +431,8 @@ def _vector_only(conn, job: Job, assertion: _Assertion, provider: EmbeddingProvi
     with conn.transaction():
         if vectors is not None:
             generation = ensure_generation(conn, job.instance_key, provider)
-            conn.execute(
-                """
-                INSERT INTO agent_memory_assertion_embeddings
-                       (instance_key, assertion_id, generation_id, embedding_key, embedding,
-                        content_hash)
-                VALUES (%s, %s, %s, %s, %s, %s)
-                ON CONFLICT (assertion_id, generation_id) DO NOTHING
-                """,
-                (job.instance_key, job.subject_id, generation.id, generation.generation_key,
-                 vectors[0], content_hash(assertion.text)))
+            store_assertion_vectors(conn, job.instance_key, generation,
+                                    [(job.subject_id, assertion.text, vectors[0])])
         elif not has_vector:
             outcome.diagnostics.append(EMBEDDING_DEFERRED)
         mark_done(conn, job)

@@ -222,7 +222,9 @@ def _insert(conn, ctx: AccessContext, write: MemoryWrite, content: str, refs: di
     )
     insert_chunks(conn, ctx.instance_key, memory_id, chunks, vectors, generation, provider)
     if assertion and assertion.recallable and generation and vectors is not None:
-        _store_assertion_vector(conn, ctx, assertion.id, content, vectors[-1], generation)
+        # The chunk's vector when the fact is a single chunk, else the whole text's.
+        ledger.store_assertion_vectors(conn, ctx.instance_key, generation,
+                                       [(assertion.id, content, vectors[-1])])
     return StoredMemory(memory_id, audience, False, assertion.id if assertion else None,
                         assertion.status if assertion else None, generation is not None)
 
@@ -265,20 +267,3 @@ def _activate_on_restatement(conn, ctx: AccessContext, write: MemoryWrite, audie
                            decision="activate", reviewer_kind="policy",
                            reason_code="direct_human_restatement")
     return ledger.AssertionRef(assertion.id, False, "active", "policy_approved")
-
-
-def _store_assertion_vector(conn, ctx: AccessContext, assertion_id: uuid.UUID, text: str,
-                            vector: np.ndarray, generation: Generation) -> None:
-    """The active assertion's vector in the active generation: the chunk's vector when the
-    fact is a single chunk, else the whole text's (embedded with the chunks)."""
-    conn.execute(
-        """
-        INSERT INTO agent_memory_assertion_embeddings
-               (instance_key, assertion_id, generation_id, embedding_key, embedding,
-                content_hash)
-        VALUES (%s, %s, %s, %s, %s, %s)
-        ON CONFLICT (assertion_id, generation_id) DO NOTHING
-        """,
-        (ctx.instance_key, assertion_id, generation.id, generation.generation_key, vector,
-         content_hash(text)),
-    )
