@@ -31,6 +31,7 @@ from uuid import UUID, uuid4
 
 import numpy as np
 import psycopg
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_provider
@@ -144,35 +145,52 @@ def _commit_if_idle(conn: psycopg.Connection) -> None:
         conn.commit()
 
 
-_CLAIM = """
+# A job is due: a known type with attempts left, pending (or failed) and available, or
+# left in processing by a worker that stopped answering.
+_DUE = sql.SQL("""
+    job_type = ANY(%(types)s)
+    AND attempts < %(max_attempts)s
+    AND ((status IN ('pending', 'failed') AND available_at <= now())
+         OR (status = 'processing' AND locked_at < now() - make_interval(secs => %(stale)s)))
+""")
+_CLAIM = sql.SQL("""
     UPDATE agent_memory_ingestion_outbox o
        SET status = 'processing', attempts = o.attempts + 1, locked_at = now(),
            locked_by = %(worker)s
      WHERE o.id IN (
         SELECT id
           FROM agent_memory_ingestion_outbox
-         WHERE job_type = ANY(%(types)s)
-           AND attempts < %(max_attempts)s
-           AND ((status IN ('pending', 'failed') AND available_at <= now())
-                OR (status = 'processing'
-                    AND locked_at < now() - make_interval(secs => %(stale)s)))
+         WHERE {due}
            AND (%(instance)s::text IS NULL OR instance_key = %(instance)s::text)
            AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s::bigint[]))
          ORDER BY available_at, id
          LIMIT %(limit)s
          FOR UPDATE SKIP LOCKED)
     RETURNING o.id, o.instance_key, o.job_type, o.subject_id, o.payload, o.attempts
-"""
+""").format(due=_DUE)
+
+
+_DUE_JOB = sql.SQL("SELECT id, attempts FROM agent_memory_ingestion_outbox WHERE {due}"
+                   " ORDER BY available_at, id LIMIT 1").format(due=_DUE)
+
+
+def _due_params(settings: Settings) -> dict:
+    return {"types": list(HANDLERS), "max_attempts": settings.outbox_max_attempts,
+            "stale": settings.outbox_processing_timeout_seconds}
+
+
+def due_outbox_job(conn: psycopg.Connection, settings: Settings) -> tuple[int, int] | None:
+    """(id, attempts) of the first job ``process_outbox`` would claim now, or None."""
+    row = conn.execute(_DUE_JOB, _due_params(settings)).fetchone()
+    return (row[0], row[1]) if row else None
 
 
 def _claim(conn, settings: Settings, limit: int, instance_key: str | None,
            job_ids: list[int] | None) -> list[Job]:
     with conn.transaction():
         rows = conn.execute(_CLAIM, {
-            "worker": f"{socket.gethostname()}:{os.getpid()}", "types": list(HANDLERS),
-            "max_attempts": settings.outbox_max_attempts,
-            "stale": settings.outbox_processing_timeout_seconds, "instance": instance_key,
-            "ids": job_ids, "limit": limit}).fetchall()
+            **_due_params(settings), "worker": f"{socket.gethostname()}:{os.getpid()}",
+            "instance": instance_key, "ids": job_ids, "limit": limit}).fetchall()
     _commit_if_idle(conn)
     return sorted((Job(*r) for r in rows), key=lambda j: j.id)
 

@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 
 from memory_platform.dreaming.inputs import PartitionSummary, eligible_partitions
-from memory_platform.ledger.outbox import HANDLERS
+from memory_platform.ledger.outbox import due_outbox_job
 from memory_platform.settings import Settings
 
 __all__ = ["DailyPlan", "NewPartitions", "SKIP_BELOW_MIN_INPUTS", "SKIP_DREAMED_RECENTLY",
@@ -161,22 +161,3 @@ def plan_daily(conn: psycopg.Connection, settings: Settings, *, now: datetime,
 
 # --- the outbox worker ---------------------------------------------------------------------
 
-_DUE_OUTBOX = """
-    SELECT id, attempts
-      FROM agent_memory_ingestion_outbox
-     WHERE job_type = ANY(%(types)s)
-       AND attempts < %(max_attempts)s
-       AND ((status IN ('pending', 'failed') AND available_at <= now())
-            OR (status = 'processing'
-                AND locked_at < now() - make_interval(secs => %(stale)s)))
-     ORDER BY available_at, id
-     LIMIT 1
-"""
-
-
-def due_outbox_job(conn: psycopg.Connection, settings: Settings) -> tuple[int, int] | None:
-    """(id, attempts) of the first job ``process_outbox`` would claim now, or None."""
-    row = conn.execute(_DUE_OUTBOX, {
-        "types": list(HANDLERS), "max_attempts": settings.outbox_max_attempts,
-        "stale": settings.outbox_processing_timeout_seconds}).fetchone()
-    return (row[0], row[1]) if row else None
