@@ -53,18 +53,6 @@ class RollbackResult:
                 "protected": self.protected, "projectionJobs": self.projection_jobs}
 
 
-def _human_reviewed(conn, instance_key: str, assertion_id: UUID) -> bool:
-    return bool(conn.execute(
-        """
-        SELECT review_state IN ('human_approved', 'human_rejected')
-               OR EXISTS (SELECT 1 FROM agent_memory_assertion_reviews r
-                           WHERE r.instance_key = a.instance_key AND r.assertion_id = a.id
-                             AND r.reviewer_kind = 'human')
-          FROM agent_memory_assertions a
-         WHERE a.instance_key = %s AND a.id = %s
-        """, (instance_key, assertion_id)).fetchone()[0])
-
-
 def _wiki_protected(conn, instance_key: str, dream_id: UUID) -> dict[UUID, UUID]:
     """Assertion id -> the approved/published proposal of this Dream that cites it."""
     out: dict[UUID, UUID] = {}
@@ -94,7 +82,7 @@ def _compensate(conn, dream: dict[str, Any], result: RollbackResult) -> list[UUI
         " WHERE instance_key = %s AND dream_id = %s ORDER BY created_at FOR UPDATE",
         (instance, dream_id)).fetchall()
     for assertion_id, status in created:
-        if _human_reviewed(conn, instance, assertion_id):
+        if ledger.human_decided(conn, instance, assertion_id):
             protect(assertion_id, "human_review")
         elif assertion_id in wiki:
             protect(assertion_id, "wiki_proposal_approved_or_published")
@@ -120,7 +108,7 @@ def _compensate(conn, dream: dict[str, Any], result: RollbackResult) -> list[UUI
         later = conn.execute(
             "SELECT 1 FROM agent_memory_assertion_reviews"
             " WHERE assertion_id = %s AND id > %s LIMIT 1", (assertion_id, review_id)).fetchone()
-        if _human_reviewed(conn, instance, assertion_id):
+        if ledger.human_decided(conn, instance, assertion_id):
             protect(assertion_id, "human_review")
         elif assertion_id in wiki:
             protect(assertion_id, "wiki_proposal_approved_or_published")

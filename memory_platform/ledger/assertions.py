@@ -171,6 +171,26 @@ def record_decision(
     )
 
 
+def human_decided(conn: psycopg.Connection, instance_key: str,
+                  assertion_id: UUID) -> bool | None:
+    """Whether a person has reviewed the assertion (its state or any review row); None when
+    it does not exist. The row stays locked until the transaction ends: callers decide
+    about it next."""
+    row = conn.execute(
+        """
+        SELECT review_state IN ('human_approved', 'human_rejected')
+               OR EXISTS (SELECT 1 FROM agent_memory_assertion_reviews r
+                           WHERE r.instance_key = a.instance_key AND r.assertion_id = a.id
+                             AND r.reviewer_kind = 'human')
+          FROM agent_memory_assertions a
+         WHERE a.instance_key = %s AND a.id = %s
+         FOR UPDATE
+        """,
+        (instance_key, assertion_id),
+    ).fetchone()
+    return None if row is None else bool(row[0])
+
+
 def restore_state(
     conn: psycopg.Connection,
     *,
@@ -184,19 +204,7 @@ def restore_state(
     """Compensate an automated decision: append a system ``rollback`` review and put the
     assertion back into ``status``/``review_state``, unless a human has decided meanwhile
     (then nothing is written and False is answered)."""
-    human = conn.execute(
-        """
-        SELECT review_state IN ('human_approved', 'human_rejected')
-               OR EXISTS (SELECT 1 FROM agent_memory_assertion_reviews r
-                           WHERE r.instance_key = a.instance_key AND r.assertion_id = a.id
-                             AND r.reviewer_kind = 'human')
-          FROM agent_memory_assertions a
-         WHERE a.instance_key = %s AND a.id = %s
-         FOR UPDATE
-        """,
-        (instance_key, assertion_id),
-    ).fetchone()
-    if human is None or human[0]:
+    if human_decided(conn, instance_key, assertion_id) is not False:
         return False
     conn.execute(
         """
