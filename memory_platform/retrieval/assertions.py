@@ -20,7 +20,7 @@ from memory_platform.access import AccessContext, audience_predicate
 from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_provider
 from memory_platform.embeddings.generations import active_generation, generation_key
 from memory_platform.retrieval.feedback import feedback_multiplier
-from memory_platform.retrieval.search import query_terms
+from memory_platform.retrieval.search import or_tsquery, query_terms
 from memory_platform.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -54,8 +54,7 @@ def recallable_assertion(ctx: AccessContext, alias: str = "a") -> sql.Composed:
 
 
 def _lexical(ctx: AccessContext, terms: list[str], cap: int) -> sql.Composed:
-    tsq = sql.SQL("(to_tsquery('english', {t}) || to_tsquery('german', {t}))").format(
-        t=sql.Literal(" | ".join(terms)))
+    tsq = or_tsquery(terms)
     return sql.SQL("""
         SELECT a.id
           FROM agent_memory_assertions a

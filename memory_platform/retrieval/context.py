@@ -30,7 +30,7 @@ from memory_platform.embeddings import EmbeddingProvider, get_provider
 from memory_platform.errors import InvalidInput, NotFound
 from memory_platform.retrieval.assertions import recallable_assertion, search_assertions
 from memory_platform.retrieval.memories import get_memory, parse_uuid
-from memory_platform.retrieval.search import query_terms, search_memories
+from memory_platform.retrieval.search import or_tsquery, query_terms, search_memories
 from memory_platform.retrieval.stamping import RetrievalStamper
 from memory_platform.settings import Settings
 
@@ -49,11 +49,6 @@ class ContextItem:
     confidence: float = 0.5
     found_by: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
-
-
-def _tsquery(terms: list[str]) -> sql.Composed:
-    return sql.SQL("(to_tsquery('english', {t}) || to_tsquery('german', {t}))").format(
-        t=sql.Literal(" | ".join(terms)))
 
 
 def history_visibility(ctx: AccessContext, alias: str) -> sql.Composed:
@@ -78,7 +73,7 @@ def claim_visibility(ctx: AccessContext, alias: str = "k") -> sql.Composed:
 def _search_history(conn, ctx: AccessContext, terms: list[str], cap: int) -> list[ContextItem]:
     if not terms:
         return []
-    tsq = _tsquery(terms)
+    tsq = or_tsquery(terms)
     rows = conn.execute(sql.SQL("""
         (SELECT 'message', id, content, session_key, created_at,
                 ts_rank(content_tsv, {tsq}, 0) AS rank
@@ -103,7 +98,7 @@ def _search_history(conn, ctx: AccessContext, terms: list[str], cap: int) -> lis
 def _search_claims(conn, ctx: AccessContext, terms: list[str], cap: int) -> list[ContextItem]:
     if not terms:
         return []
-    tsq = _tsquery(terms)
+    tsq = or_tsquery(terms)
     rows = conn.execute(sql.SQL("""
         SELECT k.id, k.assertion_text, k.predicate, k.confidence, k.visibility_scope
           FROM agent_knowledge_claims k

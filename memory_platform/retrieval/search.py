@@ -117,7 +117,9 @@ def query_terms(query: str) -> list[str]:
     return list(seen)[:_MAX_TERMS]
 
 
-def _tsquery(terms: list[str], bind: Binder = sql.Literal) -> sql.Composable:
+def or_tsquery(terms: list[str], bind: Binder = sql.Literal) -> sql.Composable:
+    """The OR query over the terms' German and English lexemes (the full-text columns index
+    both languages; AND semantics matched nothing for most natural questions)."""
     text = bind(" | ".join(terms))
     return sql.SQL("(to_tsquery('english', {t}) || to_tsquery('german', {t}))").format(t=text)
 
@@ -166,7 +168,7 @@ def _keyword_arm(visible: sql.Composable, terms: list[str], cap: int, match_cap:
         ) matches
         ORDER BY ts_rank(matches.content_tsv, {tsq}, 0) DESC
         LIMIT {cap}
-    """).format(tsq=_tsquery(terms, bind), visible=visible, match_cap=sql.Literal(match_cap),
+    """).format(tsq=or_tsquery(terms, bind), visible=visible, match_cap=sql.Literal(match_cap),
                 cap=sql.Literal(cap))
 
 
@@ -218,7 +220,7 @@ def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
     if key is not None:
         vector_score = sql.SQL("CASE WHEN c.embedding_key = {key} THEN 1 - {d} END").format(
             key=sql.Literal(key), d=_vector_expr(dims))
-    keyword_score = (sql.SQL("ts_rank(c.content_tsv, {}, 0)").format(_tsquery(terms, bind))
+    keyword_score = (sql.SQL("ts_rank(c.content_tsv, {}, 0)").format(or_tsquery(terms, bind))
                      if terms else sql.SQL("0::real"))
     candidates = sql.SQL(" UNION ").join(sql.SQL("({})").format(arm) for arm in arms)
     visible = sql.SQL("{}{}").format(recallable_memory(ctx, bind),
