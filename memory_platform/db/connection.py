@@ -23,6 +23,12 @@ _pool: ConnectionPool | None = None
 _pool_pid: int | None = None
 
 
+def database_identity(conn: psycopg.Connection) -> tuple:
+    """Which database ``conn`` talks to: the key of per-process caches of database facts."""
+    info = conn.info
+    return (info.host, info.port, info.dbname)
+
+
 def with_database(url: str, database: str) -> str:
     """The same server URL pointing at another database."""
     parts = urlsplit(url)

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
+from memory_platform.db.connection import database_identity
+
 EMBEDDING_TABLES = (
     "agent_memory_chunks",
     "agent_memory_assertion_embeddings",
@@ -153,8 +155,7 @@ _active_lock = threading.Lock()
 
 
 def cached_active_generation(conn: psycopg.Connection, instance_key: str) -> Generation | None:
-    info = conn.info
-    key = (info.host, info.port, info.dbname, instance_key)
+    key = (*database_identity(conn), instance_key)
     now = time.monotonic()
     with _active_lock:
         hit = _active_cache.get(key)

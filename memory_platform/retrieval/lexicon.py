@@ -22,6 +22,8 @@ from collections import OrderedDict
 
 import psycopg
 
+from memory_platform.db.connection import database_identity
+
 STATS_TTL_SECONDS = 300.0
 _STEM_CACHE_SIZE = 20_000
 
@@ -41,14 +43,9 @@ _frequencies: dict[tuple, tuple[float, dict[str, float]]] = {}
 _stems: OrderedDict[str, tuple[str, ...]] = OrderedDict()
 
 
-def _database(conn: psycopg.Connection) -> tuple:
-    info = conn.info
-    return (info.host, info.port, info.dbname)
-
-
 def lexeme_frequencies(conn: psycopg.Connection) -> dict[str, float]:
     """Share of chunks containing each common lexeme (empty without statistics)."""
-    key = _database(conn)
+    key = database_identity(conn)
     now = time.monotonic()
     with _lock:
         cached = _frequencies.get(key)
