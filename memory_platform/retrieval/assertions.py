@@ -20,19 +20,13 @@ from memory_platform.access import AccessContext, audience_predicate
 from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_provider
 from memory_platform.embeddings.generations import active_generation, generation_key
 from memory_platform.retrieval.feedback import feedback_multiplier
+from memory_platform.retrieval.filters import CURRENT_APPROVED_ASSERTION
 from memory_platform.retrieval.search import or_tsquery, query_terms
 from memory_platform.settings import Settings
 
 log = logging.getLogger(__name__)
 
 RRF_K = 60
-
-_RECALLABLE = sql.SQL(
-    "a.status = 'active' AND a.review_state IN ('policy_approved', 'human_approved')"
-    " AND (a.valid_from IS NULL OR a.valid_from <= now())"
-    " AND (a.valid_to IS NULL OR a.valid_to > now())"
-)
-
 
 @dataclass(frozen=True)
 class AssertionHit:
@@ -50,7 +44,7 @@ class AssertionHit:
 
 def recallable_assertion(ctx: AccessContext, alias: str = "a") -> sql.Composed:
     """Condition over an assertion row: visible to ``ctx`` and eligible for recall."""
-    return sql.SQL("{} AND {}").format(audience_predicate(ctx, alias), _RECALLABLE)
+    return sql.SQL("{} AND {}").format(audience_predicate(ctx, alias), CURRENT_APPROVED_ASSERTION)
 
 
 def _lexical(ctx: AccessContext, terms: list[str], cap: int) -> sql.Composed:

@@ -21,12 +21,15 @@ ASSERTION_JOIN = sql.SQL(
     " ON a.instance_key = m.instance_key AND a.id = m.assertion_id"
 )
 
-_APPROVED_ASSERTION = sql.SQL(
-    "(m.assertion_id IS NULL OR (a.status = 'active'"
+# An assertion an agent may be told (alias ``a``): active, approved by policy or a person,
+# and valid now. Assertion search uses it as is; a memory needs it of its assertion, if any.
+CURRENT_APPROVED_ASSERTION = sql.SQL(
+    "(a.status = 'active'"
     " AND a.review_state IN ('policy_approved', 'human_approved')"
     " AND (a.valid_from IS NULL OR a.valid_from <= now())"
-    " AND (a.valid_to IS NULL OR a.valid_to > now())))"
+    " AND (a.valid_to IS NULL OR a.valid_to > now()))"
 )
+_APPROVED_ASSERTION = sql.SQL("(m.assertion_id IS NULL OR {})").format(CURRENT_APPROVED_ASSERTION)
 
 
 def recallable_memory(ctx: AccessContext, bind: Binder = sql.Literal) -> sql.Composed:
