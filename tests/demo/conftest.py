@@ -4,26 +4,13 @@ environment without stray MEMORY_* values (the CLI tests set their own)."""
 
 from __future__ import annotations
 
-import os
 import uuid
 from pathlib import Path
 
 import pytest
 
-from memory_platform.llm.resolution import clear_model_cache
-from memory_platform.settings import Settings, get_settings
-
-
-@pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch):
-    for name in [name for name in os.environ if name.startswith(("MEMORY_", "OPENAI_"))
-                 and not name.startswith("MEMORY_TEST_")]:
-        monkeypatch.delenv(name)
-    clear_model_cache()
-    get_settings.cache_clear()
-    yield
-    clear_model_cache()
-    get_settings.cache_clear()
+from memory_platform.settings import Settings
+from tests.support.environment import clean_environment  # noqa: F401
 
 
 @pytest.fixture

@@ -7,23 +7,12 @@ after another) share it without interfering.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from memory_platform.llm.resolution import clear_model_cache
 from memory_platform.settings import Settings
-
-
-@pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch):
-    for name in [name for name in os.environ if name.startswith(("MEMORY_", "OPENAI_"))
-                 and not name.startswith("MEMORY_TEST_")]:
-        monkeypatch.delenv(name)
-    clear_model_cache()
-    yield
-    clear_model_cache()
+from tests.support.environment import clean_environment  # noqa: F401
 
 
 @pytest.fixture
