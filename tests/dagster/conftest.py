@@ -21,19 +21,7 @@ from memory_platform.llm.resolution import clear_model_cache
 from memory_platform.resources import close_pools, default_resources
 from memory_platform.settings import Settings, get_settings
 from tests.conftest import drop_database
-from tests.dreaming.support import remember
-
-TEAM_SESSIONS = {
-    "teamchat:room-1": [
-        "We decided to use PostgreSQL 18 with pgvector for the memory ledger.",
-        "Release builds must never skip the migration check.",
-    ],
-    "chat:ada-1": [
-        "To deploy the API, first run the migrations, then restart the workers.",
-        "Ada prefers concise answers with code examples.",
-    ],
-}
-HUMAN_FACT = "The VAT filing for Mandant Nord is due on the tenth of each month."
+from tests.dreaming.support import HUMAN_FACT, TEAM_SESSIONS, remember
 
 
 @pytest.fixture(autouse=True)

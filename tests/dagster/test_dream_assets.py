@@ -19,12 +19,12 @@ from memory_platform.assets.ledger import ledger_tables
 from memory_platform.llm.resolution import set_dreaming_model
 from memory_platform.resources import MaintenanceModelResource
 from tests.dagster.conftest import (
-    HUMAN_FACT,
     add_partitions,
     new_instance_key,
     seed_private,
     seed_team,
 )
+from tests.dreaming.support import HUMAN_FACT
 
 ALL = [*ledger_tables, dream_audience, *dream_checks]
 DREAM_ASSETS = ["dream_inputs", "dream_proposals", "dream_assertions",

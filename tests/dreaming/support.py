@@ -16,6 +16,19 @@ from memory_platform.llm.base import Completion, JsonRequest, ModelError
 from memory_platform.memories.store import MemoryWrite, StoredMemory, store_memory
 from memory_platform.settings import Settings
 
+# Sessions of a team and a direct human fact: the common input of the Dreaming tests.
+TEAM_SESSIONS = {
+    "teamchat:room-1": [
+        "We decided to use PostgreSQL 18 with pgvector for the memory ledger.",
+        "Release builds must never skip the migration check.",
+    ],
+    "chat:ada-1": [
+        "To deploy the API, first run the migrations, then restart the workers.",
+        "Ada prefers concise answers with code examples.",
+    ],
+}
+HUMAN_FACT = "The VAT filing for Mandant Nord is due on the tenth of each month."
+
 # Every table a Dream may write besides its own row, all keyed by instance.
 LEDGER_TABLES = (
     "agent_memory_sources",

@@ -16,24 +16,20 @@ from memory_platform.dreaming.partitions import Partition
 from memory_platform.dreaming.runs import list_dreams, reconcile_stale_dreams
 from memory_platform.llm.base import ModelError
 from memory_platform.retrieval.context import context_search
-from tests.dreaming.support import ScriptedModel, assertion, counts, payload, remember
-
-SESSIONS = {
-    "teamchat:room-1": [
-        "We decided to use PostgreSQL 18 with pgvector for the memory ledger.",
-        "Release builds must never skip the migration check.",
-    ],
-    "chat:ada-1": [
-        "To deploy the API, first run the migrations, then restart the workers.",
-        "Ada prefers concise answers with code examples.",
-    ],
-}
-HUMAN_FACT = "The VAT filing for Mandant Nord is due on the tenth of each month."
+from tests.dreaming.support import (
+    HUMAN_FACT,
+    TEAM_SESSIONS,
+    ScriptedModel,
+    assertion,
+    counts,
+    payload,
+    remember,
+)
 
 
 def seed_team(db, settings, instance):
     ids = {}
-    for session, texts in SESSIONS.items():
+    for session, texts in TEAM_SESSIONS.items():
         ctx = AccessContext(instance, user_id="ada", session_key=session)
         for text in texts:
             ids[text] = remember(db, settings, ctx, text, visibility="team").id
