@@ -18,7 +18,7 @@ from psycopg import sql
 
 from memory_platform.access import AccessContext, audience_predicate
 from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_provider
-from memory_platform.embeddings.generations import active_generation, generation_key
+from memory_platform.embeddings.generations import cached_active_generation, generation_key
 from memory_platform.retrieval.feedback import feedback_multiplier
 from memory_platform.retrieval.filters import CURRENT_APPROVED_ASSERTION
 from memory_platform.retrieval.search import or_tsquery, query_terms
@@ -95,7 +95,7 @@ def search_assertions(
     provider = embedder or get_provider(settings)
     key = generation_key(provider.provider, provider.model, provider.dimensions,
                          provider.preprocessing)
-    active = active_generation(conn, ctx.instance_key)
+    active = cached_active_generation(conn, ctx.instance_key)
     if active is not None and active.generation_key == key:
         try:
             vector = provider.embed_query(query)
