@@ -82,6 +82,7 @@ from bench.common import (
     _memory_text,
     fresh_database,
     machine_info,
+    percentile,
     synthetic_corpus,
     write_result,
 )
@@ -124,13 +125,6 @@ QUESTIONS = (
     "Where does {company} use the {product}?",
 )
 SCOPES = ("workspace", "team", "private", "channel")
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
 def _r(value: float | None, digits: int = 2) -> float | None:

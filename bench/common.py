@@ -66,6 +66,14 @@ def fresh_database(database_url: str | None = None, *, keep: bool = False) -> It
             tmp.cleanup()
 
 
+def percentile(values: list[float], q: float) -> float | None:
+    """The nearest-rank ``q``-th percentile (None without values)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
 # --- machine ----------------------------------------------------------------------------------
 
 

@@ -31,7 +31,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psycopg
 from pgvector.psycopg import register_vector
 
-from bench.common import PROJECT_ROOT, fresh_database, machine_info, synthetic_corpus, write_result
+from bench.common import (
+    PROJECT_ROOT,
+    fresh_database,
+    machine_info,
+    percentile,
+    synthetic_corpus,
+    write_result,
+)
 from memory_platform.access import AccessContext
 from memory_platform.db import migrations
 from memory_platform.embeddings.hashing import HashEmbeddingProvider
@@ -59,11 +66,6 @@ COMPANIES = ("Nordlicht GmbH", "Alpen Logistik AG", "Elbtal Software", "Isar Ene
              "Brandt Steuerberatung", "Spree Medien")
 PEOPLE = ("Anna Müller", "Jonas Schmidt", "Lea Weber", "Paul Becker", "Emma Koch")
 PRODUCTS = ("billing service", "customer portal", "search API", "payment gateway")
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
 def random_context(rng: random.Random, instance: str) -> AccessContext:
