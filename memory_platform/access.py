@@ -97,26 +97,34 @@ def audience_for(kind: AudienceKind, ctx: AccessContext) -> Audience:
     raise AccessError(f"unknown visibility {kind!r}; use one of {', '.join(AUDIENCE_KINDS)}")
 
 
-# How a predicate embeds the caller's values: quoted literals by default, or placeholders of
-# a :class:`Bind` (the search hot path sends one statement text per context shape, which the
-# server can keep prepared).
-Binder = Callable[[Any], sql.Composable]
+# How a predicate embeds the caller's values: ``bind(role, value)`` answers the SQL for one
+# value. :func:`literal` quotes it in place (the default); :func:`placeholder` names it by its
+# role (``%(user)s``), so the text depends only on the context's shape and the search hot
+# path can compose it once and keep it prepared (the values go separately, by role:
+# :func:`context_params`).
+Binder = Callable[[str, Any], sql.Composable]
 
 
-class Bind:
-    """Collects values as named parameters: ``bind(value)`` answers its placeholder."""
+def literal(role: str, value: Any) -> sql.Composable:
+    return sql.Literal(value)
 
-    def __init__(self) -> None:
-        self.params: dict[str, Any] = {}
 
-    def __call__(self, value: Any) -> sql.Placeholder:
-        name = f"v{len(self.params)}"
-        self.params[name] = value
-        return sql.Placeholder(name)
+def placeholder(role: str, value: Any) -> sql.Composable:
+    return sql.Placeholder(role)
+
+
+def channel_keys(ctx: AccessContext) -> list[str]:
+    """The conversations the caller reads in: its thread and its room."""
+    return [k for k in (ctx.channel_thread_key, ctx.group_room_id) if k]
+
+
+def context_params(ctx: AccessContext) -> dict[str, Any]:
+    """The values :func:`placeholder` names in a rule over ``ctx``, by role."""
+    return {"instance": ctx.instance_key, "user": ctx.user_id, "channels": channel_keys(ctx)}
 
 
 def _branches(ctx: AccessContext, alias: str, kind_col: str, key_col: str,
-              owner_col: str | None, bind: Binder = sql.Literal) -> list[sql.Composed]:
+              owner_col: str | None, bind: Binder = literal) -> list[sql.Composed]:
     """THE visibility rule, over any row that carries an audience (kind, key) and optionally
     the user it belongs to, as disjuncts (private rows have the owner's user id as their
     audience key). Each disjunct alone is index-friendly; :func:`_rule` ORs them."""
@@ -124,29 +132,29 @@ def _branches(ctx: AccessContext, alias: str, kind_col: str, key_col: str,
     branches = [sql.SQL("{} = 'workspace'").format(kind)]
     if ctx.user_id:
         branches.append(sql.SQL("({} = 'private' AND {} = {})").format(
-            kind, key, bind(ctx.user_id)))
+            kind, key, bind("user", ctx.user_id)))
     if ctx.has_team_access:
         branches.append(sql.SQL("{} = 'team'").format(kind))
-    channel_keys = [k for k in (ctx.channel_thread_key, ctx.group_room_id) if k]
-    if channel_keys:
+    channels = channel_keys(ctx)
+    if channels:
         branches.append(sql.SQL("({} = 'channel' AND {} = ANY({}))").format(
-            kind, key, bind(channel_keys)))
+            kind, key, bind("channels", channels)))
     if ctx.user_id and owner_col:
         branches.append(sql.SQL("({} = 'channel' AND {} = {})").format(
-            kind, sql.Identifier(alias, owner_col), bind(ctx.user_id)))
+            kind, sql.Identifier(alias, owner_col), bind("user", ctx.user_id)))
     return branches
 
 
 def _rule(ctx: AccessContext, alias: str, kind_col: str, key_col: str,
-          owner_col: str | None, bind: Binder = sql.Literal) -> sql.Composed:
+          owner_col: str | None, bind: Binder = literal) -> sql.Composed:
     """The instance boundary AND any branch of the rule."""
     return sql.SQL("({} = {} AND ({}))").format(
-        sql.Identifier(alias, "instance_key"), bind(ctx.instance_key),
+        sql.Identifier(alias, "instance_key"), bind("instance", ctx.instance_key),
         sql.SQL(" OR ").join(_branches(ctx, alias, kind_col, key_col, owner_col, bind)))
 
 
 def visibility_predicate(ctx: AccessContext, alias: str = "m",
-                         bind: Binder = sql.Literal) -> sql.Composed:
+                         bind: Binder = literal) -> sql.Composed:
     """SQL condition, true exactly for the ``agent_memories`` rows ``ctx`` may see (the
     linked user of a channel row is its ``user_id``). Values are quoted by psycopg."""
     return _rule(ctx, alias, "visibility_scope", "audience_key", "user_id", bind)
@@ -159,7 +167,7 @@ def audience_predicate(ctx: AccessContext, alias: str = "a") -> sql.Composed:
 
 
 def chunk_predicate(ctx: AccessContext, alias: str = "c",
-                    bind: Binder = sql.Literal) -> sql.Composed:
+                    bind: Binder = literal) -> sql.Composed:
     """The same rule over the audience copy a chunk carries (``visibility_scope``,
     ``audience_key``, ``owner_user_id``; migration 0008): lets the search arms filter chunk
     rows without a join. A pre-filter: the final statement applies the memory rule too."""
@@ -167,7 +175,7 @@ def chunk_predicate(ctx: AccessContext, alias: str = "c",
 
 
 def chunk_branches(ctx: AccessContext, alias: str = "c",
-                   bind: Binder = sql.Literal) -> list[sql.Composed]:
+                   bind: Binder = literal) -> list[sql.Composed]:
     """The disjuncts of :func:`chunk_predicate` without the instance boundary (callers add
     it): search counts the visible chunks one index-only scan per branch."""
     return _branches(ctx, alias, "visibility_scope", "audience_key", "owner_user_id", bind)

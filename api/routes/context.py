@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from api.auth import access_context, require
 from api.db import with_connection
 from api.requests import read_json
+from api.responses import model_response
 from api.schemas import ContextItemOut, ContextSearch, ContextSearchResponse
 from memory_platform.retrieval.context import ContextItem, context_get, context_search
 
@@ -19,7 +20,7 @@ def item_out(item: ContextItem, with_score: bool = True) -> ContextItemOut:
                           details=item.details)
 
 
-async def search(request: Request) -> JSONResponse:
+async def search(request: Request) -> Response:
     key = require(request, "memory:read")
     body = await read_json(request, ContextSearch)
     items = await with_connection(
@@ -28,14 +29,14 @@ async def search(request: Request) -> JSONResponse:
         embedder=request.app.state.embedder, stamper=request.app.state.stamper,
     )
     response = ContextSearchResponse(results=[item_out(i) for i in items])
-    return JSONResponse(response.model_dump(by_alias=True, mode="json"))
+    return model_response(response)
 
 
-async def get_one(request: Request) -> JSONResponse:
+async def get_one(request: Request) -> Response:
     key = require(request, "memory:read")
     item = await with_connection(request, context_get, access_context(key),
                                  request.path_params["item_id"])
-    return JSONResponse(item_out(item, with_score=False).model_dump(by_alias=True, mode="json"))
+    return model_response(item_out(item, with_score=False))
 
 
 routes = [

@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from api.auth import require
 from api.db import with_connection
 from api.errors import ApiError
 from api.requests import read_json, read_query
+from api.responses import model_response
 from api.schemas import (
     DreamLaunch,
     DreamLaunchResponse,
@@ -46,17 +46,14 @@ from memory_platform.settings import Settings, redact_url
 log = logging.getLogger("api")
 
 
-def _dump(model) -> dict[str, Any]:
-    return model.model_dump(by_alias=True, mode="json")
 
-
-async def list_route(request: Request) -> JSONResponse:
+async def list_route(request: Request) -> Response:
     key = require(request, "admin")
     params = read_query(request, DreamListParams)
     rows = await with_connection(request, list_dreams, instance_key=key.instance_key,
                                  limit=params.limit)
     dreams = [DreamOut.model_validate(dream_summary(r)) for r in rows]
-    return JSONResponse(_dump(DreamListResponse(dreams=dreams)))
+    return model_response(DreamListResponse(dreams=dreams))
 
 
 # --- launch --------------------------------------------------------------------------------
@@ -153,7 +150,7 @@ def _model_name(model: str | None) -> str | None:
                        [{"field": "model", "problem": str(exc)}]) from exc
 
 
-async def launch_route(request: Request) -> JSONResponse:
+async def launch_route(request: Request) -> Response:
     key = require(request, "admin")
     body = await read_json(request, DreamLaunch)
     model = _model_name(body.model)
@@ -162,12 +159,12 @@ async def launch_route(request: Request) -> JSONResponse:
     if not keys:
         response = DreamLaunchResponse(run_id=None, partitions=[], model=model,
                                        dry_run=body.dry_run)
-        return JSONResponse(_dump(response), status_code=200)
+        return model_response(response, status_code=200)
     _check_run_settings(settings)
     run_id, mode = await run_in_threadpool(_launch, settings, keys, model, body.dry_run)
     response = DreamLaunchResponse(run_id=run_id, partitions=keys, model=model,
                                    dry_run=body.dry_run, mode=mode)
-    return JSONResponse(_dump(response), status_code=202)
+    return model_response(response, status_code=202)
 
 
 # --- rollback ------------------------------------------------------------------------------
@@ -184,7 +181,7 @@ def _rollback(conn, settings: Settings, embedder, instance_key: str, dream_id: u
         raise ApiError(409, "dream_running", exc.message) from exc
 
 
-async def rollback_route(request: Request) -> JSONResponse:
+async def rollback_route(request: Request) -> Response:
     key = require(request, "admin")
     raw = request.path_params["dream_id"]
     try:
@@ -193,7 +190,7 @@ async def rollback_route(request: Request) -> JSONResponse:
         raise ApiError(404, "not_found", "no dream with that id in this instance") from exc
     result = await with_connection(request, _rollback, request.app.state.settings,
                                    request.app.state.embedder, key.instance_key, dream_id)
-    return JSONResponse(_dump(DreamRollbackResponse.model_validate(result.as_json())))
+    return model_response(DreamRollbackResponse.model_validate(result.as_json()))
 
 
 routes = [

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from api.auth import access_context, require
 from api.db import with_connection
 from api.requests import read_json, read_query
+from api.responses import model_response
 from api.schemas import MemoryCreate, MemoryOut, SearchParams, SearchResponse, StoreResponse
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.retrieval.memories import MemoryRecord, get_memory
@@ -30,11 +31,8 @@ def memory_out(item: MemoryHit | MemoryRecord) -> MemoryOut:
     )
 
 
-def _dump(model) -> dict:
-    return model.model_dump(by_alias=True, mode="json")
 
-
-async def search(request: Request) -> JSONResponse:
+async def search(request: Request) -> Response:
     key = require(request, "memory:read")
     params = read_query(request, SearchParams)
     ctx = access_context(key, params)
@@ -43,17 +41,17 @@ async def search(request: Request) -> JSONResponse:
         limit=params.limit, scopes=(params.scope,) if params.scope else None,
         embedder=request.app.state.embedder, stamper=request.app.state.stamper,
     )
-    return JSONResponse(_dump(SearchResponse(results=[memory_out(h) for h in hits])))
+    return model_response(SearchResponse(results=[memory_out(h) for h in hits]))
 
 
-async def get_one(request: Request) -> JSONResponse:
+async def get_one(request: Request) -> Response:
     key = require(request, "memory:read")
     ctx = access_context(key)
     record = await with_connection(request, get_memory, ctx, request.path_params["memory_id"])
-    return JSONResponse(_dump(memory_out(record)))
+    return model_response(memory_out(record))
 
 
-async def create(request: Request) -> JSONResponse:
+async def create(request: Request) -> Response:
     key = require(request, "memory:write")
     body = await read_json(request, MemoryCreate)
     ctx = access_context(key, body.context)
@@ -69,7 +67,7 @@ async def create(request: Request) -> JSONResponse:
                              deduplicated=stored.deduplicated,
                              assertion_id=str(stored.assertion_id) if stored.assertion_id else None,
                              assertion_status=stored.assertion_status)
-    return JSONResponse(_dump(response), status_code=200 if stored.deduplicated else 201)
+    return model_response(response, status_code=200 if stored.deduplicated else 201)
 
 
 routes = [

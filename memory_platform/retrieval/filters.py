@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from memory_platform.access import AccessContext, Binder, visibility_predicate
+from memory_platform.access import AccessContext, Binder, literal, visibility_predicate
 
 ASSERTION_JOIN = sql.SQL(
     "LEFT JOIN agent_memory_assertions a"
@@ -32,7 +32,7 @@ CURRENT_APPROVED_ASSERTION = sql.SQL(
 _APPROVED_ASSERTION = sql.SQL("(m.assertion_id IS NULL OR {})").format(CURRENT_APPROVED_ASSERTION)
 
 
-def recallable_memory(ctx: AccessContext, bind: Binder = sql.Literal) -> sql.Composed:
+def recallable_memory(ctx: AccessContext, bind: Binder = literal) -> sql.Composed:
     """Condition over ``m`` (agent_memories) and ``a`` (its assertion, left-joined)."""
     return sql.SQL("{} AND m.memory_state = 'active' AND {}").format(
         visibility_predicate(ctx, "m", bind), _APPROVED_ASSERTION

@@ -53,10 +53,11 @@ from psycopg.pq import TransactionStatus
 from memory_platform.access import (
     SUBJECT_REF_KEYS,
     AccessContext,
-    Bind,
-    Binder,
+    channel_keys,
     chunk_branches,
     chunk_predicate,
+    context_params,
+    placeholder,
 )
 from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_provider
 from memory_platform.embeddings.generations import cached_active_generation, generation_key
@@ -117,11 +118,13 @@ def query_terms(query: str) -> list[str]:
     return list(seen)[:_MAX_TERMS]
 
 
-def or_tsquery(terms: list[str], bind: Binder = sql.Literal) -> sql.Composable:
+_TSQUERY = "(to_tsquery('english', {t}) || to_tsquery('german', {t}))"
+
+
+def or_tsquery(terms: list[str]) -> sql.Composable:
     """The OR query over the terms' German and English lexemes (the full-text columns index
     both languages; AND semantics matched nothing for most natural questions)."""
-    text = bind(" | ".join(terms))
-    return sql.SQL("(to_tsquery('english', {t}) || to_tsquery('german', {t}))").format(t=text)
+    return sql.SQL(_TSQUERY).format(t=sql.Literal(" | ".join(terms)))
 
 
 def _query_vector(provider: EmbeddingProvider, query: str) -> np.ndarray | None:
@@ -132,28 +135,107 @@ def _query_vector(provider: EmbeddingProvider, query: str) -> np.ndarray | None:
         return None
 
 
+# --- the statement ----------------------------------------------------------------------
+# Composed from the caller's context SHAPE only: every value is a placeholder named by its
+# role (instance, user, channels: access.context_params; scopes, terms, generating, qv:
+# search_memories), so one text serves every caller of a shape and stays prepared.
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """Everything the search statement's text depends on."""
+
+    user: bool
+    team: bool
+    channels: bool
+    scoped: bool
+    keyword_arm: bool  # some words generate keyword candidates
+    scored_terms: bool  # some words score
+    key: str | None  # the query vector's generation; None: keyword only
+    dims: int
+    candidate_cap: int
+    vector_cap: int
+    match_cap: int
+    exact_max: int
+
+
+@dataclass(frozen=True)
+class _Statement:
+    text: bytes  # with $1..$n placeholders, for a RawCursor
+    roles: tuple[str, ...]  # the value role of each $n
+
+
+_STATEMENTS: dict[_Shape, _Statement] = {}
+_STATEMENTS_MAX = 512
+_PLACEHOLDER = re.compile(rb"%\((\w+)\)s|%%")
+
+
+def _statement(shape: _Shape, ctx: AccessContext,
+               scopes: tuple[str, ...] | None) -> _Statement:
+    """The statement for ``shape``, composed once per process (``ctx`` and ``scopes`` are
+    of that shape: they decide which rule branches and filters appear, no value of theirs
+    enters the text). Numbered placeholders spare psycopg parsing a 5 KB text per search."""
+    statement = _STATEMENTS.get(shape)
+    if statement is None:
+        if len(_STATEMENTS) >= _STATEMENTS_MAX:
+            _STATEMENTS.clear()
+        statement = _STATEMENTS[shape] = _numbered(_compose(shape, ctx, scopes).as_bytes(None))
+    return statement
+
+
+def _numbered(text: bytes) -> _Statement:
+    """``%(role)s`` -> ``$n`` (one number per role) and ``%%`` -> ``%``."""
+    roles: list[str] = []
+
+    def number(match: re.Match[bytes]) -> bytes:
+        if match.group(0) == b"%%":
+            return b"%"
+        role = match.group(1).decode()
+        if role not in roles:
+            roles.append(role)
+        return b"$%d" % (roles.index(role) + 1)
+
+    return _Statement(_PLACEHOLDER.sub(number, text), tuple(roles))
+
+
+def _compose(shape: _Shape, ctx: AccessContext,
+             scopes: tuple[str, ...] | None) -> sql.Composable:
+    visible = _chunk_filter(ctx, scopes)
+    arms: list[sql.Composable] = []
+    if shape.keyword_arm:
+        arms.append(_keyword_arm(visible, shape.candidate_cap, shape.match_cap))
+    if shape.key is not None:
+        arms.extend(_vector_arms(visible, shape.key, shape.dims, shape.vector_cap,
+                                 shape.exact_max))
+    return _search_statement(ctx, scopes, arms, shape,
+                             _visible_count(ctx, scopes, shape.exact_max + 1))
+
+
+def _bound_tsquery(role: str) -> sql.Composable:
+    """:func:`or_tsquery` over the words passed as parameter ``role`` ("a | b")."""
+    return sql.SQL(_TSQUERY).format(t=sql.Placeholder(role))
+
+
 def _vector_expr(dims: int) -> sql.Composable:
-    return sql.SQL("(c.embedding::vector({d}) <=> %(qv)s::vector({d}))").format(
-        d=sql.Literal(dims))
+    return sql.SQL("(c.embedding::vector({d}) <=> {qv}::vector({d}))").format(
+        d=sql.Literal(dims), qv=sql.Placeholder("qv"))
 
 
-def _chunk_filter(ctx: AccessContext, scopes: tuple[str, ...] | None,
-                  bind: Binder) -> sql.Composable:
+def _chunk_filter(ctx: AccessContext, scopes: tuple[str, ...] | None) -> sql.Composable:
     """The chunks an arm may return: recallable, visible to ``ctx`` by the audience copy
     they carry, and within ``scopes`` when given (it narrows, never widens)."""
-    return sql.SQL("c.recallable AND {}{}").format(chunk_predicate(ctx, "c", bind),
-                                                   _scope_filter("c", scopes, bind))
+    return sql.SQL("c.recallable AND {}{}").format(chunk_predicate(ctx, "c", placeholder),
+                                                   _scope_filter("c", scopes))
 
 
-def _scope_filter(alias: str, scopes: tuple[str, ...] | None, bind: Binder) -> sql.Composable:
+def _scope_filter(alias: str, scopes: tuple[str, ...] | None) -> sql.Composable:
     if not scopes:
         return sql.SQL("")
     return sql.SQL(" AND {} = ANY({})").format(sql.Identifier(alias, "visibility_scope"),
-                                              bind(list(scopes)))
+                                              sql.Placeholder("scopes"))
 
 
-def _keyword_arm(visible: sql.Composable, terms: list[str], cap: int, match_cap: int,
-                 bind: Binder) -> sql.Composable:
+def _keyword_arm(visible: sql.Composable, cap: int, match_cap: int) -> sql.Composable:
     # The GIN index alone finds the matches (OFFSET 0 keeps the audience conditions out of
     # the index scan: ANDing the instance's audience bitmap costs more than it saves); the
     # chunks' own audience columns then filter them, no join before the LIMIT. Only the
@@ -168,28 +250,28 @@ def _keyword_arm(visible: sql.Composable, terms: list[str], cap: int, match_cap:
         ) matches
         ORDER BY ts_rank(matches.content_tsv, {tsq}, 0) DESC
         LIMIT {cap}
-    """).format(tsq=or_tsquery(terms, bind), visible=visible, match_cap=sql.Literal(match_cap),
-                cap=sql.Literal(cap))
+    """).format(tsq=_bound_tsquery("generating"), visible=visible,
+                match_cap=sql.Literal(match_cap), cap=sql.Literal(cap))
 
 
-def _visible_count(ctx: AccessContext, scopes: tuple[str, ...] | None, bound: int,
-                   bind: Binder) -> sql.Composable:
+def _visible_count(ctx: AccessContext, scopes: tuple[str, ...] | None,
+                   bound: int) -> sql.Composable:
     """How many chunks ``ctx`` may see, counted no further than ``bound``: one short
     index-only scan per branch of the rule, appended, stopping at the bound (an OR of the
     branches would need the heap)."""
     branches = [
         sql.SQL("(SELECT 1 FROM agent_memory_chunks c"
                 " WHERE c.instance_key = {instance} AND c.recallable AND {branch}{scopes})"
-                ).format(instance=bind(ctx.instance_key), branch=branch,
-                         scopes=_scope_filter("c", scopes, bind))
-        for branch in chunk_branches(ctx, "c", bind)
+                ).format(instance=sql.Placeholder("instance"), branch=branch,
+                         scopes=_scope_filter("c", scopes))
+        for branch in chunk_branches(ctx, "c", placeholder)
     ]
     return sql.SQL("SELECT count(*) AS n FROM ({} LIMIT {}) visible_chunks").format(
         sql.SQL(" UNION ALL ").join(branches), sql.Literal(bound))
 
 
-def _vector_arms(ctx: AccessContext, visible: sql.Composable, key: str, dims: int, cap: int,
-                 exact_max: int, bind: Binder) -> list[sql.Composable]:
+def _vector_arms(visible: sql.Composable, key: str, dims: int, cap: int,
+                 exact_max: int) -> list[sql.Composable]:
     """Two arms, of which exactly one runs, gated by the ``visible_count`` CTE: a small
     visible set is scanned exactly (its audience btree, then every distance: a filtered
     HNSW scan can return fewer than topK rows); a large one walks the generation's HNSW
@@ -198,7 +280,7 @@ def _vector_arms(ctx: AccessContext, visible: sql.Composable, key: str, dims: in
         FROM agent_memory_chunks c
        WHERE c.embedding_key = {key} AND c.instance_key = {instance} AND {visible}
     """).format(key=sql.Literal(key),  # a literal: it selects the partial HNSW index
-                instance=bind(ctx.instance_key), visible=visible)
+                instance=sql.Placeholder("instance"), visible=visible)
     distance = _vector_expr(dims)
     exact = sql.SQL("SELECT c.id {common} AND (SELECT n FROM visible_count) <= {max}"
                     " ORDER BY {distance} + 0 LIMIT {cap}").format(
@@ -210,21 +292,20 @@ def _vector_arms(ctx: AccessContext, visible: sql.Composable, key: str, dims: in
 
 
 def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
-                      arms: list[sql.Composable], terms: list[str], key: str | None,
-                      dims: int | None, visible_count: sql.Composable,
-                      bind: Binder) -> sql.Composable:
+                      arms: list[sql.Composable], shape: _Shape,
+                      visible_count: sql.Composable) -> sql.Composable:
     """Candidates of every arm, then their details and both real scores, in one statement.
     The full recall rule (memory visibility, state, assertion approval and validity) is
     applied here: the chunk columns the arms filter on are only a copy."""
     vector_score = sql.SQL("NULL::float8")
-    if key is not None:
+    if shape.key is not None:
         vector_score = sql.SQL("CASE WHEN c.embedding_key = {key} THEN 1 - {d} END").format(
-            key=sql.Literal(key), d=_vector_expr(dims))
-    keyword_score = (sql.SQL("ts_rank(c.content_tsv, {}, 0)").format(or_tsquery(terms, bind))
-                     if terms else sql.SQL("0::real"))
+            key=sql.Literal(shape.key), d=_vector_expr(shape.dims))
+    keyword_score = (sql.SQL("ts_rank(c.content_tsv, {}, 0)").format(_bound_tsquery("terms"))
+                     if shape.scored_terms else sql.SQL("0::real"))
     candidates = sql.SQL(" UNION ").join(sql.SQL("({})").format(arm) for arm in arms)
-    visible = sql.SQL("{}{}").format(recallable_memory(ctx, bind),
-                                     _scope_filter("m", scopes, bind))
+    visible = sql.SQL("{}{}").format(recallable_memory(ctx, placeholder),
+                                     _scope_filter("m", scopes))
     return sql.SQL("""
         WITH visible_count AS MATERIALIZED ({visible_count}),
              candidates AS MATERIALIZED ({candidates})
@@ -278,38 +359,34 @@ def search_memories(
                          provider.preprocessing)
     active = cached_active_generation(conn, ctx.instance_key)
     vector = _query_vector(provider, query) if active and active.generation_key == key else None
-    # Keyword candidates are cheap (GIN); every vector candidate is an HNSW visit plus a
-    # heap fetch, and the fused top k rarely reaches deeper than 2k into the vector ranking.
-    candidate_cap, vector_cap = max(limit * 4, 24), max(limit * 2, 12)
-
-    bind = Bind()  # values as parameters: one statement text per context shape (prepared)
-    visible = _chunk_filter(ctx, scopes, bind)
-    arms: list[sql.Composable] = []
     # Without a query vector the keyword arm is the only source: every word counts then.
     generating = (selective_terms(conn, terms, settings.retrieval_keyword_common_share)
                   if vector is not None else terms)
-    if generating:
-        arms.append(_keyword_arm(visible, generating, candidate_cap,
-                                 settings.retrieval_keyword_match_cap, bind))
-    exact_max = settings.retrieval_exact_scan_max
-    if vector is not None:
-        arms.extend(_vector_arms(ctx, visible, key, provider.dimensions, vector_cap,
-                                 exact_max, bind))
-    if not arms:
+    if not generating and vector is None:
         return []
-    statement = _search_statement(ctx, scopes, arms, terms,
-                                  key if vector is not None else None, provider.dimensions,
-                                  _visible_count(ctx, scopes, exact_max + 1, bind), bind)
-    params = {**bind.params, "qv": vector}
-    values = ["off", "force_generic_plan", "0", "relaxed_order",
-              str(max(settings.retrieval_hnsw_ef_search, vector_cap))]
+    # Keyword candidates are cheap (GIN); every vector candidate is an HNSW visit plus a
+    # heap fetch, and the fused top k rarely reaches deeper than 2k into the vector ranking.
+    shape = _Shape(
+        user=bool(ctx.user_id), team=ctx.has_team_access, channels=bool(channel_keys(ctx)),
+        scoped=bool(scopes), keyword_arm=bool(generating), scored_terms=bool(terms),
+        key=key if vector is not None else None, dims=provider.dimensions,
+        candidate_cap=max(limit * 4, 24), vector_cap=max(limit * 2, 12),
+        match_cap=settings.retrieval_keyword_match_cap,
+        exact_max=settings.retrieval_exact_scan_max)
+    statement = _statement(shape, ctx, scopes)
+    values = {**context_params(ctx), "scopes": list(scopes or ()), "qv": vector,
+              "terms": " | ".join(terms), "generating": " | ".join(generating)}
+    params = [values[role] for role in statement.roles]
+    settings_values = ["off", "force_generic_plan", "0", "relaxed_order",
+                       str(max(settings.retrieval_hnsw_ef_search, shape.vector_cap))]
     inside_callers_transaction = conn.info.transaction_status != TransactionStatus.IDLE
     with conn.transaction():
-        replaced = conn.execute(_SET, (list(_HOT_PATH_SETTINGS), values)).fetchall()
+        replaced = conn.execute(_SET, (list(_HOT_PATH_SETTINGS), settings_values)).fetchall()
+        cursor = psycopg.RawCursor(conn)
         if explain is not None:
-            explain.extend(row[0] for row in conn.execute(
-                sql.SQL("EXPLAIN (ANALYZE, BUFFERS) {}").format(statement), params))
-        rows = conn.execute(statement, params, prepare=True).fetchall()
+            explain.extend(row[0] for row in cursor.execute(
+                b"EXPLAIN (ANALYZE, BUFFERS) " + statement.text, params))
+        rows = cursor.execute(statement.text, params, prepare=True).fetchall()
         if inside_callers_transaction:
             conn.execute(_RESTORE, ([r[0] for r in replaced], [r[1] for r in replaced]))
 

@@ -354,3 +354,27 @@ def test_search_leaves_the_callers_transaction_settings_alone(db, settings, ctx,
     # and the prepared statement still serves the next search of the same shape
     again = search_memories(db, settings, ctx, "VAT filing Mandant Nord", stamp=False)
     assert [h.memory_id for h in again] == [h.memory_id for h in hits]
+
+
+def test_callers_of_one_shape_share_a_statement_but_see_only_their_own_rows(db, settings,
+                                                                           monkeypatch):
+    # The statement text is composed once per context shape and reused: the users' values
+    # must travel as parameters, never in the text, and never from the previous caller.
+    from memory_platform.retrieval import search
+
+    instance = f"shape-{uuid.uuid4().hex[:12]}"
+    users = [AccessContext(instance, user_id=f"user-{i}-{uuid.uuid4().hex[:6]}")
+             for i in range(3)]
+    mine = {u.user_id: _store(db, settings, u, f"Private locker code of {u.user_id} is 4711.",
+                              visibility="private") for u in users}
+    monkeypatch.setattr(search, "_STATEMENTS", {})
+    for _ in range(2):  # the second round runs the cached statements
+        for user in users:
+            hits = search_memories(db, settings, user, "locker code 4711", stamp=False)
+            assert [h.memory_id for h in hits] == [mine[user.user_id]]
+    assert len(search._STATEMENTS) == 1  # three users, one shape, one text
+    for statement in search._STATEMENTS.values():
+        assert all(u.user_id.encode() not in statement.text for u in users)
+        assert instance.encode() not in statement.text
+        assert set(statement.roles) <= {"instance", "user", "channels", "scopes", "terms",
+                                        "generating", "qv"}
