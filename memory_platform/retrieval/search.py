@@ -153,8 +153,6 @@ class _Shape:
     scored_terms: bool  # some words score
     key: str | None  # the query vector's generation; None: keyword only
     dims: int
-    candidate_cap: int
-    vector_cap: int
     match_cap: int
     exact_max: int
 
@@ -203,10 +201,9 @@ def _compose(shape: _Shape, ctx: AccessContext,
     visible = _chunk_filter(ctx, scopes)
     arms: list[sql.Composable] = []
     if shape.keyword_arm:
-        arms.append(_keyword_arm(visible, shape.candidate_cap, shape.match_cap))
+        arms.append(_keyword_arm(visible, shape.match_cap))
     if shape.key is not None:
-        arms.extend(_vector_arms(visible, shape.key, shape.dims, shape.vector_cap,
-                                 shape.exact_max))
+        arms.extend(_vector_arms(visible, shape.key, shape.dims, shape.exact_max))
     return _search_statement(ctx, scopes, arms, shape,
                              _visible_count(ctx, scopes, shape.exact_max + 1))
 
@@ -235,7 +232,7 @@ def _scope_filter(alias: str, scopes: tuple[str, ...] | None) -> sql.Composable:
                                               sql.Placeholder("scopes"))
 
 
-def _keyword_arm(visible: sql.Composable, cap: int, match_cap: int) -> sql.Composable:
+def _keyword_arm(visible: sql.Composable, match_cap: int) -> sql.Composable:
     # The GIN index alone finds the matches (OFFSET 0 keeps the audience conditions out of
     # the index scan: ANDing the instance's audience bitmap costs more than it saves); the
     # chunks' own audience columns then filter them, no join before the LIMIT. Only the
@@ -251,7 +248,7 @@ def _keyword_arm(visible: sql.Composable, cap: int, match_cap: int) -> sql.Compo
         ORDER BY ts_rank(matches.content_tsv, {tsq}, 0) DESC
         LIMIT {cap}
     """).format(tsq=_bound_tsquery("generating"), visible=visible,
-                match_cap=sql.Literal(match_cap), cap=sql.Literal(cap))
+                match_cap=sql.Literal(match_cap), cap=sql.Placeholder("keyword_cap"))
 
 
 def _visible_count(ctx: AccessContext, scopes: tuple[str, ...] | None,
@@ -270,7 +267,7 @@ def _visible_count(ctx: AccessContext, scopes: tuple[str, ...] | None,
         sql.SQL(" UNION ALL ").join(branches), sql.Literal(bound))
 
 
-def _vector_arms(visible: sql.Composable, key: str, dims: int, cap: int,
+def _vector_arms(visible: sql.Composable, key: str, dims: int,
                  exact_max: int) -> list[sql.Composable]:
     """Two arms, of which exactly one runs, gated by the ``visible_count`` CTE: a small
     visible set is scanned exactly (its audience btree, then every distance: a filtered
@@ -281,13 +278,13 @@ def _vector_arms(visible: sql.Composable, key: str, dims: int, cap: int,
        WHERE c.embedding_key = {key} AND c.instance_key = {instance} AND {visible}
     """).format(key=sql.Literal(key),  # a literal: it selects the partial HNSW index
                 instance=sql.Placeholder("instance"), visible=visible)
-    distance = _vector_expr(dims)
+    distance, cap = _vector_expr(dims), sql.Placeholder("vector_cap")
     exact = sql.SQL("SELECT c.id {common} AND (SELECT n FROM visible_count) <= {max}"
                     " ORDER BY {distance} + 0 LIMIT {cap}").format(
-        common=common, max=sql.Literal(exact_max), distance=distance, cap=sql.Literal(cap))
+        common=common, max=sql.Literal(exact_max), distance=distance, cap=cap)
     approximate = sql.SQL("SELECT c.id {common} AND (SELECT n FROM visible_count) > {max}"
                           " ORDER BY {distance} LIMIT {cap}").format(
-        common=common, max=sql.Literal(exact_max), distance=distance, cap=sql.Literal(cap))
+        common=common, max=sql.Literal(exact_max), distance=distance, cap=cap)
     return [exact, approximate]
 
 
@@ -364,21 +361,22 @@ def search_memories(
                   if vector is not None else terms)
     if not generating and vector is None:
         return []
-    # Keyword candidates are cheap (GIN); every vector candidate is an HNSW visit plus a
-    # heap fetch, and the fused top k rarely reaches deeper than 2k into the vector ranking.
     shape = _Shape(
         user=bool(ctx.user_id), team=ctx.has_team_access, channels=bool(channel_keys(ctx)),
         scoped=bool(scopes), keyword_arm=bool(generating), scored_terms=bool(terms),
         key=key if vector is not None else None, dims=provider.dimensions,
-        candidate_cap=max(limit * 4, 24), vector_cap=max(limit * 2, 12),
         match_cap=settings.retrieval_keyword_match_cap,
         exact_max=settings.retrieval_exact_scan_max)
+    # Keyword candidates are cheap (GIN); every vector candidate is an HNSW visit plus a
+    # heap fetch, and the fused top k rarely reaches deeper than 2k into the vector ranking.
+    keyword_cap, vector_cap = max(limit * 4, 24), max(limit * 2, 12)
     statement = _statement(shape, ctx, scopes)
     values = {**context_params(ctx), "scopes": list(scopes or ()), "qv": vector,
-              "terms": " | ".join(terms), "generating": " | ".join(generating)}
+              "terms": " | ".join(terms), "generating": " | ".join(generating),
+              "keyword_cap": keyword_cap, "vector_cap": vector_cap}
     params = [values[role] for role in statement.roles]
     settings_values = ["off", "force_generic_plan", "0", "relaxed_order",
-                       str(max(settings.retrieval_hnsw_ef_search, shape.vector_cap))]
+                       str(max(settings.retrieval_hnsw_ef_search, vector_cap))]
     inside_callers_transaction = conn.info.transaction_status != TransactionStatus.IDLE
     with conn.transaction():
         replaced = conn.execute(_SET, (list(_HOT_PATH_SETTINGS), settings_values)).fetchall()

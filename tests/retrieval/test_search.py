@@ -377,4 +377,4 @@ def test_callers_of_one_shape_share_a_statement_but_see_only_their_own_rows(db, 
         assert all(u.user_id.encode() not in statement.text for u in users)
         assert instance.encode() not in statement.text
         assert set(statement.roles) <= {"instance", "user", "channels", "scopes", "terms",
-                                        "generating", "qv"}
+                                        "generating", "qv", "keyword_cap", "vector_cap"}
