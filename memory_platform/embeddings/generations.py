@@ -5,9 +5,16 @@ instance; at most one is active per instance. Its ``generation_key`` is stamped 
 vector row, and vector search only compares rows with the query's key.
 
 Vector indexes are partial HNSW expression indexes, one per generation key and embedding
-table: ``((embedding::vector(N)) vector_cosine_ops) WHERE embedding_key = '<key>'``. They are
+table: ``((embedding::halfvec(N)) halfvec_cosine_ops) WHERE embedding_key = '<key>'``. They are
 keyed by the model identity rather than the per-instance generation id, so a thousand
 instances on one model share one index instead of building a thousand.
+
+The index holds half-precision copies (the rows keep full precision, and every score a
+search reports is computed from them): an HNSW walk is bound by the memory it reads, one
+element page and one vector per visited neighbour, and half the bytes made the filtered
+search arm ~17% cheaper at 1536 d with the same recall, halved the index (783 -> 391 MB per
+100,000 chunks), and lifts the indexable dimensions from 2,000 to 4,000 (migration 0010).
+Every provider here emits unit vectors, far inside half precision's range.
 """
 
 from __future__ import annotations
@@ -53,13 +60,25 @@ def index_name(table: str, key: str) -> str:
     return f"{table}_hnsw_{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
+def indexed_distance(alias: str, dimensions: int, query: sql.Composable) -> sql.Composable:
+    """The cosine distance the HNSW indexes hold (half precision); ORDER BY it to use them."""
+    return sql.SQL("({alias}.embedding::halfvec({d}) <=> {q}::halfvec({d}))").format(
+        alias=sql.Identifier(alias), d=sql.Literal(dimensions), q=query)
+
+
+def exact_distance(alias: str, dimensions: int, query: sql.Composable) -> sql.Composable:
+    """The cosine distance at the stored (full) precision: scores and exact scans."""
+    return sql.SQL("({alias}.embedding::vector({d}) <=> {q}::vector({d}))").format(
+        alias=sql.Identifier(alias), d=sql.Literal(dimensions), q=query)
+
+
 def ensure_vector_indexes(conn: psycopg.Connection, key: str, dimensions: int) -> None:
     """Create the partial HNSW indexes of one generation key (idempotent)."""
     for table in EMBEDDING_TABLES:
         conn.execute(
             sql.SQL(
                 "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw "
-                "((embedding::vector({dims})) vector_cosine_ops) WHERE embedding_key = {key}"
+                "((embedding::halfvec({dims})) halfvec_cosine_ops) WHERE embedding_key = {key}"
             ).format(
                 name=sql.Identifier(index_name(table, key)),
                 table=sql.Identifier(table),

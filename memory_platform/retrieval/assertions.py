@@ -18,7 +18,11 @@ from psycopg import sql
 
 from memory_platform.access import AccessContext, audience_predicate
 from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_provider
-from memory_platform.embeddings.generations import cached_active_generation, generation_key
+from memory_platform.embeddings.generations import (
+    cached_active_generation,
+    exact_distance,
+    generation_key,
+)
 from memory_platform.retrieval.feedback import feedback_multiplier
 from memory_platform.retrieval.filters import CURRENT_APPROVED_ASSERTION
 from memory_platform.retrieval.search import or_tsquery, query_terms
@@ -60,18 +64,18 @@ def _lexical(ctx: AccessContext, terms: list[str], cap: int) -> sql.Composed:
 
 def _semantic(ctx: AccessContext, key: str, dims: int, cap: int,
               min_similarity: float) -> sql.Composed:
-    # Assertion sets per audience are small: an exact scan (+ 0 keeps the planner off the
-    # shared HNSW index, whose filtered scans can return fewer than `cap` rows). Only
-    # assertions at least `min_similarity` alike take part: the arm ranks everything else.
-    distance = sql.SQL("(e.embedding::vector({d}) <=> %(qv)s::vector({d}))").format(
-        d=sql.Literal(dims))
+    # Assertion sets per audience are small: an exact scan (the full-precision distance is
+    # not what the shared HNSW index holds, whose filtered scans can return fewer than `cap`
+    # rows). Only assertions at least `min_similarity` alike take part: the arm ranks
+    # everything else.
+    distance = exact_distance("e", dims, sql.Placeholder("qv"))
     return sql.SQL("""
         SELECT a.id
           FROM agent_memory_assertion_embeddings e
           JOIN agent_memory_assertions a
             ON a.instance_key = e.instance_key AND a.id = e.assertion_id
          WHERE e.embedding_key = {key} AND {visible} AND 1 - {distance} >= {floor}
-         ORDER BY {distance} + 0
+         ORDER BY {distance}
          LIMIT {cap}
     """).format(key=sql.Literal(key), distance=distance, visible=recallable_assertion(ctx),
                 floor=sql.Literal(min_similarity), cap=sql.Literal(cap))

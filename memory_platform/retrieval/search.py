@@ -60,7 +60,12 @@ from memory_platform.access import (
     placeholder,
 )
 from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_provider
-from memory_platform.embeddings.generations import cached_active_generation, generation_key
+from memory_platform.embeddings.generations import (
+    cached_active_generation,
+    exact_distance,
+    generation_key,
+    indexed_distance,
+)
 from memory_platform.errors import InvalidInput
 from memory_platform.retrieval.feedback import feedback_multiplier
 from memory_platform.retrieval.filters import ASSERTION_JOIN, recallable_memory
@@ -214,8 +219,7 @@ def _bound_tsquery(role: str) -> sql.Composable:
 
 
 def _vector_expr(dims: int) -> sql.Composable:
-    return sql.SQL("(c.embedding::vector({d}) <=> {qv}::vector({d}))").format(
-        d=sql.Literal(dims), qv=sql.Placeholder("qv"))
+    return exact_distance("c", dims, sql.Placeholder("qv"))
 
 
 def _chunk_filter(ctx: AccessContext, scopes: tuple[str, ...] | None) -> sql.Composable:
@@ -278,13 +282,14 @@ def _vector_arms(visible: sql.Composable, key: str, dims: int,
        WHERE c.embedding_key = {key} AND c.instance_key = {instance} AND {visible}
     """).format(key=sql.Literal(key),  # a literal: it selects the partial HNSW index
                 instance=sql.Placeholder("instance"), visible=visible)
-    distance, cap = _vector_expr(dims), sql.Placeholder("vector_cap")
+    cap = sql.Placeholder("vector_cap")
     exact = sql.SQL("SELECT c.id {common} AND (SELECT n FROM visible_count) <= {max}"
-                    " ORDER BY {distance} + 0 LIMIT {cap}").format(
-        common=common, max=sql.Literal(exact_max), distance=distance, cap=cap)
+                    " ORDER BY {distance} LIMIT {cap}").format(
+        common=common, max=sql.Literal(exact_max), distance=_vector_expr(dims), cap=cap)
     approximate = sql.SQL("SELECT c.id {common} AND (SELECT n FROM visible_count) > {max}"
                           " ORDER BY {distance} LIMIT {cap}").format(
-        common=common, max=sql.Literal(exact_max), distance=distance, cap=cap)
+        common=common, max=sql.Literal(exact_max), cap=cap,
+        distance=indexed_distance("c", dims, sql.Placeholder("qv")))
     return [exact, approximate]
 
 

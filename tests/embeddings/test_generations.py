@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from psycopg import sql
+
 from memory_platform.embeddings.generations import (
     EMBEDDING_TABLES,
     active_generation,
     index_name,
     register_generation,
 )
+from memory_platform.settings import PROJECT_ROOT
 
 
 def _index_definitions(conn, key: str) -> dict[str, str]:
@@ -24,7 +27,7 @@ def test_registering_creates_a_partial_hnsw_index_per_embedding_table(conn):
     assert set(definitions) == set(EMBEDDING_TABLES)
     for definition in definitions.values():
         assert "USING hnsw" in definition
-        assert "vector(1536)" in definition and "vector_cosine_ops" in definition
+        assert "halfvec(1536)" in definition and "halfvec_cosine_ops" in definition
         assert f"embedding_key = '{generation.generation_key}'" in definition
 
 
@@ -77,7 +80,24 @@ def test_vector_search_within_a_generation_can_use_its_index(conn):
     conn.execute("SET enable_seqscan = off")
     plan = "\n".join(r[0] for r in conn.execute(
         "EXPLAIN SELECT id FROM agent_memory_chunks WHERE embedding_key = %s"
-        " ORDER BY embedding::vector(3) <=> '[1,0,0]' LIMIT 5",
+        " ORDER BY embedding::halfvec(3) <=> '[1,0,0]' LIMIT 5",
         (generation.generation_key,),
     ))
     assert index_name("agent_memory_chunks", generation.generation_key) in plan
+
+
+def test_migration_0010_rebuilds_full_precision_indexes_as_half_precision(conn):
+    # A database from before 0010 has `embedding::vector(N)` indexes under the same names.
+    generation = register_generation(conn, "acme", "hash", "feature-hash", 8)
+    for table in EMBEDDING_TABLES:
+        name = sql.Identifier(index_name(table, generation.generation_key))
+        conn.execute(sql.SQL("DROP INDEX {}").format(name))
+        conn.execute(sql.SQL("CREATE INDEX {} ON {} USING hnsw ((embedding::vector(8))"
+                             " vector_cosine_ops) WHERE embedding_key = {}").format(
+            name, sql.Identifier(table), sql.Literal(generation.generation_key)))
+    conn.execute((PROJECT_ROOT / "migrations" / "0010_halfvec_indexes.sql").read_text())
+    definitions = _index_definitions(conn, generation.generation_key)
+    assert set(definitions) == set(EMBEDDING_TABLES)
+    for definition in definitions.values():
+        assert "halfvec(8)) halfvec_cosine_ops" in definition
+        assert f"embedding_key = '{generation.generation_key}'" in definition

@@ -427,7 +427,7 @@ def _plan(conn) -> str:
         conn.execute("SET LOCAL enable_seqscan = off")
         return "\n".join(r[0] for r in conn.execute(
             "EXPLAIN SELECT id FROM agent_memory_chunks WHERE embedding_key = %s"
-            " ORDER BY embedding::vector(32) <=> %s::vector(32) LIMIT 5", (KEY, query)))
+            " ORDER BY embedding::halfvec(32) <=> %s::halfvec(32) LIMIT 5", (KEY, query)))
 
 
 def _rows(n: int) -> list[dict[str, Any]]:
