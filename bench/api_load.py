@@ -88,7 +88,7 @@ from bench.common import (
 )
 from memory_platform import apikeys
 from memory_platform.db import embedded
-from memory_platform.db.connection import with_database
+from memory_platform.db.connection import start_embedded, with_database
 from memory_platform.embeddings.hashing import HashEmbeddingProvider
 from memory_platform.memories.bulk import context_from_row, import_memories
 from memory_platform.settings import PROJECT_ROOT, Settings
@@ -902,10 +902,8 @@ def main(argv: list[str] | None = None) -> int:
                 if not args.keep:
                     stack.callback(shutil.rmtree, parent, ignore_errors=True)
                     stack.callback(embedded.destroy, pgdata)
-            defaults = Settings(_env_file=None)  # type: ignore[call-arg]
-            info = embedded.ensure_server(pgdata, config={
-                "shared_buffers": defaults.embedded_shared_buffers,
-                "maintenance_work_mem": defaults.index_build_maintenance_work_mem})
+            info = start_embedded(Settings(_env_file=None,  # type: ignore[call-arg]
+                                           embedded_pgdata=pgdata))
             stack.callback(embedded.release_server, pgdata)
             server_url = info.uri("postgres")
             postgres_pid = info.pid

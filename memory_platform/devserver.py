@@ -21,7 +21,7 @@ import click
 
 from memory_platform.dagster_home import prepare_dagster_home
 from memory_platform.db import embedded, migrations
-from memory_platform.db.connection import connect
+from memory_platform.db.connection import connect, start_embedded
 from memory_platform.settings import PROJECT_ROOT, Settings
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -80,7 +80,7 @@ def run_dev(settings: Settings, with_dagster: bool = True) -> int:
         signal.signal(sig, request_stop)
 
     if settings.database_url is None:
-        info = embedded.ensure_server(settings.pgdata)
+        info = start_embedded(settings)
         _echo(f"embedded PostgreSQL ready (pid {info.pid}, data {settings.pgdata})")
     with connect(settings, autocommit=True) as conn:
         applied = migrations.migrate(conn, settings.migrations_dir,

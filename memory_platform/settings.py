@@ -36,7 +36,8 @@ class Settings(BaseSettings):
         None, description="Data directory of the embedded server (default DATA_DIR/pgdata)."
     )
     embedded_shared_buffers: str = Field(
-        "1GB", description="shared_buffers of the embedded server (vector indexes live here)."
+        "auto", description="shared_buffers of the embedded server (vector indexes live "
+        "here); auto: a quarter of the machine's memory, 128MB to 8GB."
     )
     database_name: str = Field("memory", description="Database of the platform's tables.")
     dagster_database_name: str = Field(

@@ -39,9 +39,17 @@ def server_url(settings: Settings) -> str:
     """URL of the maintenance database (``postgres``) of the configured server."""
     if settings.database_url is not None:
         return with_database(settings.database_url.get_secret_value(), "postgres")
-    config = {"shared_buffers": settings.embedded_shared_buffers,
+    return start_embedded(settings).uri("postgres")
+
+
+def start_embedded(settings: Settings) -> embedded.ServerInfo:
+    """Start (or find running) the embedded server of ``settings.pgdata`` with its settings."""
+    shared_buffers = settings.embedded_shared_buffers
+    if shared_buffers == "auto":
+        shared_buffers = embedded.auto_shared_buffers()
+    config = {"shared_buffers": shared_buffers,
               "maintenance_work_mem": settings.index_build_maintenance_work_mem}
-    return embedded.ensure_server(settings.pgdata, config=config).uri("postgres")
+    return embedded.ensure_server(settings.pgdata, config=config)
 
 
 def ensure_database(settings: Settings, database: str) -> str:

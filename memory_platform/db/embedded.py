@@ -313,6 +313,15 @@ def destroy(pgdata: Path) -> None:
 _handles: dict[Path, EmbeddedServer] = {}
 
 
+def auto_shared_buffers() -> str:
+    """A quarter of the machine's memory (PostgreSQL's usual guidance for a server that
+    owns the machine), at least 128MB and at most 8GB: the HNSW indexes and the chunk
+    rows a search walks stay in shared buffers instead of being copied in from the page
+    cache on every visit."""
+    quarter = psutil.virtual_memory().total // 4 // (1024 * 1024)
+    return f"{max(128, min(quarter, 8192))}MB"
+
+
 def ensure_server(pgdata: Path, tcp_port: int | None = None,
                   config: Mapping[str, str] | None = None) -> ServerInfo:
     """The one handle per data directory and process: start or find, then register.
