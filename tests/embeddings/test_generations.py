@@ -101,3 +101,22 @@ def test_migration_0010_rebuilds_full_precision_indexes_as_half_precision(conn):
     for definition in definitions.values():
         assert "halfvec(8)) halfvec_cosine_ops" in definition
         assert f"embedding_key = '{generation.generation_key}'" in definition
+
+
+def test_embedding_tables_keep_their_vectors_in_the_row(conn):
+    # Migration 0009: a 6 KB vector stays inline instead of costing a TOAST lookup per read.
+    options = dict(conn.execute(
+        "SELECT relname, reloptions FROM pg_class WHERE relname = ANY(%s)",
+        (list(EMBEDDING_TABLES),)).fetchall())
+    assert set(options) == set(EMBEDDING_TABLES)
+    assert all("toast_tuple_target=8160" in (opts or []) for opts in options.values())
+    # A chunk row like the real one (same columns, storage and options) with a 1536-d vector:
+    # nothing of it goes to the TOAST table.
+    conn.execute("CREATE TEMP TABLE probe (LIKE agent_memory_chunks INCLUDING ALL)"
+                 " WITH (toast_tuple_target = 8160)")
+    conn.execute("INSERT INTO probe (instance_key, memory_id, chunk_index, content, embedding)"
+                 " SELECT 'i', gen_random_uuid(), 0, repeat('Beleg ', 100),"
+                 " array_fill(0.5, ARRAY[1536])::vector")
+    toast = conn.execute("SELECT reltoastrelid::regclass::text FROM pg_class"
+                         " WHERE oid = 'probe'::regclass").fetchone()[0]
+    assert conn.execute(f"SELECT count(*) FROM {toast}").fetchone()[0] == 0
