@@ -166,6 +166,12 @@ def audience_predicate(ctx: AccessContext, alias: str = "a") -> sql.Composed:
     return _rule(ctx, alias, "audience_kind", "audience_key", "owner_user_id")
 
 
+def audience_branches(ctx: AccessContext, alias: str = "a") -> list[sql.Composed]:
+    """The disjuncts of :func:`audience_predicate` without the instance boundary (callers
+    add it): assertion search counts the visible assertions one index-only scan per branch."""
+    return _branches(ctx, alias, "audience_kind", "audience_key", "owner_user_id")
+
+
 def chunk_predicate(ctx: AccessContext, alias: str = "c",
                     bind: Binder = literal) -> sql.Composed:
     """The same rule over the audience copy a chunk carries (``visibility_scope``,

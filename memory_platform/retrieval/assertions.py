@@ -3,7 +3,17 @@
 Only approved, current, audience-visible assertions take part: status ``active``, review
 state approved (policy or human), inside their validity window. Candidate, conflicted,
 superseded, rejected, expired and tombstoned assertions never appear. The vector arm compares
-only embeddings of the query's generation.
+only embeddings of the query's generation, and only assertions at least ``minScore`` alike
+take part in it.
+
+The vector arm scales like chunk search (retrieval/search.py): one statement counts the
+assertions the caller may recall, no further than ``retrieval_exact_scan_max + 1`` (one
+index-only scan per branch of the visibility rule, migration 0011), and that count gates two
+sub-plans of which exactly one runs. A small visible set is scanned exactly (a filtered HNSW
+scan can return fewer rows than asked for); a large one walks the generation's HNSW index
+(half precision) with pgvector's iterative scan, joined to the assertion row so the scan
+keeps going until enough rows pass the full recall rule. Both rank by the full-precision
+distance. The statement runs under the hot-path planner settings (retrieval/hot_path.py).
 """
 
 from __future__ import annotations
@@ -16,15 +26,17 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
-from memory_platform.access import AccessContext, audience_predicate
+from memory_platform.access import AccessContext, audience_branches, audience_predicate
 from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_provider
 from memory_platform.embeddings.generations import (
     cached_active_generation,
     exact_distance,
     generation_key,
+    indexed_distance,
 )
 from memory_platform.retrieval.feedback import feedback_multiplier
 from memory_platform.retrieval.filters import CURRENT_APPROVED_ASSERTION
+from memory_platform.retrieval.hot_path import hot_path
 from memory_platform.retrieval.search import or_tsquery, query_terms
 from memory_platform.settings import Settings
 
@@ -62,23 +74,80 @@ def _lexical(ctx: AccessContext, terms: list[str], cap: int) -> sql.Composed:
     """).format(tsq=tsq, visible=recallable_assertion(ctx), cap=sql.Literal(cap))
 
 
-def _semantic(ctx: AccessContext, key: str, dims: int, cap: int,
-              min_similarity: float) -> sql.Composed:
-    # Assertion sets per audience are small: an exact scan (the full-precision distance is
-    # not what the shared HNSW index holds, whose filtered scans can return fewer than `cap`
-    # rows). Only assertions at least `min_similarity` alike take part: the arm ranks
-    # everything else.
-    distance = exact_distance("e", dims, sql.Placeholder("qv"))
-    return sql.SQL("""
-        SELECT a.id
+def _visible_count(ctx: AccessContext, bound: int) -> sql.Composed:
+    """How many assertions ``ctx`` may recall, counted no further than ``bound``: one short
+    index-only scan per branch of the rule, appended, stopping at the bound (an OR of the
+    branches would need the heap). A channel assertion both of the caller's thread and
+    owned by the caller counts twice: an over-count only tips the gate towards the index."""
+    branches = [
+        sql.SQL("(SELECT 1 FROM agent_memory_assertions a"
+                " WHERE a.instance_key = {instance} AND {branch} AND {approved})").format(
+            instance=sql.Literal(ctx.instance_key), branch=branch,
+            approved=CURRENT_APPROVED_ASSERTION)
+        for branch in audience_branches(ctx, "a")
+    ]
+    return sql.SQL("SELECT count(*) AS n FROM ({} LIMIT {}) visible_assertions").format(
+        sql.SQL(" UNION ALL ").join(branches), sql.Literal(bound))
+
+
+def _nearest_arms(ctx: AccessContext, key: str, dims: int, cap: int,
+                  exact_max: int) -> tuple[sql.Composed, sql.Composed]:
+    """The ``cap`` recallable assertions nearest to the query vector ``qv``, with their
+    full-precision distance, by two arms of which exactly one runs, gated by the
+    ``visible_count`` CTE: an exact scan of a small visible set, or the generation's HNSW
+    index, whose iterative scan goes on until ``cap`` joined rows pass the recall rule."""
+    candidates = sql.SQL("""
+        SELECT a.id, {distance} AS distance
           FROM agent_memory_assertion_embeddings e
           JOIN agent_memory_assertions a
             ON a.instance_key = e.instance_key AND a.id = e.assertion_id
-         WHERE e.embedding_key = {key} AND {visible} AND 1 - {distance} >= {floor}
-         ORDER BY {distance}
-         LIMIT {cap}
-    """).format(key=sql.Literal(key), distance=distance, visible=recallable_assertion(ctx),
-                floor=sql.Literal(min_similarity), cap=sql.Literal(cap))
+         WHERE e.embedding_key = {key} AND {visible}
+    """).format(distance=exact_distance("e", dims, sql.Placeholder("qv")),
+                key=sql.Literal(key),  # a literal: it selects the partial HNSW index
+                visible=recallable_assertion(ctx))
+    exact = sql.SQL("{} AND (SELECT n FROM visible_count) <= {} ORDER BY distance LIMIT {}")
+    approximate = sql.SQL("{} AND (SELECT n FROM visible_count) > {} ORDER BY {} LIMIT {}")
+    return (exact.format(candidates, sql.Literal(exact_max), sql.Literal(cap)),
+            approximate.format(candidates, sql.Literal(exact_max),
+                               indexed_distance("e", dims, sql.Placeholder("qv")),
+                               sql.Literal(cap)))
+
+
+def _semantic(ctx: AccessContext, key: str, dims: int, cap: int, min_similarity: float,
+              exact_max: int) -> sql.Composed:
+    """The vector arm: the nearest recallable assertions at least ``min_similarity`` alike,
+    nearest first. The floor applies after the arms' LIMIT (the same rows, as similarity
+    falls with distance): inside the HNSW arm it would keep the iterative scan walking the
+    index for a query that nothing stored resembles."""
+    exact, approximate = _nearest_arms(ctx, key, dims, cap, exact_max)
+    return sql.SQL("""
+        WITH visible_count AS MATERIALIZED ({count})
+        SELECT nearest.id
+          FROM (({exact}) UNION ALL ({approximate})) nearest
+         WHERE 1 - nearest.distance >= {floor}
+         ORDER BY nearest.distance
+    """).format(count=_visible_count(ctx, exact_max + 1), exact=exact,
+                approximate=approximate, floor=sql.Literal(min_similarity))
+
+
+def _semantic_ids(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
+                  query: str, cap: int, provider: EmbeddingProvider) -> list[UUID]:
+    """The vector arm's ranking; empty when the query has no vector of the instance's
+    active generation (another model configured, or the provider failing)."""
+    key = generation_key(provider.provider, provider.model, provider.dimensions,
+                         provider.preprocessing)
+    active = cached_active_generation(conn, ctx.instance_key)
+    if active is None or active.generation_key != key:
+        return []
+    try:
+        vector = provider.embed_query(query)
+    except EmbeddingError as exc:
+        log.warning("query embedding failed; lexical-only assertions: %s", exc)
+        return []
+    statement = _semantic(ctx, key, provider.dimensions, cap, settings.retrieval_min_score,
+                          settings.retrieval_exact_scan_max)
+    with hot_path(conn, max(settings.retrieval_hnsw_ef_search, cap)):
+        return [r[0] for r in conn.execute(statement, {"qv": vector})]
 
 
 def search_assertions(
@@ -95,20 +164,8 @@ def search_assertions(
     terms = query_terms(query)
     lexical = [r[0] for r in conn.execute(_lexical(ctx, terms, cap))] if terms else []
 
-    semantic: list[UUID] = []
-    provider = embedder or get_provider(settings)
-    key = generation_key(provider.provider, provider.model, provider.dimensions,
-                         provider.preprocessing)
-    active = cached_active_generation(conn, ctx.instance_key)
-    if active is not None and active.generation_key == key:
-        try:
-            vector = provider.embed_query(query)
-        except EmbeddingError as exc:
-            log.warning("query embedding failed; lexical-only assertions: %s", exc)
-        else:
-            semantic = [r[0] for r in conn.execute(
-                _semantic(ctx, key, provider.dimensions, cap, settings.retrieval_min_score),
-                {"qv": vector})]
+    semantic = _semantic_ids(conn, settings, ctx, query, cap,
+                             embedder or get_provider(settings))
 
     ranks: dict[UUID, list[int | None]] = {}
     for arm, ids in enumerate((lexical, semantic)):

@@ -48,7 +48,6 @@ from uuid import UUID
 import numpy as np
 import psycopg
 from psycopg import sql
-from psycopg.pq import TransactionStatus
 
 from memory_platform.access import (
     SUBJECT_REF_KEYS,
@@ -69,6 +68,7 @@ from memory_platform.embeddings.generations import (
 from memory_platform.errors import InvalidInput
 from memory_platform.retrieval.feedback import feedback_multiplier
 from memory_platform.retrieval.filters import ASSERTION_JOIN, recallable_memory
+from memory_platform.retrieval.hot_path import hot_path
 from memory_platform.retrieval.lexicon import selective_terms
 from memory_platform.retrieval.stamping import RetrievalStamper
 from memory_platform.retrieval.stopwords import ALL as STOPWORDS
@@ -79,21 +79,6 @@ log = logging.getLogger(__name__)
 _WORD = re.compile(r"[^\W_]+")
 _MAX_TERMS = 24
 SUBJECT_BOOST_PER_MATCH, SUBJECT_BOOST_MAX = 0.1, 1.3
-# Hot path: indexes only (a scan of the chunk table is never cheaper than GIN or HNSW here),
-# the prepared generic plan, no parallel fan-out, and an HNSW scan that keeps going until
-# enough rows pass the audience filter. Transaction-local; the statement answers the values
-# they replace, which a caller's still-open transaction gets back after the search.
-_HOT_PATH_SETTINGS = ("enable_seqscan", "plan_cache_mode", "max_parallel_workers_per_gather",
-                      "hnsw.iterative_scan", "hnsw.ef_search")
-_SET = """
-    SELECT name, current_setting(name, true), set_config(name, value, true)
-      FROM unnest(%s::text[], %s::text[]) AS s(name, value)
-"""
-_RESTORE = """
-    SELECT set_config(name, value, true)
-      FROM unnest(%s::text[], %s::text[]) AS s(name, value)
-     WHERE value IS NOT NULL
-"""
 
 
 @dataclass(frozen=True)
@@ -380,18 +365,12 @@ def search_memories(
               "terms": " | ".join(terms), "generating": " | ".join(generating),
               "keyword_cap": keyword_cap, "vector_cap": vector_cap}
     params = [values[role] for role in statement.roles]
-    settings_values = ["off", "force_generic_plan", "0", "relaxed_order",
-                       str(max(settings.retrieval_hnsw_ef_search, vector_cap))]
-    inside_callers_transaction = conn.info.transaction_status != TransactionStatus.IDLE
-    with conn.transaction():
-        replaced = conn.execute(_SET, (list(_HOT_PATH_SETTINGS), settings_values)).fetchall()
+    with hot_path(conn, max(settings.retrieval_hnsw_ef_search, vector_cap)):
         cursor = psycopg.RawCursor(conn)
         if explain is not None:
             explain.extend(row[0] for row in cursor.execute(
                 b"EXPLAIN (ANALYZE, BUFFERS) " + statement.text, params))
         rows = cursor.execute(statement.text, params, prepare=True).fetchall()
-        if inside_callers_transaction:
-            conn.execute(_RESTORE, ([r[0] for r in replaced], [r[1] for r in replaced]))
 
     hits = _rank(rows, settings, limit, subject_refs or {},
                  getattr(provider, "similarity_floor", 0.0))

@@ -1,0 +1,47 @@
+"""The planner settings a search statement runs under (chunk and assertion search).
+
+Indexes only (a scan of a searched table is never cheaper than its btree, GIN or HNSW index
+here), the prepared generic plan, no parallel fan-out, and an HNSW scan that keeps going
+until enough rows pass the statement's filter (pgvector's iterative scan, relaxed order:
+the statements sort their candidates by the full-precision distance afterwards).
+
+The settings are transaction-local. Inside a caller's open transaction the search runs in a
+savepoint, whose release would keep them, so the block hands the caller its own values back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from psycopg.pq import TransactionStatus
+
+EF_SEARCH_MAX = 1000  # pgvector's limit of hnsw.ef_search
+_NAMES = ("enable_seqscan", "plan_cache_mode", "max_parallel_workers_per_gather",
+          "hnsw.iterative_scan", "hnsw.ef_search")
+_SET = """
+    SELECT name, current_setting(name, true), set_config(name, value, true)
+      FROM unnest(%s::text[], %s::text[]) AS s(name, value)
+"""
+_RESTORE = """
+    SELECT set_config(name, value, true)
+      FROM unnest(%s::text[], %s::text[]) AS s(name, value)
+     WHERE value IS NOT NULL
+"""
+
+
+@contextmanager
+def hot_path(conn: psycopg.Connection, ef_search: int) -> Iterator[None]:
+    """Run the block in a transaction (a savepoint in the caller's) under the hot-path
+    settings, with ``ef_search`` HNSW candidates per scan step (at most pgvector's maximum:
+    the iterative scan goes on past it when a caller asks for more rows). A failing block
+    rolls the settings back with it; a caller's still-open transaction gets its values back."""
+    inside_callers_transaction = conn.info.transaction_status != TransactionStatus.IDLE
+    values = ["off", "force_generic_plan", "0", "relaxed_order",
+              str(min(ef_search, EF_SEARCH_MAX))]
+    with conn.transaction():
+        replaced = conn.execute(_SET, (list(_NAMES), values)).fetchall()
+        yield
+        if inside_callers_transaction:
+            conn.execute(_RESTORE, ([r[0] for r in replaced], [r[1] for r in replaced]))
