@@ -57,7 +57,8 @@ class Settings(BaseSettings):
         100, ge=10, description="Keyword matches ranked per query (bounds common-word cost)."
     )
     retrieval_exact_scan_max: int = Field(
-        1000, ge=0, description="Visible memories up to which search scans exactly."
+        1000, ge=0, description="Visible chunks (assertions) up to which memory (assertion) "
+        "search scans exactly instead of walking the HNSW index."
     )
     retrieval_hnsw_ef_search: int = Field(40, ge=10, le=1000)
     retrieval_keyword_common_share: float = Field(
