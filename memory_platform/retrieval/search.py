@@ -357,9 +357,12 @@ def search_memories(
         key=key if vector is not None else None, dims=provider.dimensions,
         match_cap=settings.retrieval_keyword_match_cap,
         exact_max=settings.retrieval_exact_scan_max)
-    # Keyword candidates are cheap (GIN); every vector candidate is an HNSW visit plus a
-    # heap fetch, and the fused top k rarely reaches deeper than 2k into the vector ranking.
-    keyword_cap, vector_cap = max(limit * 4, 24), max(limit * 2, 12)
+    # Keyword candidates are cheap (GIN). Every vector candidate is HNSW work: a filtered walk
+    # keeps going until `vector_cap` visible rows passed (at a third of the chunks visible,
+    # 3 x vector_cap visited). k + 2 measured as good as 2k on the labelled fixtures (hash
+    # and e5: recall@6 equal or better, MRR 0.663 / 0.882 vs 0.661 / 0.873) for ~12% less
+    # PostgreSQL CPU per search.
+    keyword_cap, vector_cap = max(limit * 4, 24), max(limit + 2, 8)
     statement = _statement(shape, ctx, scopes)
     values = {**context_params(ctx), "scopes": list(scopes or ()), "qv": vector,
               "terms": " | ".join(terms), "generating": " | ".join(generating),
