@@ -11,6 +11,7 @@ from starlette.middleware import Middleware
 
 from api import openapi
 from api.auth import AuthMiddleware
+from api.db import database_threads
 from api.errors import EXCEPTION_HANDLERS
 from api.metrics import Metrics
 from api.routes import context, dreams, feedback, health, internal, memory
@@ -38,10 +39,12 @@ def create_app(settings: Settings | None = None) -> Starlette:
         app.state.embedder = await run_in_threadpool(get_provider, settings)
         app.state.pool = holder["pool"] = await run_in_threadpool(open_pool, settings)
         app.state.stamper = RetrievalStamper(app.state.pool)
+        app.state.database_threads = database_threads(settings.pool_max_size)
         try:
             await run_in_threadpool(_refuse_edited_migrations, app.state.pool, settings)
             yield
         finally:
+            await run_in_threadpool(app.state.database_threads.shutdown)
             await run_in_threadpool(app.state.stamper.close)
             holder["pool"] = None
             await run_in_threadpool(app.state.pool.close)

@@ -37,10 +37,11 @@ rows) and the subject-ref boost only reorder what passed it.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -298,8 +299,8 @@ def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
              candidates AS MATERIALIZED ({candidates})
         SELECT c.id, c.memory_id, c.content, {vector_score} AS vector_score,
                {keyword_score} AS keyword_score, m.visibility_scope, m.audience_key,
-               m.memory_scope, m.source_type, m.subject_refs, m.assertion_id,
-               c.metadata -> 'embedding', m.created_at,
+               m.memory_scope, m.source_type, m.subject_refs::text, m.assertion_id,
+               (c.metadata -> 'embedding')::text, m.created_at,
                coalesce(a.injected_count, 0), coalesce(a.cited_count, 0),
                coalesce(a.corrected_count, 0)
           FROM candidates
@@ -388,13 +389,15 @@ def search_memories(
 
 def _rank(rows, settings: Settings, limit: int, wanted_refs: Mapping[str, str],
           similarity_floor: float) -> list[MemoryHit]:
+    """Score every candidate row, keep each memory's best chunk, answer the top ``limit``.
+    Subject refs and provenance arrive as JSON text and are parsed only where needed (the
+    boost, the returned hits): most candidates are dropped."""
     best_keyword = max((r[4] for r in rows), default=0.0) or 1.0
     similarities = [float(r[3]) for r in rows if r[3] is not None]
     low, high = (min(similarities), max(similarities)) if similarities else (0.0, 0.0)
-    best: dict[UUID, tuple[float, MemoryHit]] = {}
-    for (chunk_id, memory_id, content, vec, kw, scope, audience_key, memory_scope,
-         source_type, refs, assertion_id, provenance, created_at, injected, cited,
-         corrected) in rows:
+    best: dict[UUID, tuple[float, float | None, float, tuple]] = {}
+    for row in rows:
+        memory_id, vec, kw, refs, assertion_id = row[1], row[3], row[4], row[9], row[10]
         vector_score = None
         if vec is not None:
             vector_score = (float(vec) - low) / (high - low) if high > low else 1.0
@@ -405,16 +408,25 @@ def _rank(rows, settings: Settings, limit: int, wanted_refs: Mapping[str, str],
                  + settings.retrieval_keyword_weight * keyword_score)
         if score < settings.retrieval_min_score:
             continue  # the gate sees the original score only
-        order = score * _subject_boost(refs or {}, wanted_refs)
+        order = score
+        if wanted_refs:
+            order *= _subject_boost(json.loads(refs), wanted_refs)
         if assertion_id is not None and settings.feedback_ranking_enabled:
-            order *= feedback_multiplier(injected, cited, corrected, settings)
-        hit = MemoryHit(chunk_id, memory_id, content, order, vector_score, keyword_score,
-                        scope, audience_key, memory_scope, source_type, refs or {},
-                        assertion_id, provenance or {}, created_at)
+            order *= feedback_multiplier(*row[13:16], settings)
         if memory_id not in best or order > best[memory_id][0]:
-            best[memory_id] = (order, hit)
-    ranked = sorted(best.values(), key=lambda pair: pair[0], reverse=True)
-    return [replace(hit, score=round(order, 6)) for order, hit in ranked[:limit]]
+            best[memory_id] = (order, vector_score, keyword_score, row)
+    ranked = sorted(best.values(), key=lambda entry: entry[0], reverse=True)[:limit]
+    return [_hit(row, round(order, 6), vector_score, keyword_score)
+            for order, vector_score, keyword_score, row in ranked]
+
+
+def _hit(row: tuple, score: float, vector_score: float | None,
+         keyword_score: float) -> MemoryHit:
+    (chunk_id, memory_id, content, _, _, scope, audience_key, memory_scope, source_type, refs,
+     assertion_id, provenance, created_at) = row[:13]
+    return MemoryHit(chunk_id, memory_id, content, score, vector_score, keyword_score, scope,
+                     audience_key, memory_scope, source_type, json.loads(refs),
+                     assertion_id, json.loads(provenance) if provenance else {}, created_at)
 
 
 def stamp_retrieved(conn: psycopg.Connection, instance_key: str, memory_ids: list[UUID]) -> None:
