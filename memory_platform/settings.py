@@ -7,6 +7,7 @@ default for these values: read them from :func:`get_settings`.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -44,7 +45,12 @@ class Settings(BaseSettings):
         "dagster", description="Database of Dagster's instance storage (same server)."
     )
     pool_min_size: int = Field(1, ge=0)
-    pool_max_size: int = Field(10, ge=1)
+    pool_max_size: int = Field(
+        default_factory=lambda: 2 * (os.cpu_count() or 2), ge=1,
+        description="Connections per process (2 x this machine's cores by default). More "
+        "queries in flight than the database has cores only share its CPU: every answer "
+        "waits for all of them (p95 of searches at 200/s on 2 cores: 29 ms with 10, 18-25 "
+        "ms with 4). Set it from the database server's cores when that is another machine.")
     migrations_dir: Path = Field(PROJECT_ROOT / "migrations")
     instance_key: str = Field("default", description="Instance used when a caller names none.")
 
