@@ -17,7 +17,7 @@ from memory_platform.access import AccessContext
 from memory_platform.embeddings.generations import index_name
 from memory_platform.errors import InvalidInput
 from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval.search import query_terms, search_memories
+from memory_platform.retrieval.search import query_terms, search_memories, stamp_retrieved
 from memory_platform.settings import Settings
 from tests.memories.support import OutageEmbedder
 
@@ -161,6 +161,23 @@ def test_search_stamps_the_returned_memories_only(db, settings, ctx):
     search_memories(db, settings, ctx, "falcon budget")
     assert _stamps(db, found) == (2, True)
     assert _stamps(db, missed) == (0, False)
+
+
+def test_a_recall_stamp_is_a_heap_only_update(db, settings, ctx):
+    # Pages keep room (0012, fillfactor 80) so a stamp writes no index entries.
+    assert "fillfactor=80" in db.execute(
+        "SELECT array_to_string(reloptions, ',') FROM pg_class"
+        " WHERE relname = 'agent_memories'").fetchone()[0]
+    memory_id = _store(db, settings, ctx, "The falcon budget is reviewed every quarter.")
+    db.commit()
+    with db.transaction():
+        hot_before = db.execute("SELECT pg_stat_get_xact_tuples_hot_updated("
+                                "'agent_memories'::regclass)").fetchone()[0]
+        stamp_retrieved(db, ctx.instance_key, [memory_id])
+        hot_after = db.execute("SELECT pg_stat_get_xact_tuples_hot_updated("
+                               "'agent_memories'::regclass)").fetchone()[0]
+    assert hot_after == hot_before + 1
+    assert _stamps(db, memory_id) == (1, True)
 
 
 def test_search_without_stamping_leaves_the_counters_alone(db, settings, ctx):
