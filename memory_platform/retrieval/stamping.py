@@ -27,7 +27,9 @@ _FLUSH = """
 
 
 class RetrievalStamper:
-    def __init__(self, pool, interval_seconds: float = 1.0) -> None:
+    # A quarter second: the same rows per second as longer intervals, in bursts short enough
+    # (~8 ms of PostgreSQL at 200 searches/s) not to hold up the searches beside them.
+    def __init__(self, pool, interval_seconds: float = 0.25) -> None:
         self.pool = pool
         self.interval = interval_seconds
         self._pending: Counter[tuple[str, UUID]] = Counter()
