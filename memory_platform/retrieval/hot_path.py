@@ -24,10 +24,15 @@ _SET = """
     SELECT name, current_setting(name, true), set_config(name, value, true)
       FROM unnest(%s::text[], %s::text[]) AS s(name, value)
 """
+# An extension's setting read before the extension was loaded in this session is an empty
+# placeholder; once the search loaded pgvector it only takes its own values, so the caller
+# gets the setting's default back instead.
 _RESTORE = """
-    SELECT set_config(name, value, true)
+    SELECT set_config(s.name, CASE WHEN s.value = '' THEN coalesce(p.reset_val, '')
+                                   ELSE s.value END, true)
       FROM unnest(%s::text[], %s::text[]) AS s(name, value)
-     WHERE value IS NOT NULL
+      LEFT JOIN pg_settings p ON p.name = s.name
+     WHERE s.value IS NOT NULL
 """
 
 

@@ -48,3 +48,24 @@ def test_the_candidate_list_stays_within_pgvectors_limit(db):
     # A caller asking for more rows than pgvector's largest list gets the iterative scan's.
     with hot_path(db, 5000):
         assert _current(db)[2] == "1000"
+
+
+def test_a_placeholder_setting_from_before_pgvector_loaded_is_given_back_as_its_default(
+        module_database_url):
+    # A pooled session whose earlier transaction set hnsw.* before pgvector was loaded keeps
+    # an empty placeholder; restoring "" after the search loaded pgvector failed (found by
+    # the API fuzz test as a 500 on /api/v1/context/search).
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    with psycopg.connect(module_database_url) as fresh:
+        register_vector(fresh)
+        with fresh.transaction():
+            fresh.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+        assert fresh.execute("SELECT current_setting('hnsw.iterative_scan', true)"
+                             ).fetchone()[0] == ""
+        with fresh.transaction():
+            with hot_path(fresh, 40):
+                fresh.execute("SELECT '[1,0]'::vector <=> '[0,1]'::vector")  # loads pgvector
+            assert fresh.execute("SELECT current_setting('hnsw.iterative_scan')"
+                                 ).fetchone()[0] == "off"
