@@ -49,8 +49,9 @@ class Settings(BaseSettings):
         default_factory=lambda: 2 * (os.cpu_count() or 2), ge=1,
         description="Connections per process (2 x this machine's cores by default). More "
         "queries in flight than the database has cores only share its CPU: every answer "
-        "waits for all of them (p95 of searches at 200/s on 2 cores: 29 ms with 10, 18-25 "
-        "ms with 4). Set it from the database server's cores when that is another machine.")
+        "waits for all of them (p95 of searches at 200/s on 2 cores: 29-35 ms with 10, "
+        "18-29 ms with 4; docs/benchmarks.md). Set it from the database server's cores "
+        "when that is another machine.")
     migrations_dir: Path = Field(PROJECT_ROOT / "migrations")
     instance_key: str = Field("default", description="Instance used when a caller names none.")
 
