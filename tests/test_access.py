@@ -17,7 +17,7 @@ from memory_platform.access import (
     visibility_predicate,
 )
 from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.settings import Settings
+from tests.support.settings import hash_embedding_settings
 
 A, B = "acme", "globex"
 
@@ -190,8 +190,7 @@ def test_a_stored_memory_and_its_assertion_are_visible_to_the_same_contexts(
     instance = f"agree-{uuid.uuid4().hex[:10]}"
     writer = AccessContext(instance, **{k: getattr(writer, k) for k in (
         "user_id", "group_room_id", "channel_thread_key", "channel_type")})
-    settings = Settings(database_url=module_database_url, embedding_provider="hash",
-                        _env_file=None)  # type: ignore[call-arg]
+    settings = hash_embedding_settings(module_database_url)
     stored = store_memory(db, settings, writer, MemoryWrite(
         "The standup moves to 9:30 on Mondays.", visibility=visibility))
     disagreements = []

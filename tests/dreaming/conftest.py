@@ -13,10 +13,10 @@ import pytest
 
 from memory_platform.settings import Settings
 from tests.support.environment import clean_environment  # noqa: F401
+from tests.support.settings import hash_embedding_settings
 
 
 @pytest.fixture
 def settings(module_database_url: str, tmp_path: Path) -> Settings:
-    return Settings(database_url=module_database_url, embedding_provider="hash",
-                    hash_embedding_dimensions=64, data_dir=tmp_path / "state",
-                    _env_file=None)  # type: ignore[call-arg]
+    return hash_embedding_settings(module_database_url, hash_embedding_dimensions=64,
+                                   data_dir=tmp_path / "state")

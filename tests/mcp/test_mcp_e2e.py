@@ -25,6 +25,7 @@ from api.app import create_app
 from api.mcp import build_server
 from memory_platform import apikeys
 from memory_platform.settings import PROJECT_ROOT, Settings
+from tests.support.settings import hash_embedding_settings
 
 STEP_TIMEOUT = 15.0  # one MCP round trip (the first one includes the subprocess start)
 USER = "dev-mcp"
@@ -59,8 +60,7 @@ class LiveApi:
 
 @pytest.fixture
 def api(database_url: str, tmp_path: Path) -> Iterator[LiveApi]:
-    settings = Settings(database_url=database_url, embedding_provider="hash",
-                        data_dir=tmp_path / "state", _env_file=None)  # type: ignore[call-arg]
+    settings = hash_embedding_settings(database_url, data_dir=tmp_path / "state")
     live = LiveApi(settings)
     live.start()
     try:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from memory_platform.settings import Settings
+from tests.support.settings import hash_embedding_settings
 
 
 @pytest.fixture
 def hash_settings(module_database_url: str, tmp_path: Path) -> Settings:
-    return Settings(database_url=module_database_url, embedding_provider="hash",
-                    data_dir=tmp_path / "state", _env_file=None)  # type: ignore[call-arg]
+    return hash_embedding_settings(module_database_url, data_dir=tmp_path / "state")

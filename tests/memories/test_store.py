@@ -17,13 +17,13 @@ from memory_platform.memories.sharing import set_share_with_team
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.retrieval.memories import get_memory
 from memory_platform.retrieval.search import search_memories
-from memory_platform.settings import Settings
 from tests.memories.support import (
     OutageEmbedder,
     TinyLocalEmbedder,
     nothing_written,
     row_counts,
 )
+from tests.support.settings import hash_embedding_settings
 
 FACT = "The VAT filing for Mandant Nord is due on the tenth of each month."
 
@@ -103,8 +103,7 @@ def test_the_same_content_in_another_audience_creates_a_new_row(db, hash_setting
 
 
 def test_a_repeat_after_the_dedup_window_creates_a_new_row(db, module_database_url, instance):
-    no_window = Settings(database_url=module_database_url, embedding_provider="hash",
-                         memory_dedup_window_hours=0, _env_file=None)  # type: ignore[call-arg]
+    no_window = hash_embedding_settings(module_database_url, memory_dedup_window_hours=0)
     ctx = AccessContext(instance, user_id="ada")
     first = _write(db, no_window, ctx)
     again = _write(db, no_window, ctx)

@@ -10,6 +10,7 @@ from memory_platform.errors import CredentialDetected, InvalidInput
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.settings import Settings
 from tests.memories.support import nothing_written, row_counts
+from tests.support.settings import hash_embedding_settings
 
 PEM_BODY = "MIIEowIBAAKCAQEA7bq3Yx8mYl9kQ2vT5nLw3cZ0pRb6hJ1sXf4uG8eKa2dNq"
 OPENAI_KEY = "sk-proj-4f9XkQ2mZ8rT1vB7nL3wYc6HdJ5eRt0u"
@@ -173,8 +174,7 @@ def test_non_string_content_is_rejected_with_invalid_input(db, hash_settings, ct
 
 @pytest.fixture
 def small_limit(module_database_url: str) -> Settings:
-    return Settings(database_url=module_database_url, embedding_provider="hash",
-                    memory_max_chars=200, _env_file=None)  # type: ignore[call-arg]
+    return hash_embedding_settings(module_database_url, memory_max_chars=200)
 
 
 def test_content_over_the_size_limit_is_rejected_with_invalid_input(db, small_limit, ctx):

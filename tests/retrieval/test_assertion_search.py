@@ -24,6 +24,7 @@ from memory_platform.embeddings.generations import index_name
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.retrieval.assertions import _semantic_ids, search_assertions
 from memory_platform.settings import Settings
+from tests.support.settings import hash_embedding_settings
 
 HASH_KEY = "hash:feature-hash-v1:1536:v1"
 CAP = 24  # the vector arm's cap at the default topK (6)
@@ -42,9 +43,7 @@ def make_settings(module_database_url: str,
     state: Path = tmp_path_factory.mktemp("state")
 
     def make(**overrides) -> Settings:
-        return Settings(database_url=module_database_url, embedding_provider="hash",
-                        data_dir=state, _env_file=None,  # type: ignore[call-arg]
-                        **overrides)
+        return hash_embedding_settings(module_database_url, data_dir=state, **overrides)
     return make
 
 

@@ -16,6 +16,7 @@ from memory_platform.access import AccessContext
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.retrieval.search import search_memories
 from memory_platform.settings import Settings
+from tests.support.settings import hash_embedding_settings
 
 _DRIFT = """
     SELECT c.id, c.visibility_scope, c.audience_key, c.owner_user_id, c.recallable,
@@ -41,8 +42,7 @@ _DRIFT = """
 
 @pytest.fixture
 def settings(module_database_url: str, tmp_path) -> Settings:
-    return Settings(database_url=module_database_url, embedding_provider="hash",
-                    data_dir=tmp_path / "state", _env_file=None)  # type: ignore[call-arg]
+    return hash_embedding_settings(module_database_url, data_dir=tmp_path / "state")
 
 
 @pytest.fixture

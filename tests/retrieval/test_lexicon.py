@@ -17,14 +17,14 @@ from memory_platform.retrieval import lexicon
 from memory_platform.retrieval.search import search_memories
 from memory_platform.settings import Settings
 from tests.memories.support import OutageEmbedder
+from tests.support.settings import hash_embedding_settings
 
 COMMON = "quarterly"
 
 
 @pytest.fixture
 def settings(database_url: str, tmp_path) -> Settings:
-    return Settings(database_url=database_url, embedding_provider="hash",
-                    data_dir=tmp_path / "state", _env_file=None)  # type: ignore[call-arg]
+    return hash_embedding_settings(database_url, data_dir=tmp_path / "state")
 
 
 @pytest.fixture

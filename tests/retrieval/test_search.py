@@ -20,6 +20,7 @@ from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.retrieval.search import query_terms, search_memories, stamp_retrieved
 from memory_platform.settings import Settings
 from tests.memories.support import OutageEmbedder
+from tests.support.settings import hash_embedding_settings
 
 HASH_KEY = "hash:feature-hash-v1:1536:v1"
 
@@ -27,9 +28,8 @@ HASH_KEY = "hash:feature-hash-v1:1536:v1"
 @pytest.fixture
 def make_settings(module_database_url: str, tmp_path: Path):
     def make(**overrides) -> Settings:
-        return Settings(database_url=module_database_url, embedding_provider="hash",
-                        data_dir=tmp_path / "state", _env_file=None,  # type: ignore[call-arg]
-                        **overrides)
+        return hash_embedding_settings(module_database_url, data_dir=tmp_path / "state",
+                                       **overrides)
     return make
 
 

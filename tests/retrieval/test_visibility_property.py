@@ -35,6 +35,7 @@ from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.retrieval.memories import get_memory
 from memory_platform.retrieval.search import search_memories
 from memory_platform.settings import Settings
+from tests.support.settings import hash_embedding_settings
 
 try:  # the broad read path, where the library has it
     from memory_platform.retrieval.context import context_get, context_search
@@ -165,8 +166,7 @@ def may_see(reader: Who, write: Write, kind: str) -> bool:
 
 @pytest.fixture(scope="module")
 def config(module_database_url: str) -> Settings:
-    return Settings(database_url=module_database_url, embedding_provider="hash",
-                    _env_file=None)  # type: ignore[call-arg]
+    return hash_embedding_settings(module_database_url)
 
 
 @dataclass(frozen=True)
