@@ -36,7 +36,7 @@ from memory_platform.embeddings.generations import (
 )
 from memory_platform.retrieval.feedback import feedback_multiplier
 from memory_platform.retrieval.filters import CURRENT_APPROVED_ASSERTION
-from memory_platform.retrieval.hot_path import hot_path
+from memory_platform.retrieval.hot_path import bounded_count, gate, hot_path
 from memory_platform.retrieval.search import or_tsquery, query_terms
 from memory_platform.settings import Settings
 
@@ -75,27 +75,23 @@ def _lexical(ctx: AccessContext, terms: list[str], cap: int) -> sql.Composed:
 
 
 def _visible_count(ctx: AccessContext, bound: int) -> sql.Composed:
-    """How many assertions ``ctx`` may recall, counted no further than ``bound``: one short
-    index-only scan per branch of the rule, appended, stopping at the bound (an OR of the
-    branches would need the heap). A channel assertion both of the caller's thread and
-    owned by the caller counts twice: an over-count only tips the gate towards the index."""
-    branches = [
+    """How many assertions ``ctx`` may recall, counted no further than ``bound``. A channel
+    assertion both of the caller's thread and owned by the caller counts twice: an
+    over-count only tips the gate towards the index."""
+    return bounded_count([
         sql.SQL("(SELECT 1 FROM agent_memory_assertions a"
                 " WHERE a.instance_key = {instance} AND {branch} AND {approved})").format(
             instance=sql.Literal(ctx.instance_key), branch=branch,
             approved=CURRENT_APPROVED_ASSERTION)
         for branch in audience_branches(ctx, "a")
-    ]
-    return sql.SQL("SELECT count(*) AS n FROM ({} LIMIT {}) visible_assertions").format(
-        sql.SQL(" UNION ALL ").join(branches), sql.Literal(bound))
+    ], bound)
 
 
 def _nearest_arms(ctx: AccessContext, key: str, dims: int, cap: int,
                   exact_max: int) -> tuple[sql.Composed, sql.Composed]:
     """The ``cap`` recallable assertions nearest to the query vector ``qv``, with their
-    full-precision distance, by two arms of which exactly one runs, gated by the
-    ``visible_count`` CTE: an exact scan of a small visible set, or the generation's HNSW
-    index, whose iterative scan goes on until ``cap`` joined rows pass the recall rule."""
+    full-precision distance, by the exact and the HNSW arm (:func:`hot_path.gate` runs
+    one); the HNSW scan goes on until ``cap`` joined rows pass the recall rule."""
     candidates = sql.SQL("""
         SELECT a.id, {distance} AS distance
           FROM agent_memory_assertion_embeddings e
@@ -105,12 +101,12 @@ def _nearest_arms(ctx: AccessContext, key: str, dims: int, cap: int,
     """).format(distance=exact_distance("e", dims, sql.Placeholder("qv")),
                 key=sql.Literal(key),  # a literal: it selects the partial HNSW index
                 visible=recallable_assertion(ctx))
-    exact = sql.SQL("{} AND (SELECT n FROM visible_count) <= {} ORDER BY distance LIMIT {}")
-    approximate = sql.SQL("{} AND (SELECT n FROM visible_count) > {} ORDER BY {} LIMIT {}")
-    return (exact.format(candidates, sql.Literal(exact_max), sql.Literal(cap)),
-            approximate.format(candidates, sql.Literal(exact_max),
-                               indexed_distance("e", dims, sql.Placeholder("qv")),
-                               sql.Literal(cap)))
+    arm = sql.SQL("{candidates} AND {gate} ORDER BY {order} LIMIT {cap}")
+    return (arm.format(candidates=candidates, gate=gate(True, exact_max),
+                       order=sql.SQL("distance"), cap=sql.Literal(cap)),
+            arm.format(candidates=candidates, gate=gate(False, exact_max),
+                       order=indexed_distance("e", dims, sql.Placeholder("qv")),
+                       cap=sql.Literal(cap)))
 
 
 def _semantic(ctx: AccessContext, key: str, dims: int, cap: int, min_similarity: float,

@@ -1,5 +1,12 @@
-"""The planner settings a search statement runs under (chunk and assertion search).
+"""What chunk and assertion search share on the hot path: the exact-or-HNSW gate and the
+planner settings their statements run under.
 
+The gate: a bounded count of the rows the caller may see (:func:`bounded_count`, a CTE named
+``visible_count``) decides which of two arms runs (:func:`gate`): an exact scan of a small
+visible set (a filtered HNSW scan can return fewer rows than asked for), or the HNSW index
+with pgvector's iterative scan.
+
+The settings:
 Indexes only (a scan of a searched table is never cheaper than its btree, GIN or HNSW index
 here), the prepared generic plan, no parallel fan-out, and an HNSW scan that keeps going
 until enough rows pass the statement's filter (pgvector's iterative scan, relaxed order:
@@ -11,10 +18,11 @@ savepoint, whose release would keep them, so the block hands the caller its own 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import psycopg
+from psycopg import sql
 from psycopg.pq import TransactionStatus
 
 EF_SEARCH_MAX = 1000  # pgvector's limit of hnsw.ef_search
@@ -34,6 +42,21 @@ _RESTORE = """
       LEFT JOIN pg_settings p ON p.name = s.name
      WHERE s.value IS NOT NULL
 """
+
+
+def bounded_count(branches: Sequence[sql.Composable], bound: int) -> sql.Composable:
+    """The body of the ``visible_count`` CTE: how many rows the ``branches`` (one query per
+    branch of the visibility rule, each a short index-only scan) find together, counted no
+    further than ``bound`` (an OR of the branches would need the heap)."""
+    return sql.SQL("SELECT count(*) AS n FROM ({} LIMIT {}) visible").format(
+        sql.SQL(" UNION ALL ").join(branches), sql.Literal(bound))
+
+
+def gate(exact: bool, exact_max: int) -> sql.Composable:
+    """The one-time condition of an arm: the exact one runs for at most ``exact_max``
+    visible rows, the HNSW one above."""
+    return sql.SQL("(SELECT n FROM visible_count) {} {}").format(
+        sql.SQL("<=" if exact else ">"), sql.Literal(exact_max))
 
 
 @contextmanager

@@ -69,7 +69,7 @@ from memory_platform.embeddings.generations import (
 from memory_platform.errors import InvalidInput
 from memory_platform.retrieval.feedback import feedback_multiplier
 from memory_platform.retrieval.filters import ASSERTION_JOIN, recallable_memory
-from memory_platform.retrieval.hot_path import hot_path
+from memory_platform.retrieval.hot_path import bounded_count, gate, hot_path
 from memory_platform.retrieval.lexicon import selective_terms
 from memory_platform.retrieval.stamping import RetrievalStamper
 from memory_platform.retrieval.stopwords import ALL as STOPWORDS
@@ -248,39 +248,30 @@ def _keyword_arm(visible: sql.Composable, match_cap: int) -> sql.Composable:
 
 def _visible_count(ctx: AccessContext, scopes: tuple[str, ...] | None,
                    bound: int) -> sql.Composable:
-    """How many chunks ``ctx`` may see, counted no further than ``bound``: one short
-    index-only scan per branch of the rule, appended, stopping at the bound (an OR of the
-    branches would need the heap)."""
-    branches = [
+    """How many chunks ``ctx`` may see, counted no further than ``bound``."""
+    return bounded_count([
         sql.SQL("(SELECT 1 FROM agent_memory_chunks c"
                 " WHERE c.instance_key = {instance} AND c.recallable AND {branch}{scopes})"
                 ).format(instance=sql.Placeholder("instance"), branch=branch,
                          scopes=_scope_filter("c", scopes))
         for branch in chunk_branches(ctx, "c", placeholder)
-    ]
-    return sql.SQL("SELECT count(*) AS n FROM ({} LIMIT {}) visible_chunks").format(
-        sql.SQL(" UNION ALL ").join(branches), sql.Literal(bound))
+    ], bound)
 
 
 def _vector_arms(visible: sql.Composable, key: str, dims: int, vector_cap: int,
                  exact_max: int) -> list[sql.Composable]:
-    """Two arms, of which exactly one runs, gated by the ``visible_count`` CTE: a small
-    visible set is scanned exactly (its audience btree, then every distance: a filtered
-    HNSW scan can return fewer than topK rows); a large one walks the generation's HNSW
-    index with pgvector's iterative scan."""
+    """The exact and the HNSW arm, of which :func:`hot_path.gate` runs exactly one."""
     common = sql.SQL("""
         FROM agent_memory_chunks c
        WHERE c.embedding_key = {key} AND c.instance_key = {instance} AND {visible}
     """).format(key=sql.Literal(key),  # a literal: it selects the partial HNSW index
                 instance=sql.Placeholder("instance"), visible=visible)
     cap = sql.Literal(vector_cap)
-    exact = sql.SQL("SELECT c.id {common} AND (SELECT n FROM visible_count) <= {max}"
-                    " ORDER BY {distance} LIMIT {cap}").format(
-        common=common, max=sql.Literal(exact_max), distance=_vector_expr(dims), cap=cap)
-    approximate = sql.SQL("SELECT c.id {common} AND (SELECT n FROM visible_count) > {max}"
-                          " ORDER BY {distance} LIMIT {cap}").format(
-        common=common, max=sql.Literal(exact_max), cap=cap,
-        distance=indexed_distance("c", dims, sql.Placeholder("qv")))
+    arm = sql.SQL("SELECT c.id {common} AND {gate} ORDER BY {distance} LIMIT {cap}")
+    exact = arm.format(common=common, gate=gate(True, exact_max), cap=cap,
+                       distance=_vector_expr(dims))
+    approximate = arm.format(common=common, gate=gate(False, exact_max), cap=cap,
+                             distance=indexed_distance("c", dims, sql.Placeholder("qv")))
     return [exact, approximate]
 
 
