@@ -17,7 +17,7 @@ from api.metrics import Metrics
 from api.routes import context, dreams, feedback, health, internal, memory
 from memory_platform.db import migrations
 from memory_platform.db.connection import open_pool
-from memory_platform.embeddings import get_provider
+from memory_platform.embeddings.factory import get_provider
 from memory_platform.retrieval.stamping import RetrievalStamper
 from memory_platform.settings import Settings, get_settings
 

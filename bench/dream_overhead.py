@@ -183,8 +183,8 @@ def main() -> None:
         env["DAGSTER_HOME"] = str(settings.dagster_home)
         from dagster import DagsterInstance
 
-        from memory_platform.dagster_home import prepare_dagster_home
         from memory_platform.definitions import defs
+        from memory_platform.orchestration.home import prepare_dagster_home
         from memory_platform.orchestration.jobs import batch_run_config
         from memory_platform.orchestration.launch import dagster_instance
 

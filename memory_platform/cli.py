@@ -207,7 +207,8 @@ def bench_retrieval(providers: tuple[str, ...], instance: str | None, keep: bool
     """Seed the labelled German/English fixtures, ask one paraphrased question each, print
     per-query ranks, Precision@1, Recall@3, Recall@6 and MRR (and the weights' effect)."""
     from memory_platform.benchmarks import retrieval
-    from memory_platform.embeddings import EmbeddingError, get_provider
+    from memory_platform.embeddings.base import EmbeddingError
+    from memory_platform.embeddings.factory import get_provider
 
     settings = get_settings()
     kinds = ["hash", "local", "openai"] if "available" in providers else list(providers)
@@ -397,7 +398,8 @@ def import_command(file: str, instance: str | None, batch_size: int | None,
     imported facts wait for review unless marked "human_direct"). A bad row is reported with
     its line number and skipped; the rest continue. Exit status 1 when any row was
     rejected."""
-    from memory_platform.embeddings import EmbeddingError, get_provider
+    from memory_platform.embeddings.base import EmbeddingError
+    from memory_platform.embeddings.factory import get_provider
     from memory_platform.memories.bulk import context_from_row, import_memories, read_jsonl
 
     settings = _with_provider(get_settings(), provider)
@@ -463,8 +465,9 @@ def embeddings_reembed(limit: int, until_done: bool, instance: str | None,
     """Give chunks without a vector (or with another generation's) and active assertions
     without one a vector of the configured provider's generation. Safe to run in several
     processes at once (rows are locked with SKIP LOCKED); exit status 1 on a provider error."""
-    from memory_platform.embeddings import EmbeddingError, get_provider
-    from memory_platform.embeddings.reembed import reembed_backfill
+    from memory_platform.embeddings.base import EmbeddingError
+    from memory_platform.embeddings.factory import get_provider
+    from memory_platform.projection.reembed import reembed_backfill
 
     settings = _with_provider(get_settings(), provider)
     try:

@@ -36,7 +36,8 @@ from memory_platform.dreaming.inputs import (
     eligible_partitions,
     is_automation_session,
 )
-from memory_platform.embeddings import EmbeddingProvider, get_provider
+from memory_platform.embeddings.base import EmbeddingProvider
+from memory_platform.embeddings.factory import get_provider
 from memory_platform.memories.sharing import set_share_with_team
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.settings import Settings

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import click
 
-from memory_platform.dagster_home import prepare_dagster_home
 from memory_platform.db import embedded, migrations
 from memory_platform.db.connection import connect, start_embedded
+from memory_platform.orchestration.home import prepare_dagster_home
 from memory_platform.settings import PROJECT_ROOT, Settings
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

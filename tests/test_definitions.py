@@ -7,8 +7,8 @@ import uuid
 import yaml
 from dagster import DagsterInstance, Definitions
 
-from memory_platform.dagster_home import prepare_dagster_home
 from memory_platform.definitions import defs
+from memory_platform.orchestration.home import prepare_dagster_home
 from tests.conftest import drop_database
 
 

@@ -139,7 +139,7 @@ def _check_run_settings(settings: Settings) -> None:
 
 
 def _model_name(model: str | None) -> str | None:
-    from memory_platform.llm.resolution import normalise_model_name
+    from memory_platform.dreaming.model import normalise_model_name
 
     if model is None:
         return None

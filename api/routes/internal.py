@@ -9,7 +9,7 @@ from starlette.routing import Route
 from api.db import with_connection
 from api.requests import read_json
 from api.schemas import ReembedRequest
-from memory_platform.status import memory_status
+from memory_platform.operator_status import memory_status
 
 
 async def status(request: Request) -> JSONResponse:
@@ -18,7 +18,7 @@ async def status(request: Request) -> JSONResponse:
 
 
 async def reembed(request: Request) -> JSONResponse:
-    from memory_platform.embeddings.reembed import reembed_backfill
+    from memory_platform.projection.reembed import reembed_backfill
 
     body = await read_json(request, ReembedRequest)
     result = await with_connection(request, reembed_backfill, request.app.state.settings,

@@ -34,12 +34,12 @@ from pydantic import Field
 
 from memory_platform.assets.ledger import DREAM_READS
 from memory_platform.assets.partitions import audiences
-from memory_platform.dagster_home import DREAMING_RUN_TAG, WRITER_POOL
 from memory_platform.dreaming.checks import CHECKS
 from memory_platform.dreaming.engine import DreamLocked
 from memory_platform.dreaming.partitions import Partition
 from memory_platform.dreaming.runs import TRIGGERS
 from memory_platform.orchestration.dreams import dream_partition
+from memory_platform.orchestration.home import DREAMING_RUN_TAG, WRITER_POOL
 from memory_platform.orchestration.report import check_metadata, failure_metadata
 from memory_platform.resources import (
     EmbeddingsResource,

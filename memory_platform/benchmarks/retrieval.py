@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 
 from memory_platform.access import AccessContext
-from memory_platform.embeddings import EmbeddingProvider
+from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.retrieval.search import search_memories
 from memory_platform.settings import Settings

@@ -5,5 +5,5 @@ One module per job: ``partitions`` (the audience partition and its Dagster key),
 answer), ``validate`` (strict, fail closed), ``promote`` (ledger), ``safety`` (the targeted
 policy pass), ``wiki`` (draft proposals), ``runs`` (dream rows, stale reconciliation),
 ``lock`` (the advisory lock), ``rollback`` and ``engine`` (``run_dream_partition``).
-Projection work goes through ``memory_platform.ledger.outbox``.
+Projection work goes through ``memory_platform.projection.outbox``.
 """

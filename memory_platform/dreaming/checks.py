@@ -210,6 +210,7 @@ _INACTIVE = """
     ),
     bad AS (
         SELECT * FROM projections
+         -- written out on purpose, not ledger.recall: a check restates the rule it guards
          WHERE NOT (status = 'active'
                     AND review_state IN ('policy_approved', 'human_approved'))
     )

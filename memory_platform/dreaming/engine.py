@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
 import psycopg
 
+from memory_platform.db.units import committed_unit, require_idle, rollback_if_open
 from memory_platform.dreaming import contract, prompt
+from memory_platform.dreaming import model as dream_model
 from memory_platform.dreaming.inputs import DreamInputs, select_inputs
 from memory_platform.dreaming.lock import DreamLocked, dream_lock
 from memory_platform.dreaming.partitions import Partition
@@ -45,8 +45,9 @@ from memory_platform.dreaming.runs import (
 from memory_platform.dreaming.safety import SafetyResult, preview, run_safety_pass
 from memory_platform.dreaming.validate import Validation, validate_output
 from memory_platform.dreaming.wiki import reject_dependent_proposals, store_proposals
-from memory_platform.embeddings import EmbeddingProvider
-from memory_platform.ledger.outbox import (
+from memory_platform.embeddings.base import EmbeddingProvider
+from memory_platform.llm.base import JsonRequest, ModelError
+from memory_platform.projection.outbox import (
     EMBEDDING_DEFERRED,
     OutboxResult,
     enqueue_assertion_projection,
@@ -89,15 +90,6 @@ class DreamResult:
                 "wikiProposalIds": [str(w) for w in self.wiki_proposal_ids]}
 
 
-@contextmanager
-def _unit(conn: psycopg.Connection) -> Iterator[None]:
-    """One committed unit of work, whether or not the connection autocommits."""
-    with conn.transaction():
-        yield
-    if not conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
-        conn.commit()
-
-
 def _resolve(run: _Run, model: Any):
     """The client of the exact model; ``run.model``/``run.model_source`` are set first, so a
     model that cannot be built is still named on the failed row. A MaintenanceModel
@@ -105,11 +97,9 @@ def _resolve(run: _Run, model: Any):
     if model is not None and not isinstance(model, str):
         run.model, run.model_source = model.name, "explicit"
         return model
-    from memory_platform.llm import resolution
-
-    run.model, run.model_source = resolution.resolve_model_name(
+    run.model, run.model_source = dream_model.resolve_model_name(
         run.conn, run.settings, run.partition.instance_key, model)
-    return resolution.model_client(run.settings, run.model)
+    return dream_model.model_client(run.settings, run.model)
 
 
 class _Run:
@@ -146,7 +136,7 @@ class _Run:
     def finish(self, status: str, *, proposals: dict[str, Any] | None = None,
                error: str | None = None, **result: Any) -> DreamResult:
         stats = self.final_stats()
-        with _unit(self.conn):
+        with committed_unit(self.conn):
             if self.dream_id is None:
                 self.dream_id = record_finished_dream(
                     self.conn, self.partition, status, model=self.model, trigger=self.trigger,
@@ -172,16 +162,14 @@ def run_dream_partition(
     embedder: EmbeddingProvider | None = None,
 ) -> DreamResult:
     """Dream one audience partition. ``model`` is an exact model name (an explicit choice),
-    a MaintenanceModel instance, or None (resolution order of llm.resolution).
+    a MaintenanceModel instance, or None (resolution order of dreaming.model).
 
     The connection must not be inside a transaction: the run commits its units itself (the
     running row before generation, the ledger change set, each outbox job). Raises
     :class:`DreamLocked` when another Dream holds the lock; nothing is written then."""
     if trigger not in TRIGGERS:
         raise ValueError(f"trigger must be one of {TRIGGERS}")
-    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-        raise RuntimeError("run_dream_partition commits its own units of work: "
-                           "call it on a connection outside a transaction")
+    require_idle(conn, "run_dream_partition")
     with dream_lock(conn):
         run = _Run(conn, settings, partition, dry_run=dry_run, trigger=trigger,
                    orchestrator_run_id=orchestrator_run_id)
@@ -191,16 +179,14 @@ def run_dream_partition(
             if run.dream_id is None:
                 raise
             log.exception("dream %s failed", run.dream_id)
-            if not conn.autocommit and \
-                    conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                conn.rollback()
+            rollback_if_open(conn)
             run.diagnose("internal_error", "engine", f"{type(exc).__name__}: {exc}"[:500])
             return run.finish("failed", error=f"{type(exc).__name__}: {exc}"[:500])
 
 
 def _execute(run: _Run, model: Any, embedder: EmbeddingProvider | None) -> DreamResult:
     conn, settings, partition = run.conn, run.settings, run.partition
-    with _unit(conn):
+    with committed_unit(conn):
         inputs = select_inputs(conn, settings, partition)
     run.stats.update(inputs.stats())
     run.phase("select")
@@ -212,14 +198,14 @@ def _execute(run: _Run, model: Any, embedder: EmbeddingProvider | None) -> Dream
         return run.finish("skipped")
 
     try:
-        with _unit(conn):
+        with committed_unit(conn):
             client = _resolve(run, model)
     except Exception as exc:  # recorded on the row; there is no fallback model
         run.diagnose("model_unavailable", "resolve", str(exc)[:500],
                      **_model_error_details(exc))
         return run.finish("failed", error=str(exc)[:500])
     run.phase("resolve")
-    with _unit(conn):
+    with committed_unit(conn):
         run.dream_id = start_dream(conn, partition, model=run.model, trigger=run.trigger,
                                    dry_run=run.dry_run,
                                    orchestrator_run_id=run.orchestrator_run_id,
@@ -254,7 +240,6 @@ def _model_error_details(exc: Exception) -> dict[str, Any]:
 
 def _generate(run: _Run, client, inputs: DreamInputs):
     """The completion, or the finished DreamResult when the model call failed closed."""
-    from memory_platform.llm.base import JsonRequest, ModelError
 
     settings = run.settings
     request = JsonRequest(
@@ -280,7 +265,7 @@ def _generate(run: _Run, client, inputs: DreamInputs):
                      f"asked for {run.model!r}, the client answered as {completion.model!r}",
                      requested=run.model, answered=completion.model)
         return run.finish("failed", error="model mismatch")
-    with _unit(run.conn):
+    with committed_unit(run.conn):
         heartbeat(run.conn, run.dream_id)
     return completion
 
@@ -299,7 +284,7 @@ def _count(counts: dict[str, int], more: dict[str, int]) -> dict[str, int]:
 
 
 def _dry_run(run: _Run, validation: Validation, inputs: DreamInputs) -> DreamResult:
-    with _unit(run.conn):
+    with committed_unit(run.conn):
         decisions = preview(run.conn, run.settings, run.partition, validation.assertions,
                             inputs.by_id)
     run.phase("policy_preview")
@@ -329,7 +314,7 @@ def _apply(run: _Run, validation: Validation, inputs: DreamInputs,
     conn, settings, partition, dream_id = run.conn, run.settings, run.partition, run.dream_id
     assert dream_id is not None
     by_id = inputs.by_id
-    with _unit(conn):
+    with committed_unit(conn):
         promotion = promote(conn, partition, dream_id, validation.assertions, by_id)
         run.phase("promote")
         safety: SafetyResult = run_safety_pass(conn, settings, partition, dream_id,

@@ -33,6 +33,7 @@ import psycopg
 from psycopg import sql
 
 from memory_platform.dreaming.partitions import Partition
+from memory_platform.ledger.recall import TOLD
 from memory_platform.settings import Settings
 
 __all__ = ["POOLS", "DreamInput", "DreamInputs", "Partition", "PartitionSummary", "balance",
@@ -122,10 +123,7 @@ _CLASSIFIED = """
              WHEN m.source_type IN ('summary', 'flush') AND m.assertion_id IS NULL
                THEN 'activity'
              WHEN m.assertion_id IS NULL THEN 'legacy'
-             WHEN NOT (a.status = 'active'
-                       AND a.review_state IN ('policy_approved', 'human_approved')
-                       AND (a.valid_from IS NULL OR a.valid_from <= now())
-                       AND (a.valid_to IS NULL OR a.valid_to > now())) THEN 'not_approved'
+             WHEN NOT {told} THEN 'not_approved'
              WHEN m.source_type = 'fact' AND s.trust_class = ANY({human}) THEN 'direct_facts'
              WHEN m.source_type = 'fact' THEN 'other_facts'
              WHEN EXISTS (
@@ -208,7 +206,8 @@ def _where(instance_key: str | None, partition: Partition | None) -> sql.Composa
 def _classified(settings: Settings, where: sql.Composable) -> sql.Composed:
     prefixes = [p.lower() for p in settings.automation_session_prefixes if p]
     return sql.SQL(_CLASSIFIED).format(
-        human=sql.Literal(list(HUMAN_TRUST)), non_human=sql.Literal(list(NON_HUMAN_TRUST)),
+        told=TOLD, human=sql.Literal(list(HUMAN_TRUST)),
+        non_human=sql.Literal(list(NON_HUMAN_TRUST)),
         prefixes=sql.Literal(prefixes), where=where)
 
 

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 
 import psycopg
 
+from memory_platform.db.units import commit_if_idle, rollback_if_open
 from memory_platform.errors import MemoryPlatformError
 
 LOCK_NAME = "memory-platform:dreaming"
@@ -23,26 +24,19 @@ class DreamLocked(MemoryPlatformError):
     code = "dream_locked"
 
 
-def _finish_read(conn: psycopg.Connection) -> None:
-    if not conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
-        conn.commit()
-
-
 @contextmanager
 def dream_lock(conn: psycopg.Connection) -> Iterator[None]:
     """Hold the Dreaming lock on ``conn`` for the block, or raise :class:`DreamLocked`."""
     got = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))",
                        (LOCK_NAME,)).fetchone()[0]
-    _finish_read(conn)
+    commit_if_idle(conn)
     if not got:
         raise DreamLocked("another Dream is running (the Dreaming advisory lock is held); "
                           "nothing was changed: try again when it has finished")
     try:
         yield
     finally:
-        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE \
-                and not conn.autocommit:
-            conn.rollback()
+        rollback_if_open(conn)
         conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (LOCK_NAME,))
-        _finish_read(conn)
+        commit_if_idle(conn)
 

@@ -22,11 +22,12 @@ from uuid import UUID
 import psycopg
 from psycopg.types.json import Jsonb
 
+from memory_platform.db.units import require_idle
 from memory_platform.dreaming.lock import dream_lock
-from memory_platform.embeddings import EmbeddingProvider
+from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.errors import InvalidInput, NotFound
 from memory_platform.ledger import assertions as ledger
-from memory_platform.ledger.outbox import enqueue_assertion_projection, process_outbox
+from memory_platform.projection.outbox import enqueue_assertion_projection, process_outbox
 from memory_platform.settings import Settings, get_settings
 
 ROLLBACK_REASON = "dream_rollback"
@@ -179,8 +180,7 @@ def rollback_dream(
     """Compensate one Dream (see the module docstring). Takes the Dreaming lock (raises
     DreamLocked while a Dream runs); the connection must be outside a transaction."""
     settings = settings or get_settings()
-    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-        raise RuntimeError("rollback_dream commits its own work: call it outside a transaction")
+    require_idle(conn, "rollback_dream")
     with dream_lock(conn):
         with conn.transaction():
             from psycopg.rows import dict_row

@@ -21,13 +21,15 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
+from psycopg import sql
 
 from memory_platform.dreaming.inputs import NON_HUMAN_TRUST, DreamInput
 from memory_platform.dreaming.partitions import Partition
 from memory_platform.dreaming.promote import Promoted, same_text_assertion
 from memory_platform.dreaming.validate import AcceptedAssertion
 from memory_platform.ledger import assertions as ledger
-from memory_platform.ledger.assertions import APPROVED_REVIEW_STATES, HUMAN_REVIEW_STATES
+from memory_platform.ledger.assertions import HUMAN_REVIEW_STATES
+from memory_platform.ledger.recall import APPROVED_ACTIVE, is_approved_active
 from memory_platform.memories.validation import find_credential
 from memory_platform.settings import Settings
 
@@ -104,7 +106,7 @@ def judge(candidate: Candidate, settings: Settings) -> Verdict:
     c = candidate
     if c.human_reviewed or c.review_state in HUMAN_REVIEW_STATES:
         return Verdict("keep", HUMAN_DECISION)
-    if c.status == "active" and c.review_state in APPROVED_REVIEW_STATES:
+    if is_approved_active(c.status, c.review_state):
         return Verdict("keep", ALREADY_ACTIVE)
     if not c.evidence_trust:
         return Verdict("reject", MISSING_EVIDENCE)
@@ -197,18 +199,18 @@ _EVIDENCE_TRUST = """
 """
 
 # Active, approved assertions of the same audience filling the same slot with another text.
-_CONFLICTS = """
+_CONFLICTS = sql.SQL("""
     SELECT a.id
       FROM agent_memory_assertions a
      WHERE a.instance_key = %(instance)s AND a.audience_kind = %(kind)s
        AND a.audience_key = %(key)s
-       AND a.status = 'active' AND a.review_state IN ('policy_approved', 'human_approved')
+       AND {approved_active}
        AND lower(btrim(a.subject)) = lower(btrim(%(subject)s))
        AND lower(btrim(a.predicate)) = lower(btrim(%(predicate)s))
        AND a.id IS DISTINCT FROM %(id)s
        AND lower(btrim(a.assertion_text)) <> lower(btrim(%(text)s))
      ORDER BY a.created_at
-"""
+""").format(approved_active=APPROVED_ACTIVE)
 
 
 def slot_conflicts(conn, partition: Partition, subject: str | None, predicate: str | None,

@@ -1,22 +1,24 @@
-"""The contract every embedding provider meets, and the one place that picks a provider.
+"""The contract every embedding provider meets (the factory that picks one is ``factory.py``).
 
 Callers (write path, retrieval, re-embedding) only see :class:`EmbeddingProvider`, so the
 generation identity (``provider``, ``model``, ``dimensions``, ``preprocessing``) travels with
-the vectors and two generations are never mixed up (invariant 6).
+the vectors and vectors of two generations are never compared with each other.
 """
 
 from __future__ import annotations
 
-import threading
+import logging
+import re
 import unicodedata
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from memory_platform.settings import Settings
-
 PREPROCESSING = "v1"
+_KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._/-]+")
+
+log = logging.getLogger(__name__)
 
 
 class EmbeddingError(RuntimeError):
@@ -59,81 +61,24 @@ def l2_normalise(vectors: np.ndarray) -> np.ndarray:
     return matrix / np.where(norms == 0.0, 1.0, norms)
 
 
-def resolve_provider_kind(settings: Settings, *, local_installed: bool | None = None) -> str:
-    """The provider ``settings.embedding_provider`` stands for: 'openai', 'local' or 'hash'.
-
-    'auto' follows DESIGN.md: OpenAI when a key is configured, else the local model when its
-    package is installed, else the hash embedding. It is resolved once per process, at
-    start-up; a failing provider raises instead of silently switching (invariant 5)."""
-    choice = settings.embedding_provider
-    if choice != "auto":
-        return choice
-    if settings.openai_api_key is not None and settings.openai_api_key.get_secret_value():
-        return "openai"
-    if local_installed is None:
-        from memory_platform.embeddings.local import is_installed
-
-        local_installed = is_installed(settings.local_embedding_model)
-    return "local" if local_installed else "hash"
+def generation_key(provider: str, model: str, dimensions: int, preprocessing: str) -> str:
+    """The identity stamped on every vector: two vectors compare only when their keys match."""
+    parts = [provider, model, str(dimensions), preprocessing]
+    return ":".join(_KEY_UNSAFE.sub("-", part) for part in parts)
 
 
-_CACHE: dict[tuple[object, ...], EmbeddingProvider] = {}
-_CACHE_LOCK = threading.Lock()
+def key_of(provider: EmbeddingProvider) -> str:
+    """The generation key of the vectors ``provider`` makes."""
+    return generation_key(provider.provider, provider.model, provider.dimensions,
+                          provider.preprocessing)
 
 
-def _cache_key(kind: str, settings: Settings) -> tuple[object, ...]:
-    if kind == "hash":
-        return (kind, settings.hash_embedding_dimensions)
-    if kind == "local":
-        return (kind, settings.local_embedding_model)
-    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-    return (
-        kind,
-        key,
-        settings.openai_base_url,
-        settings.openai_embedding_model,
-        settings.openai_embedding_dimensions,
-        settings.openai_embedding_batch_size,
-        settings.embedding_timeout_seconds,
-        settings.embedding_max_retries,
-        settings.embedding_retry_backoff_seconds,
-    )
-
-
-def _build(kind: str, settings: Settings) -> EmbeddingProvider:
-    if kind == "hash":
-        from memory_platform.embeddings.hashing import HashEmbeddingProvider
-
-        return HashEmbeddingProvider(settings.hash_embedding_dimensions)
-    if kind == "local":
-        from memory_platform.embeddings.local import LocalEmbeddingProvider
-
-        return LocalEmbeddingProvider(settings.local_embedding_model)
-    from memory_platform.embeddings.openai_provider import OpenAIEmbeddingProvider
-
-    return OpenAIEmbeddingProvider.from_settings(settings)
-
-
-def get_provider(settings: Settings) -> EmbeddingProvider:
-    """The provider the settings select, one instance per configuration and process.
-
-    Instances are cached because a local model takes seconds and a lot of memory to load, and
-    an OpenAI client keeps its connection pool. Explicit 'local' without the extra installed
-    raises :class:`EmbeddingError` saying how to install it."""
-    kind = resolve_provider_kind(settings)
-    if kind == "local":
-        from memory_platform.embeddings.local import require_installed
-
-        require_installed(settings.local_embedding_model)
-    key = _cache_key(kind, settings)
-    with _CACHE_LOCK:
-        provider = _CACHE.get(key)
-        if provider is None:
-            provider = _CACHE[key] = _build(kind, settings)
-    return provider
-
-
-def clear_provider_cache() -> None:
-    """Forget cached providers (tests, or a process that reloads its settings)."""
-    with _CACHE_LOCK:
-        _CACHE.clear()
+def embed_or_defer(provider: EmbeddingProvider, texts: Sequence[str],
+                   what: str) -> np.ndarray | None:
+    """Document vectors for ``texts``, or None when the provider fails: the caller writes the
+    rows keyword-only and re-embedding fills them later (never another provider's vectors)."""
+    try:
+        return provider.embed_documents(texts)
+    except EmbeddingError as exc:
+        log.warning("%s: embedding deferred: %s", what, exc)
+        return None

@@ -20,7 +20,6 @@ Every provider here emits unit vectors, far inside half precision's range.
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 import time
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ import psycopg
 from psycopg import sql
 
 from memory_platform.db.connection import database_identity
+from memory_platform.embeddings.base import generation_key, key_of
 
 EMBEDDING_TABLES = (
     "agent_memory_chunks",
@@ -36,7 +36,6 @@ EMBEDDING_TABLES = (
     "agent_knowledge_entity_embeddings",
     "agent_knowledge_claim_embeddings",
 )
-_KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._/-]+")
 
 
 @dataclass(frozen=True)
@@ -49,11 +48,6 @@ class Generation:
     preprocessing: str
     generation_key: str
     status: str
-
-
-def generation_key(provider: str, model: str, dimensions: int, preprocessing: str) -> str:
-    parts = [provider, model, str(dimensions), preprocessing]
-    return ":".join(_KEY_UNSAFE.sub("-", part) for part in parts)
 
 
 def index_name(table: str, key: str) -> str:
@@ -150,8 +144,7 @@ def register_generation(
 def ensure_generation(conn: psycopg.Connection, instance_key: str, provider) -> Generation:
     """The instance's generation for ``provider`` (an EmbeddingProvider), registered and
     activated if it is not the active one yet (a model switch)."""
-    key = generation_key(provider.provider, provider.model, provider.dimensions,
-                         provider.preprocessing)
+    key = key_of(provider)
     active = active_generation(conn, instance_key)
     if active is not None and active.generation_key == key:
         return active

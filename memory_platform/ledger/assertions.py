@@ -17,12 +17,12 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from memory_platform.access import Audience
+from memory_platform.ledger.recall import is_approved_active
 from memory_platform.text import content_hash, normalise
 
 if TYPE_CHECKING:
     from memory_platform.embeddings.generations import Generation
 
-APPROVED_REVIEW_STATES = ("policy_approved", "human_approved")
 HUMAN_REVIEW_STATES = ("human_approved", "human_rejected")
 ASSERTION_TYPES = ("fact", "preference", "decision", "constraint", "procedure", "correction",
                    "observation")
@@ -37,7 +37,7 @@ class AssertionRef:
 
     @property
     def recallable(self) -> bool:
-        return self.status == "active" and self.review_state in APPROVED_REVIEW_STATES
+        return is_approved_active(self.status, self.review_state)
 
 
 def identity_hash(text: str, subject: str | None = None, predicate: str | None = None) -> str:

@@ -83,15 +83,17 @@ from psycopg.pq import Format, TransactionStatus
 from psycopg.types import TypeInfo
 
 from memory_platform.access import AUDIENCE_KINDS, AccessContext, Audience, audience_for
-from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_provider
+from memory_platform.db.units import require_idle
+from memory_platform.embeddings.base import EmbeddingError, EmbeddingProvider, key_of
+from memory_platform.embeddings.factory import get_provider
 from memory_platform.embeddings.generations import (
     Generation,
     ensure_generation,
-    generation_key,
 )
 from memory_platform.errors import AccessDenied, InvalidInput
-from memory_platform.ledger.assertions import APPROVED_REVIEW_STATES, identity_hash
+from memory_platform.ledger.assertions import identity_hash
 from memory_platform.ledger.policy import PolicyDecision, write_path_decision
+from memory_platform.ledger.recall import is_approved_active
 from memory_platform.memories.bulk_indexes import (
     BULK_INDEX_TABLES,
     FULLTEXT_INDEXES,
@@ -635,8 +637,7 @@ class _Ledger:
         self.reviews.append((row.ctx.instance_key, assertion_id, decision, "policy", reason))
 
     def _recallable(self, assertion_id: uuid.UUID) -> bool:
-        status, review_state = self.state[assertion_id]
-        return status == "active" and review_state in APPROVED_REVIEW_STATES
+        return is_approved_active(*self.state[assertion_id])
 
 
 @dataclass
@@ -1080,15 +1081,12 @@ def import_memories(
     already hold. ``loaders`` (default ``import_loaders``): connections writing
     concurrently; each writes its share of a batch (the rows whose dedup key hashes to it)
     in its own transaction."""
-    if conn.info.transaction_status != TransactionStatus.IDLE:
-        raise RuntimeError("import_memories needs a connection outside a transaction: "
-                           "every batch commits on its own")
+    require_idle(conn, "import_memories")
     started = time.perf_counter()
     provider = embedder or get_provider(settings)
     size = batch_size or settings.import_batch_size
     stats = ImportStats()
-    key = generation_key(provider.provider, provider.model, provider.dimensions,
-                         provider.preprocessing)
+    key = key_of(provider)
     stats.generation_key = key
     items: Iterator[NumberedRow | MalformedLine] = _numbered(rows)
     if expected_rows is None and isinstance(rows, Sized):

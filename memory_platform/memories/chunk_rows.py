@@ -13,7 +13,7 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from memory_platform.embeddings import EmbeddingProvider
+from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.embeddings.generations import Generation
 from memory_platform.memories.chunking import Chunk
 from memory_platform.memories.rules import embedding_provenance

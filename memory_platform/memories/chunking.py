@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# A sentence ends after . ! ? … (optionally closed by quotes/brackets) followed by
-# whitespace; a paragraph ends at a blank line. Abbreviations may split early: harmless for
-# retrieval, since chunks pack several sentences.
-_BOUNDARY = re.compile(r"(?<=[.!?…])[\"'»«“”)\]]*\s+|\n\s*\n")
+# A sentence ends after . ! ? … (optionally closed by quotes/brackets, which stay with it)
+# followed by whitespace; a paragraph ends at a blank line. Abbreviations may split early:
+# harmless for retrieval, since chunks pack several sentences.
+_BOUNDARY = re.compile(r"(?<=[.!?…])([\"'»«“”)\]]*)\s+|\n\s*\n")
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,9 @@ def _segments(text: str) -> list[tuple[int, int]]:
     """Sentence/paragraph spans covering ``text`` (whitespace between them excluded)."""
     spans, start = [], 0
     for match in _BOUNDARY.finditer(text):
-        if match.start() > start:
-            spans.append((start, match.start()))
+        stop = match.start() if match.group(1) is None else match.end(1)
+        if stop > start:
+            spans.append((start, stop))
         start = match.end()
     if start < len(text):
         spans.append((start, len(text)))

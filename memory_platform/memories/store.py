@@ -26,7 +26,8 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from memory_platform.access import AccessContext, Audience, AudienceKind, audience_for
-from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_provider
+from memory_platform.embeddings.base import EmbeddingProvider, embed_or_defer
+from memory_platform.embeddings.factory import get_provider
 from memory_platform.embeddings.generations import Generation, ensure_generation
 from memory_platform.ledger import assertions as ledger
 from memory_platform.ledger.policy import write_path_decision
@@ -134,14 +135,6 @@ def _dedup_hit(conn, ctx: AccessContext, write: MemoryWrite, audience: Audience,
     return StoredMemory(memory_id, audience, True, assertion_id, status)
 
 
-def _embed(provider: EmbeddingProvider, texts: list[str]) -> np.ndarray | None:
-    try:
-        return provider.embed_documents(texts)
-    except EmbeddingError as exc:
-        log.warning("embedding failed; storing keyword-only, re-embed later: %s", exc)
-        return None
-
-
 def store_memory(
     conn: psycopg.Connection,
     settings: Settings,
@@ -171,7 +164,7 @@ def store_memory(
     chunks = chunk_text(content, settings.chunk_target_chars, settings.chunk_overlap_chars)
     provider = embedder or get_provider(settings)
     texts = embedding_texts(write.source_type, content, chunks)  # + the assertion's own
-    vectors = _embed(provider, texts)
+    vectors = embed_or_defer(provider, texts, "memory write")
 
     with conn.transaction():
         # Serialise concurrent writers of the same content in the same audience, then look

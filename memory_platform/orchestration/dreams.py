@@ -18,7 +18,7 @@ import psycopg
 from memory_platform.dreaming.checks import CheckOutcome, run_checks
 from memory_platform.dreaming.engine import DreamLocked, DreamResult, run_dream_partition
 from memory_platform.dreaming.partitions import Partition
-from memory_platform.embeddings import EmbeddingProvider
+from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.orchestration.report import asset_metadata, materialized_assets
 from memory_platform.settings import Settings
 

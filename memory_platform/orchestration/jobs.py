@@ -30,12 +30,12 @@ from dagster import (
 from pydantic import Field
 
 from memory_platform.assets.partitions import AUDIENCES
-from memory_platform.dagster_home import DREAMING_RUN_TAG, WRITER_POOL
 from memory_platform.dreaming.partitions import Partition
 from memory_platform.dreaming.runs import TRIGGERS
-from memory_platform.ledger.outbox import OutboxResult, process_outbox
 from memory_platform.orchestration.dreams import dream_partition, partition_checks
+from memory_platform.orchestration.home import DREAMING_RUN_TAG, WRITER_POOL
 from memory_platform.orchestration.report import check_metadata, dream_summary, md_table
+from memory_platform.projection.outbox import OutboxResult, process_outbox
 from memory_platform.resources import (
     EmbeddingsResource,
     MaintenanceModelResource,

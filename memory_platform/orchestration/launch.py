@@ -30,10 +30,10 @@ from typing import Any
 from dagster import DagsterInstance
 
 from memory_platform.assets.partitions import AUDIENCES
-from memory_platform.dagster_home import DREAMING_RUN_TAG, prepare_dagster_home
 from memory_platform.dreaming.partitions import Partition
+from memory_platform.dreaming.schedule import batches
+from memory_platform.orchestration.home import DREAMING_RUN_TAG, prepare_dagster_home
 from memory_platform.orchestration.jobs import batch_run_config
-from memory_platform.orchestration.scheduling import batches
 from memory_platform.settings import Settings
 
 __all__ = ["LaunchedRun", "RunReport", "dagster_instance", "execute_dreams",

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from memory_platform.embeddings import EmbeddingProvider, get_provider
+from memory_platform.embeddings.base import EmbeddingProvider
+from memory_platform.embeddings.factory import get_provider
 from memory_platform.resources.overrides import with_overrides
 from memory_platform.settings import Settings
 

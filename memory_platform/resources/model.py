@@ -1,7 +1,7 @@
 """The maintenance model as a Dagster resource.
 
 ``model`` replaces ``MEMORY_MAINTENANCE_MODEL`` (step 3 of the resolution order in
-:mod:`memory_platform.llm.resolution`), so an operator's persisted ``memory_dreaming_model``
+:mod:`memory_platform.dreaming.model`), so an operator's persisted ``memory_dreaming_model``
 choice (step 2) still wins over it, and an explicit model in run config (step 1) over both.
 """
 
@@ -11,7 +11,7 @@ import psycopg
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from memory_platform.llm import resolution
+from memory_platform.dreaming import model as resolution
 from memory_platform.resources.overrides import with_overrides
 from memory_platform.settings import Settings
 

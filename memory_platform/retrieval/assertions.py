@@ -27,11 +27,11 @@ import psycopg
 from psycopg import sql
 
 from memory_platform.access import AccessContext, audience_branches, audience_predicate
-from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_provider
+from memory_platform.embeddings.base import EmbeddingError, EmbeddingProvider, key_of
+from memory_platform.embeddings.factory import get_provider
 from memory_platform.embeddings.generations import (
     cached_active_generation,
     exact_distance,
-    generation_key,
     indexed_distance,
 )
 from memory_platform.retrieval.feedback import feedback_multiplier
@@ -130,8 +130,7 @@ def _semantic_ids(conn: psycopg.Connection, settings: Settings, ctx: AccessConte
                   query: str, cap: int, provider: EmbeddingProvider) -> list[UUID]:
     """The vector arm's ranking; empty when the query has no vector of the instance's
     active generation (another model configured, or the provider failing)."""
-    key = generation_key(provider.provider, provider.model, provider.dimensions,
-                         provider.preprocessing)
+    key = key_of(provider)
     active = cached_active_generation(conn, ctx.instance_key)
     if active is None or active.generation_key != key:
         return []

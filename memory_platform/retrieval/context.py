@@ -26,7 +26,8 @@ import psycopg
 from psycopg import sql
 
 from memory_platform.access import AccessContext, graph_predicate
-from memory_platform.embeddings import EmbeddingProvider, get_provider
+from memory_platform.embeddings.base import EmbeddingProvider
+from memory_platform.embeddings.factory import get_provider
 from memory_platform.errors import InvalidInput, NotFound
 from memory_platform.retrieval.assertions import recallable_assertion, search_assertions
 from memory_platform.retrieval.memories import get_memory, parse_uuid

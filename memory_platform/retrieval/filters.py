@@ -15,20 +15,15 @@ from __future__ import annotations
 from psycopg import sql
 
 from memory_platform.access import AccessContext, Binder, literal, visibility_predicate
+from memory_platform.ledger.recall import TOLD
 
 ASSERTION_JOIN = sql.SQL(
     "LEFT JOIN agent_memory_assertions a"
     " ON a.instance_key = m.instance_key AND a.id = m.assertion_id"
 )
 
-# An assertion an agent may be told (alias ``a``): active, approved by policy or a person,
-# and valid now. Assertion search uses it as is; a memory needs it of its assertion, if any.
-CURRENT_APPROVED_ASSERTION = sql.SQL(
-    "(a.status = 'active'"
-    " AND a.review_state IN ('policy_approved', 'human_approved')"
-    " AND (a.valid_from IS NULL OR a.valid_from <= now())"
-    " AND (a.valid_to IS NULL OR a.valid_to > now()))"
-)
+# Assertion search uses the rule as is; a memory needs it of its assertion, if any.
+CURRENT_APPROVED_ASSERTION = TOLD
 _APPROVED_ASSERTION = sql.SQL("(m.assertion_id IS NULL OR {})").format(CURRENT_APPROVED_ASSERTION)
 
 

@@ -59,11 +59,11 @@ from memory_platform.access import (
     context_params,
     placeholder,
 )
-from memory_platform.embeddings import EmbeddingError, EmbeddingProvider, get_provider
+from memory_platform.embeddings.base import EmbeddingError, EmbeddingProvider, key_of
+from memory_platform.embeddings.factory import get_provider
 from memory_platform.embeddings.generations import (
     cached_active_generation,
     exact_distance,
-    generation_key,
     indexed_distance,
 )
 from memory_platform.errors import InvalidInput
@@ -339,8 +339,7 @@ def search_memories(
     limit = limit or settings.retrieval_top_k
     terms = query_terms(query)
     provider = embedder or get_provider(settings)
-    key = generation_key(provider.provider, provider.model, provider.dimensions,
-                         provider.preprocessing)
+    key = key_of(provider)
     active = cached_active_generation(conn, ctx.instance_key)
     vector = _query_vector(provider, query) if active and active.generation_key == key else None
     # Without a query vector the keyword arm is the only source: every word counts then.

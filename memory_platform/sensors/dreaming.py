@@ -20,9 +20,7 @@ from dagster import (
 )
 
 from memory_platform.assets.partitions import AUDIENCES, audiences
-from memory_platform.dagster_home import DREAMING_RUN_TAG
-from memory_platform.orchestration.jobs import batch_run_config, dream_batch
-from memory_platform.orchestration.scheduling import (
+from memory_platform.dreaming.schedule import (
     batches,
     keys_digest,
     plan_daily,
@@ -30,6 +28,8 @@ from memory_platform.orchestration.scheduling import (
     read_cursor,
     write_cursor,
 )
+from memory_platform.orchestration.home import DREAMING_RUN_TAG
+from memory_platform.orchestration.jobs import batch_run_config, dream_batch
 from memory_platform.resources import PostgresResource
 from memory_platform.settings import get_settings
 

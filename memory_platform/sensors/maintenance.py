@@ -9,8 +9,8 @@ from dagster import (
 )
 
 from memory_platform.dreaming.runs import reconcile_stale_dreams
+from memory_platform.dreaming.schedule import due_outbox_job
 from memory_platform.orchestration.jobs import outbox_job
-from memory_platform.orchestration.scheduling import due_outbox_job
 from memory_platform.resources import PostgresResource
 from memory_platform.settings import get_settings
 

@@ -16,8 +16,8 @@ from pgvector.psycopg import register_vector
 
 from memory_platform.access import AccessContext
 from memory_platform.assets.partitions import AUDIENCES
+from memory_platform.dreaming.model import clear_model_cache
 from memory_platform.dreaming.partitions import Partition
-from memory_platform.llm.resolution import clear_model_cache
 from memory_platform.resources import close_pools, default_resources
 from memory_platform.settings import Settings, get_settings
 from tests.conftest import drop_database

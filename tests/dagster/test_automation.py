@@ -13,8 +13,8 @@ from memory_platform.definitions import build_definitions
 from memory_platform.dreaming.engine import run_dream_partition
 from memory_platform.dreaming.partitions import Partition
 from memory_platform.dreaming.runs import start_dream
-from memory_platform.ledger.outbox import enqueue_assertion_projection
 from memory_platform.orchestration.jobs import BATCH_OP
+from memory_platform.projection.outbox import enqueue_assertion_projection
 from memory_platform.sensors.dreaming import audience_partitions_sensor, daily_dreaming_schedule
 from memory_platform.sensors.maintenance import outbox_sensor, stale_dream_reconciler
 from memory_platform.settings import get_settings

@@ -10,7 +10,7 @@ from psycopg.rows import dict_row
 
 from memory_platform.assets.partitions import AUDIENCES
 from memory_platform.definitions import build_definitions
-from memory_platform.llm.resolution import set_dreaming_model
+from memory_platform.dreaming.model import set_dreaming_model
 from memory_platform.orchestration.jobs import batch_run_config
 from tests.dagster.conftest import new_instance_key, seed_private, seed_team
 

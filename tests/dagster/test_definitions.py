@@ -6,8 +6,8 @@ from __future__ import annotations
 import yaml
 from dagster import AssetKey, DagsterInstance, Definitions
 
-from memory_platform.dagster_home import DREAMING_RUN_TAG, WRITER_POOL, prepare_dagster_home
 from memory_platform.definitions import defs
+from memory_platform.orchestration.home import DREAMING_RUN_TAG, WRITER_POOL, prepare_dagster_home
 
 DREAM_ASSETS = ["dream_inputs", "dream_proposals", "dream_assertions",
                 "assertion_projections", "wiki_proposals"]

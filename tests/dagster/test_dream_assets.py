@@ -16,7 +16,7 @@ from psycopg.rows import dict_row
 
 from memory_platform.assets.dreaming import dream_audience, dream_checks
 from memory_platform.assets.ledger import ledger_tables
-from memory_platform.llm.resolution import set_dreaming_model
+from memory_platform.dreaming.model import set_dreaming_model
 from memory_platform.resources import MaintenanceModelResource
 from tests.dagster.conftest import (
     add_partitions,

@@ -13,9 +13,8 @@ import openai
 import pytest
 from starlette.responses import JSONResponse
 
-from memory_platform.embeddings import (
-    EmbeddingError,
-    EmbeddingProvider,
+from memory_platform.embeddings.base import EmbeddingError, EmbeddingProvider
+from memory_platform.embeddings.factory import (
     clear_provider_cache,
     get_provider,
     resolve_provider_kind,

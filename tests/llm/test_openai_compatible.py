@@ -12,8 +12,13 @@ import pytest
 from starlette.responses import Response
 
 from memory_platform.dreaming.contract import SCHEMA_NAME, dream_schema
-from memory_platform.llm import ModelError, OpenAICompatibleModel
-from memory_platform.llm.openai_compatible import catalog_limit, is_same_model, safe_url
+from memory_platform.llm.base import ModelError
+from memory_platform.llm.openai_compatible import (
+    OpenAICompatibleModel,
+    catalog_limit,
+    is_same_model,
+    safe_url,
+)
 from tests.llm.helpers import API_KEY, PAYLOAD, PAYLOAD_TEXT, make_request, make_settings, pieces
 from tests.support.openai_server import ChatScript, chat_completion_chunks
 

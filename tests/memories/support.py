@@ -14,7 +14,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from memory_platform.embeddings import EmbeddingError
+from memory_platform.embeddings.base import EmbeddingError
 
 # Every table a memory write may touch, all keyed by instance.
 WRITE_TABLES = (

@@ -19,7 +19,7 @@ from uuid import UUID
 import pytest
 
 from memory_platform.access import AccessContext
-from memory_platform.embeddings import get_provider
+from memory_platform.embeddings.factory import get_provider
 from memory_platform.embeddings.generations import index_name
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.retrieval.assertions import _semantic_ids, search_assertions

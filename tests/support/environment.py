@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from memory_platform.llm.resolution import clear_model_cache
+from memory_platform.dreaming.model import clear_model_cache
 from memory_platform.settings import get_settings
 
 

@@ -9,8 +9,14 @@ import jsonschema
 import pytest
 
 from memory_platform.dreaming.contract import EXCERPT_MAX_CHARS, SLUG_PATTERN, dream_schema
-from memory_platform.llm import ExtractiveModel, ModelError
-from memory_platform.llm.extractive import classify, cut_at_word, skip_reason, split_sentences
+from memory_platform.dreaming.extractive import (
+    ExtractiveModel,
+    classify,
+    cut_at_word,
+    skip_reason,
+    split_sentences,
+)
+from memory_platform.llm.base import ModelError
 from tests.llm.helpers import make_request, make_settings
 
 INPUTS = [

@@ -14,8 +14,8 @@ from pgvector.psycopg import register_vector
 from memory_platform.access import AccessContext
 from memory_platform.embeddings.generations import active_generation
 from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.embeddings.reembed import reembed_backfill
 from memory_platform.memories.store import MemoryWrite, store_memory
+from memory_platform.projection.reembed import reembed_backfill
 from memory_platform.settings import Settings
 from tests.memories.support import OutageEmbedder, TinyLocalEmbedder
 

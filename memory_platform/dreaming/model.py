@@ -25,9 +25,9 @@ from typing import Any
 
 import psycopg
 
+from memory_platform.dreaming.extractive import NAME as EXTRACTIVE
+from memory_platform.dreaming.extractive import ExtractiveModel
 from memory_platform.llm.base import MaintenanceModel, ModelError
-from memory_platform.llm.extractive import NAME as EXTRACTIVE
-from memory_platform.llm.extractive import ExtractiveModel
 from memory_platform.llm.openai_compatible import OpenAICompatibleModel
 from memory_platform.settings import Settings
 

@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 
 from memory_platform.dreaming.inputs import PartitionSummary, eligible_partitions
-from memory_platform.ledger.outbox import due_outbox_job
+from memory_platform.projection.outbox import due_outbox_job
 from memory_platform.settings import Settings
 
 __all__ = ["DailyPlan", "NewPartitions", "SKIP_BELOW_MIN_INPUTS", "SKIP_DREAMED_RECENTLY",

@@ -26,9 +26,11 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.types.json import Jsonb
 
-from memory_platform.embeddings.base import EmbeddingError, EmbeddingProvider, get_provider
+from memory_platform.embeddings.base import EmbeddingError, EmbeddingProvider
+from memory_platform.embeddings.factory import get_provider
 from memory_platform.embeddings.generations import Generation, ensure_generation
-from memory_platform.ledger.assertions import APPROVED_REVIEW_STATES, store_assertion_vectors
+from memory_platform.ledger.assertions import store_assertion_vectors
+from memory_platform.ledger.recall import APPROVED_REVIEW_STATES
 from memory_platform.settings import Settings
 
 log = logging.getLogger(__name__)

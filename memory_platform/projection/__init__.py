@@ -1,0 +1,7 @@
+"""Projections: the ledger's changes made recallable (outbox queue, handlers, re-embedding).
+
+Importing the package registers every outbox handler, so ``process_outbox`` can claim their
+jobs whichever module the caller imported.
+"""
+
+from memory_platform.projection import assertions as _assertions  # noqa: F401  (registers)
