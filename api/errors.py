@@ -11,9 +11,9 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from memory_platform.dreaming.lock import DreamLocked
 from memory_platform.errors import (
     AccessDenied,
+    Conflict,
     CredentialDetected,
     InvalidInput,
     MemoryPlatformError,
@@ -36,7 +36,7 @@ class ApiError(Exception):
 
 # Domain error class -> HTTP status (most specific class first).
 DOMAIN_STATUS: tuple[tuple[type[MemoryPlatformError], int], ...] = (
-    (DreamLocked, 409),
+    (Conflict, 409),
     (CredentialDetected, 422),
     (InvalidInput, 400),
     (AccessDenied, 403),

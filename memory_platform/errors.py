@@ -39,3 +39,15 @@ class NotFound(MemoryPlatformError):
     """No visible row with that id (whether it exists invisibly is not revealed)."""
 
     code = "not_found"
+
+
+class Conflict(MemoryPlatformError):
+    """The request is valid but the current state forbids it (retry after the state changes)."""
+
+    code = "conflict"
+
+
+class DreamLocked(Conflict):
+    """Another Dream holds the Dreaming lock; nothing was changed."""
+
+    code = "dream_locked"

@@ -13,8 +13,7 @@ from api.db import with_connection
 from api.errors import ApiError
 from api.requests import read_json
 from api.schemas import CitedFeedback, InjectedFeedback
-from memory_platform.retrieval.assertions import visible_assertion_ids
-from memory_platform.retrieval.feedback import record_injection, record_response
+from memory_platform.retrieval.feedback import record_response, record_visible_injection
 
 
 def _uuids(values: list[str]) -> list[UUID]:
@@ -30,14 +29,8 @@ async def injected(request: Request) -> JSONResponse:
     body = await read_json(request, InjectedFeedback)
     ctx = access_context(key, body.context)
     ids = _uuids(body.assertion_ids)
-
-    def record(conn) -> tuple[int, int]:
-        visible = visible_assertion_ids(conn, ctx, ids)
-        new = record_injection(conn, ctx.instance_key, visible, run_id=body.run_id,
-                               user_id=ctx.user_id, session_key=ctx.session_key)
-        return len(visible), new
-
-    counted, new = await with_connection(request, record)
+    counted, new = await with_connection(request, record_visible_injection, ctx, ids,
+                                         run_id=body.run_id)
     return JSONResponse({"runId": body.run_id, "counted": counted, "recorded": new,
                          "ignored": len(set(ids)) - counted})
 

@@ -13,15 +13,9 @@ from contextlib import contextmanager
 import psycopg
 
 from memory_platform.db.units import commit_if_idle, rollback_if_open
-from memory_platform.errors import MemoryPlatformError
+from memory_platform.errors import DreamLocked
 
 LOCK_NAME = "memory-platform:dreaming"
-
-
-class DreamLocked(MemoryPlatformError):
-    """Another Dream holds the Dreaming lock; nothing was changed."""
-
-    code = "dream_locked"
 
 
 @contextmanager

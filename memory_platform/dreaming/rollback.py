@@ -25,7 +25,7 @@ from psycopg.types.json import Jsonb
 from memory_platform.db.units import require_idle
 from memory_platform.dreaming.lock import dream_lock
 from memory_platform.embeddings.base import EmbeddingProvider
-from memory_platform.errors import InvalidInput, NotFound
+from memory_platform.errors import Conflict, NotFound
 from memory_platform.ledger import assertions as ledger
 from memory_platform.projection.outbox import enqueue_assertion_projection, process_outbox
 from memory_platform.settings import Settings, get_settings
@@ -176,9 +176,12 @@ def rollback_dream(
     *,
     settings: Settings | None = None,
     embedder: EmbeddingProvider | None = None,
+    instance_key: str | None = None,
 ) -> RollbackResult:
     """Compensate one Dream (see the module docstring). Takes the Dreaming lock (raises
-    DreamLocked while a Dream runs); the connection must be outside a transaction."""
+    DreamLocked while a Dream runs); the connection must be outside a transaction.
+    ``instance_key``: only a Dream of this instance (another's is NotFound, like a missing
+    one). A running Dream raises Conflict."""
     settings = settings or get_settings()
     require_idle(conn, "rollback_dream")
     with dream_lock(conn):
@@ -189,11 +192,12 @@ def rollback_dream(
                 dream = cur.execute(
                     "SELECT id, instance_key, status, stats_json FROM agent_memory_dreams"
                     " WHERE id = %s FOR UPDATE", (dream_id,)).fetchone()
-            if dream is None:
-                raise NotFound(f"no dream {dream_id}")
+            if dream is None or instance_key not in (None, dream["instance_key"]):
+                raise NotFound(f"no dream {dream_id}"
+                               + (" in this instance" if instance_key else ""))
             if dream["status"] == "running":
-                raise InvalidInput("a running Dream cannot be rolled back; wait for it to end "
-                                   "(or for reconcile_stale_dreams)")
+                raise Conflict("a running Dream cannot be rolled back; wait for it to end "
+                               "(or for reconcile_stale_dreams)", code="dream_running")
             if dream["status"] == "rolled_back":
                 return RollbackResult(dream_id, "already_rolled_back")
             result = RollbackResult(dream_id, "rolled_back")

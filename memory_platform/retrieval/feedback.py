@@ -32,6 +32,7 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from memory_platform.access import AccessContext
 from memory_platform.errors import InvalidInput, NotFound
 from memory_platform.retrieval import stopwords
 from memory_platform.settings import Settings, get_settings
@@ -362,6 +363,18 @@ def _require_run_id(run_id: str) -> None:
 
 def _distinct(ids: Iterable[uuid.UUID]) -> list[uuid.UUID]:
     return list(dict.fromkeys(ids))
+
+
+def record_visible_injection(conn: Conn, ctx: AccessContext,
+                             assertion_ids: Sequence[uuid.UUID], *, run_id: str) -> tuple[int, int]:
+    """Record a run's injected assertions that ``ctx`` may recall (only those count):
+    (how many counted, how many were new)."""
+    from memory_platform.retrieval.assertions import visible_assertion_ids
+
+    visible = visible_assertion_ids(conn, ctx, list(assertion_ids))
+    new = record_injection(conn, ctx.instance_key, visible, run_id=run_id,
+                           user_id=ctx.user_id, session_key=ctx.session_key)
+    return len(visible), new
 
 
 def record_injection(

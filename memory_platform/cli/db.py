@@ -1,0 +1,107 @@
+"""`memory-platform db`: migrations, status, URL, psql."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from memory_platform.settings import get_settings
+
+
+@click.group()
+def db() -> None:
+    """Database: migrations, status, shell."""
+
+
+def _migrations_connection():
+    from memory_platform.db.connection import connect
+
+    return connect(autocommit=True)
+
+
+@db.command("migrate")
+def db_migrate() -> None:
+    """Apply pending migrations (safe to run concurrently; refuses edited migrations)."""
+    from memory_platform.db import migrations
+
+    settings = get_settings()
+    with _migrations_connection() as conn:
+        try:
+            applied = migrations.migrate(
+                conn,
+                settings.migrations_dir,
+                progress=lambda m: click.echo(f"applying {m.version:04d}_{m.name} ..."),
+            )
+        except migrations.MigrationError as exc:
+            raise click.ClickException(str(exc)) from exc
+    click.echo(f"{len(applied)} migration(s) applied; schema is current.")
+
+
+@db.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def db_status(as_json: bool) -> None:
+    """List every migration with its state, and the pgvector version."""
+    from memory_platform.db import migrations
+
+    settings = get_settings()
+    with _migrations_connection() as conn:
+        states = migrations.status(conn, settings.migrations_dir)
+        row = conn.execute(
+            "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+        ).fetchone()
+        server = conn.execute("SHOW server_version").fetchone()[0]
+    vector = row[0] if row else None
+    if as_json:
+        click.echo(json.dumps({
+            "server_version": server,
+            "vector": vector,
+            "migrations": [
+                {"version": s.version, "name": s.name, "state": s.state,
+                 "applied_at": s.applied_at.isoformat() if s.applied_at else None}
+                for s in states
+            ],
+        }, indent=2))
+        return
+    click.echo(f"PostgreSQL {server}; pgvector {vector or 'not installed (run db migrate)'}")
+    for s in states:
+        when = s.applied_at.strftime("%Y-%m-%d %H:%M:%S") if s.applied_at else ""
+        click.echo(f"  {s.version:04d}  {s.name:<32} {s.state:<12} {when}")
+    if any(s.state != "applied" for s in states):
+        click.echo("Run `memory-platform db migrate` to apply pending migrations.")
+
+
+@db.command("url")
+def db_url() -> None:
+    """Print the database URL (password redacted), e.g. for psql."""
+    from memory_platform.db.connection import database_url
+    from memory_platform.settings import redact_url
+
+    click.echo(redact_url(database_url()))
+
+
+@db.command("psql", context_settings={"ignore_unknown_options": True})
+@click.argument("psql_args", nargs=-1, type=click.UNPROCESSED)
+def db_psql(psql_args: tuple[str, ...]) -> None:
+    """Open psql on the platform database (the embedded server's own psql when embedded).
+
+    Extra arguments go to psql, e.g. `memory-platform db psql -c '\\dx'`."""
+    import os
+    import shutil
+    import subprocess
+
+    from memory_platform.db import embedded
+    from memory_platform.db.connection import database_url
+
+    settings = get_settings()
+    url = database_url(settings)
+    psql = (
+        str(embedded._wheel_bin_dir() / "psql")
+        if settings.database_url is None
+        else shutil.which("psql")
+    )
+    if not psql:
+        raise click.ClickException("psql not found on PATH; install the PostgreSQL client")
+    env = {**os.environ, "PGCONNECT_TIMEOUT": "10"}
+    sys.exit(subprocess.call([psql, url, *psql_args], env=env))

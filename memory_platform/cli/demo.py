@@ -1,0 +1,70 @@
+"""`memory-platform demo`: a demo workspace."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from memory_platform.cli.common import platform_connection
+from memory_platform.settings import get_settings
+
+
+@click.group()
+def demo() -> None:
+    """A demo workspace to try Dreaming on."""
+
+
+@demo.command("seed")
+@click.option("--instance", default=None, show_default="demo",
+              help="Instance to seed (default: demo).")
+@click.option("--reset", is_flag=True,
+              help="Delete the instance's memories first (only that instance); when the "
+                   "append-only ledger blocks that, seed a fresh instance <instance>-N.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def demo_seed(instance: str | None, reset: bool, as_json: bool) -> None:
+    """Write a German/English team workspace through the normal write path: four users
+    (one opts out of sharing with the team), a team room with several human sessions,
+    direct sessions, private notes, an unlinked Slack thread, and automation sessions that
+    Dreaming must exclude. Idempotent (a second seed only hits dedup). Prints what it wrote
+    and the partitions now eligible for Dreaming."""
+    from memory_platform import demo as demo_workspace
+
+    settings = get_settings()
+    with platform_connection(settings) as conn:
+        report = demo_workspace.seed_demo(
+            conn, settings, instance_key=instance or demo_workspace.DEFAULT_INSTANCE,
+            reset=reset)
+    if as_json:
+        click.echo(json.dumps(report.as_json(), indent=2))
+        return
+    if report.reset:
+        click.echo(f"reset: {report.reset}")
+    users = ", ".join(
+        f"{u.user_id} ({'shares with the team' if u.shares_with_team else 'opts out'})"
+        for u in demo_workspace.USERS)
+    click.echo(f"instance {report.instance_key!r}; users: {users}")
+    audiences = report.by_audience()
+    width = max(len(a) for a in audiences)
+    click.echo(f"  {'audience':<{width}}  written  deduplicated  summary  flush  fact  "
+               "automation (excluded)")
+    for audience, c in audiences.items():
+        click.echo(f"  {audience:<{width}}  {c['written']:>7}  {c['deduplicated']:>12}  "
+                   f"{c['summary']:>7}  {c['flush']:>5}  {c['fact']:>4}  {c['automation']:>10}")
+    click.echo(f"{report.written} rows written, {report.deduplicated} deduplicated (already "
+               f"there); {report.automation} rows come from automation sessions "
+               f"({', '.join(sorted({r.session_key for r in report.rows if r.automation}))}) "
+               "and are never Dreaming input.")
+    click.echo(f"\nPartitions eligible for Dreaming (at least {report.min_inputs} inputs):")
+    if not report.eligible:
+        click.echo("  none")
+    for p in report.eligible:
+        pools = ", ".join(f"{k} {v}" for k, v in p.counts.items() if v)
+        click.echo(f"  {p.partition_key}: {p.total} inputs ({pools}); "
+                   f"{p.excluded_automation} automation rows excluded")
+    click.echo("\nNext: memory-platform dream run --all-eligible --model extractive "
+               f"--instance '{report.instance_key}'")
+    if report.eligible:
+        biggest = max(report.eligible, key=lambda p: p.total)
+        click.echo("  (or one partition: memory-platform dream run --partition "
+                   f"'{biggest.partition_key}' --model extractive)")

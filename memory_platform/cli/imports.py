@@ -1,0 +1,188 @@
+"""`memory-platform import` and `memory-platform embeddings`: bulk import, re-embedding."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from memory_platform.cli.common import platform_connection
+from memory_platform.settings import get_settings
+
+
+def _with_provider(settings, provider: str | None):
+    return settings.model_copy(update={"embedding_provider": provider}) if provider else settings
+
+
+def _count_rows(path: str) -> int | None:
+    """Non-blank lines of the file (the import's size, for the index decision); None for
+    stdin."""
+    if path == "-":
+        return None
+    with open(path, "rb") as handle:
+        return sum(1 for line in handle if line.strip())
+
+
+class _ProgressLine:
+    """A progress line on stderr: rewritten in place on a terminal, one line every few
+    seconds otherwise (logs)."""
+
+    def __init__(self, every: float = 5.0) -> None:
+        import time
+
+        self.tty = sys.stderr.isatty()
+        self.every = 0.2 if self.tty else every
+        self.started = time.perf_counter()
+        self.last = 0.0
+
+    def show(self, text: str, *, force: bool = False) -> None:
+        import time
+
+        now = time.perf_counter()
+        if not force and now - self.last < self.every:
+            return
+        self.last = now
+        if self.tty:
+            click.echo(f"\r\033[K{text}", err=True, nl=False)
+        else:
+            click.echo(text, err=True)
+
+    def done(self) -> None:
+        if self.tty and self.last:
+            click.echo("", err=True)
+
+    def rate(self, count: int) -> float:
+        import time
+
+        elapsed = time.perf_counter() - self.started
+        return count / elapsed if elapsed > 0 else 0.0
+
+
+@click.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.option("--instance", default=None,
+              help="Instance of rows without their own instance_key (default MEMORY_INSTANCE_KEY).")
+@click.option("--batch-size", type=click.IntRange(1, 5000), default=None,
+              help="Rows per transaction (default MEMORY_IMPORT_BATCH_SIZE).")
+@click.option("--provider", type=click.Choice(["hash", "openai", "local"]), default=None,
+              help="Embedding provider (default MEMORY_EMBEDDING_PROVIDER).")
+@click.option("--rebuild-index/--no-rebuild-index", default=None,
+              help="Drop the generation's HNSW chunk index for the load and rebuild it after "
+                   "(default: when the import is larger than MEMORY_IMPORT_REBUILD_INDEX_MIN_ROWS "
+                   "and than the rows the index holds).")
+def import_command(file: str, instance: str | None, batch_size: int | None,
+                   provider: str | None, rebuild_index: bool | None) -> None:
+    """Import memories from a JSON Lines FILE ('-' reads stdin), one object per line:
+
+    \b
+    {"content": "...", "visibility": "private|team|workspace|channel",
+     "user_id", "session_key", "group_room_id", "channel_thread_key", "channel_type",
+     "instance_key", "subject_refs": {}, "source_type": "fact|manual|flush|summary|prompt_file",
+     "assertion_type", "trust_class", "title", "metadata": {}}
+
+    Every row gets the rules of a single write (validation, credential rejection, visibility
+    from its access fields, dedup, chunking, source envelope, fact assertions under the
+    write-path policy). source_type defaults to "manual" and trust_class to "imported" (so
+    imported facts wait for review unless marked "human_direct"). A bad row is reported with
+    its line number and skipped; the rest continue. Exit status 1 when any row was
+    rejected."""
+    from memory_platform.embeddings.base import EmbeddingError
+    from memory_platform.embeddings.factory import get_provider
+    from memory_platform.memories.bulk import context_from_row, import_memories, read_jsonl
+
+    settings = _with_provider(get_settings(), provider)
+    try:
+        embedder = get_provider(settings)
+    except EmbeddingError as exc:
+        raise click.ClickException(str(exc)) from exc
+    expected = _count_rows(file)
+    line = _ProgressLine()
+
+    def progress(stats) -> None:
+        line.show(f"{stats.rows:,}{f'/{expected:,}' if expected else ''} rows  "
+                  f"{line.rate(stats.rows):,.0f} rows/s  accepted {stats.accepted:,}  "
+                  f"deduplicated {stats.deduplicated:,}  rejected {len(stats.rejected):,}")
+
+    with platform_connection(settings) as conn, click.open_file(file, "rb") as handle:
+        stats = import_memories(
+            conn, settings, context_from_row(instance or settings.instance_key),
+            read_jsonl(handle), embedder=embedder, batch_size=batch_size, progress=progress,
+            rebuild_index=rebuild_index, expected_rows=expected,
+        )
+    progress(stats)
+    line.done()
+    click.echo(f"imported {stats.rows:,} rows in {stats.seconds:.1f} s "
+               f"({stats.rows_per_second:,.0f} rows/s): {stats.accepted:,} accepted, "
+               f"{stats.deduplicated:,} deduplicated, {len(stats.rejected):,} rejected")
+    click.echo(f"chunks {stats.chunks:,} ({stats.embedded:,} memories embedded with "
+               f"{stats.generation_key}, {stats.keyword_only:,} keyword-only); assertions "
+               f"{stats.assertions_created:,} created, {stats.assertions_activated:,} active")
+    if stats.index_rebuilt:
+        click.echo(f"load {stats.load_seconds:.1f} s, HNSW index rebuilt in "
+                   f"{stats.index_seconds:.1f} s")
+    elif stats.index_note:
+        click.echo(f"index: {stats.index_note}")
+    for error in stats.embedding_errors:
+        click.echo(f"embedding failed (rows stored keyword-only; run `memory-platform "
+                   f"embeddings reembed`): {error}", err=True)
+    if stats.rejected:
+        click.echo("rejected rows:")
+        for rejection in stats.rejected[:20]:
+            click.echo(f"  line {rejection.line}: {rejection.reason}")
+        if len(stats.rejected) > 20:
+            click.echo(f"  ... and {len(stats.rejected) - 20:,} more")
+        sys.exit(1)
+
+
+@click.group()
+def embeddings() -> None:
+    """Embedding generations and the re-embedding backlog."""
+
+
+@embeddings.command("reembed")
+@click.option("--limit", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Rows (assertions, then chunks) converted per run.")
+@click.option("--all", "until_done", is_flag=True,
+              help="Repeat runs of --limit rows until the backlog is empty.")
+@click.option("--instance", default=None, help="Instance (default MEMORY_INSTANCE_KEY).")
+@click.option("--provider", type=click.Choice(["hash", "openai", "local"]), default=None,
+              help="Target provider (default MEMORY_EMBEDDING_PROVIDER); it becomes the "
+                   "instance's active generation.")
+def embeddings_reembed(limit: int, until_done: bool, instance: str | None,
+                       provider: str | None) -> None:
+    """Give chunks without a vector (or with another generation's) and active assertions
+    without one a vector of the configured provider's generation. Safe to run in several
+    processes at once (rows are locked with SKIP LOCKED); exit status 1 on a provider error."""
+    from memory_platform.embeddings.base import EmbeddingError
+    from memory_platform.embeddings.factory import get_provider
+    from memory_platform.projection.reembed import reembed_backfill
+
+    settings = _with_provider(get_settings(), provider)
+    try:
+        embedder = get_provider(settings)
+    except EmbeddingError as exc:
+        raise click.ClickException(str(exc)) from exc
+    line = _ProgressLine()
+    chunks = assertions = 0
+
+    def progress(result) -> None:
+        done = chunks + assertions + result.converted
+        line.show(f"converted {done:,} ({chunks + result.chunks_converted:,} chunks, "
+                  f"{assertions + result.assertions_embedded:,} assertions)  "
+                  f"{line.rate(done):,.1f} rows/s")
+
+    with platform_connection(settings) as conn:
+        while True:
+            result = reembed_backfill(conn, settings, limit=limit, embedder=embedder,
+                                      instance_key=instance, progress=progress)
+            chunks += result.chunks_converted
+            assertions += result.assertions_embedded
+            if not until_done or result.error or not result.converted or not result.remaining:
+                break
+    line.done()
+    click.echo(f"{result.instance_key}: {chunks:,} chunks and {assertions:,} assertions "
+               f"embedded with {result.generation_key}; backlog ~{result.remaining_chunks:,} "
+               f"chunks, ~{result.remaining_assertions:,} assertions")
+    if result.error:
+        click.echo(f"stopped: {result.error}", err=True)
+        sys.exit(1)

@@ -1,0 +1,52 @@
+"""`memory-platform api|dev|mcp`: run the services."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from memory_platform.settings import get_settings
+
+
+@click.command("api")
+@click.option("--host", default=None, help="Bind address (default MEMORY_API_HOST).")
+@click.option("--port", type=int, default=None, help="Port (default MEMORY_API_PORT).")
+@click.option("--workers", type=int, default=1, show_default=True, help="Worker processes.")
+def api_command(host: str | None, port: int | None, workers: int) -> None:
+    """Run the HTTP API alone (uvicorn)."""
+    import uvicorn
+
+    settings = get_settings()
+    uvicorn.run(
+        "api.app:create_app",
+        factory=True,
+        host=host or settings.api_host,
+        port=port or settings.api_port,
+        workers=workers,
+        log_level="info",
+        access_log=False,  # one log line per request costs CPU; /metrics counts requests
+    )
+
+
+@click.command("dev")
+@click.option("--no-dagster", is_flag=True, help="Run the API only.")
+def dev_command(no_dagster: bool) -> None:
+    """Run everything locally: database, migrations, Dagster UI + daemon, API.
+
+    Ctrl-C (or SIGTERM) stops all of it, the embedded database included."""
+    from memory_platform.devserver import run_dev
+
+    sys.exit(run_dev(get_settings(), with_dagster=not no_dagster))
+
+
+@click.command("mcp")
+def mcp_command() -> None:
+    """Run the stdio MCP server for coding agents (Codex, Claude Code) over the HTTP API.
+
+    Environment: MEMORY_API_URL (default http://127.0.0.1:8080); MEMORY_READ_TOKEN (a
+    memory:read key) lists memory_search and memory_get; the separate MEMORY_WRITE_TOKEN (a
+    memory:write key) lists memory_store. stdout is the protocol; diagnostics go to stderr."""
+    from api.mcp import run
+
+    run()
