@@ -1,33 +1,35 @@
-"""Bearer-token authentication (pure ASGI middleware) and scope checks.
+"""Bearer-token authentication and the scope check of a route.
 
-Every ``/api/`` and ``/internal/`` request must carry ``Authorization: Bearer <token>`` of a
-live API key; the key (its user, instance and scopes) is put into the request scope. Routes
-then state the scope they need with :func:`require`; ``/internal/`` needs ``admin``. Health,
-readiness, metrics and the OpenAPI document are public. Verified keys are cached for a few
-seconds per process, so a revocation takes effect within ``api_key_cache_seconds``.
+A route that declares a scope in the route table (``api.table``) runs behind
+:class:`RequireScope`: the request must carry ``Authorization: Bearer <token>`` of a live API
+key (401 otherwise) holding that scope (403 naming it otherwise); the key (its user,
+instance and scopes) is then in the request state as ``api_key``. Routes without a scope
+(health, readiness, metrics, the OpenAPI document) are public. Verified keys are cached for
+``api_key_cache_seconds`` per app, so a revocation takes effect within that time.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
+from psycopg_pool import ConnectionPool
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.errors import ApiError, error_response
+from api.errors import ApiError
 from memory_platform.access import AccessContext
 from memory_platform.apikeys import ApiKey, verify_token
 
-PROTECTED_PREFIXES = ("/api/", "/internal/")
+_CACHE_LIMIT = 10_000
 
 
-class AuthMiddleware:
-    def __init__(self, app: ASGIApp, *, pool_getter: Callable, cache_seconds: float) -> None:
-        self.app = app
-        self.pool_getter = pool_getter
+class ApiKeys:
+    """Verifies bearer tokens against the database, with a short per-app cache."""
+
+    def __init__(self, pool: ConnectionPool, cache_seconds: float) -> None:
+        self.pool = pool
         self.cache_seconds = cache_seconds
         self._cache: dict[str, tuple[float, ApiKey]] = {}
 
@@ -38,50 +40,52 @@ class AuthMiddleware:
         return None
 
     def _verify(self, token: str) -> ApiKey | None:
-        with self.pool_getter().connection() as conn:
+        with self.pool.connection() as conn:
             key = verify_token(conn, token)
         if key is None:
             self._cache.pop(token, None)
         else:
-            if len(self._cache) > 10_000:
+            if len(self._cache) > _CACHE_LIMIT:
                 self._cache.clear()
             self._cache[token] = (time.monotonic(), key)
         return key
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(PROTECTED_PREFIXES):
-            await self.app(scope, receive, send)
-            return
-        header = Headers(scope=scope).get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            response = error_response(401, "unauthorized",
-                                      "missing bearer token: send 'Authorization: Bearer <key>'")
-            await response(scope, receive, send)
-            return
+    async def authenticate(self, authorization: str) -> ApiKey:
+        """The live key of an ``Authorization`` header; 401 without one."""
+        scheme, _, token = authorization.partition(" ")
         token = token.strip()
-        # A cached key is answered on the event loop; only a miss needs the database.
+        if scheme.lower() != "bearer" or not token:
+            raise ApiError(401, "unauthorized",
+                           "missing bearer token: send 'Authorization: Bearer <key>'")
+        # A cached key is answered on the event loop; only a miss needs the database (a
+        # short call, so Starlette's thread pool rather than the database threads).
         key = self._cached(token) or await run_in_threadpool(self._verify, token)
         if key is None:
-            response = error_response(401, "unauthorized", "unknown, revoked or expired API key")
-            await response(scope, receive, send)
-            return
-        if scope["path"].startswith("/internal/") and "admin" not in key.scopes:
-            response = error_response(403, "missing_scope", "this route needs the 'admin' scope",
-                                      {"required": "admin", "granted": list(key.scopes)})
-            await response(scope, receive, send)
-            return
-        scope.setdefault("state", {})["api_key"] = key
+            raise ApiError(401, "unauthorized", "unknown, revoked or expired API key")
+        return key
+
+
+class RequireScope:
+    """Route middleware: authenticate the request, then require the key to hold ``needs``."""
+
+    def __init__(self, app: ASGIApp, *, needs: str) -> None:
+        self.app = app
+        self.needs = needs
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        state = scope["state"]
+        authorization = Headers(scope=scope).get("authorization", "")
+        key = await state["api_keys"].authenticate(authorization)
+        if self.needs not in key.scopes:
+            raise ApiError(403, "missing_scope", f"this route needs the '{self.needs}' scope",
+                           {"required": self.needs, "granted": list(key.scopes)})
+        state["api_key"] = key
         await self.app(scope, receive, send)
 
 
-def require(request: Request, scope_name: str) -> ApiKey:
-    """The request's key if it holds ``scope_name``; 403 saying which scope is missing."""
-    key: ApiKey = request.state.api_key
-    if scope_name not in key.scopes:
-        raise ApiError(403, "missing_scope", f"this route needs the '{scope_name}' scope",
-                       {"required": scope_name, "granted": list(key.scopes)})
-    return key
+def api_key(request: Request) -> ApiKey:
+    """The key the request was authenticated with (routes that declare a scope)."""
+    return request.state.api_key
 
 
 def access_context(key: ApiKey, context=None) -> AccessContext:

@@ -34,9 +34,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+# An HTTP client of the API: it names the API's paths and values itself and imports nothing
+# of the platform, so it runs wherever an agent runs, against any deployment of the API.
 DEFAULT_API_URL = "http://127.0.0.1:8080"
 DEFAULT_TIMEOUT_SECONDS = 30.0
 MEMORY_PATH = "/api/v1/memory"
+DEFAULT_SEARCH_LIMIT = 6
 
 log = logging.getLogger("memory_platform.mcp")
 
@@ -164,7 +167,8 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
         async def memory_search(
             query: Annotated[str, Field(min_length=1, max_length=2000,
                                         description="What to look for, in natural language.")],
-            limit: Annotated[int, Field(ge=1, le=50, description="How many results.")] = 6,
+            limit: Annotated[int, Field(ge=1, le=50, description="How many results.")]
+            = DEFAULT_SEARCH_LIMIT,
             scope: Annotated[Visibility | None, Field(
                 description="Only memories of this visibility scope.")] = None,
         ) -> str:

@@ -6,7 +6,6 @@ raw path, so ids do not explode the label set."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -16,6 +15,7 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client.core import GaugeMetricFamily
+from psycopg_pool import ConnectionPool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -25,29 +25,38 @@ _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5
 
 
 class PoolCollector:
-    def __init__(self, pool_getter: Callable) -> None:
-        self.pool_getter = pool_getter
+    """The connection pool's gauges, read when the page is rendered."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self.pool = pool
 
     def collect(self):
-        pool = self.pool_getter()
-        if pool is None:
-            return
-        stats = pool.get_stats()
+        stats = self.pool.get_stats()
         for name in ("pool_size", "pool_available", "requests_waiting", "pool_max"):
             gauge = GaugeMetricFamily(f"memory_db_{name}", f"psycopg pool: {name}")
             gauge.add_metric([], stats.get(name, 0))
             yield gauge
 
 
+def route_template(scope: Scope) -> str:
+    """The full path template of the route that answered (mount prefixes included)."""
+    route = scope.get("route")
+    if not isinstance(route, Route):
+        return "unmatched"
+    mounted = scope.get("root_path", "")[len(scope.get("app_root_path", "")):]
+    return mounted + route.path
+
+
 class Metrics:
-    def __init__(self, pool_getter: Callable) -> None:
+    """Request counts and latencies of one app (its own registry), and the /metrics page."""
+
+    def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter("memory_http_requests_total", "HTTP requests",
                                 ["method", "route", "status"], registry=self.registry)
         self.latency = Histogram("memory_http_request_duration_seconds",
                                  "HTTP request latency", ["method", "route"],
                                  buckets=_BUCKETS, registry=self.registry)
-        self.registry.register(PoolCollector(pool_getter))
 
     def middleware(self, app: ASGIApp) -> ASGIApp:
         async def measure(scope: Scope, receive: Receive, send: Send) -> None:
@@ -65,16 +74,18 @@ class Metrics:
             try:
                 await app(scope, receive, send_wrapper)
             finally:
-                route = scope.get("route")
-                label = getattr(route, "path", None) or "unmatched"
+                label = route_template(scope)
                 self.requests.labels(scope["method"], label, str(status["code"])).inc()
                 self.latency.labels(scope["method"], label).observe(
                     time.perf_counter() - started)
 
         return measure
 
-    def route(self) -> Route:
-        async def metrics(_: Request) -> Response:
-            return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
+    def page(self, pool: ConnectionPool) -> bytes:
+        """The Prometheus text of the app's metrics and the pool's gauges."""
+        return generate_latest(self.registry) + generate_latest(PoolCollector(pool))
 
-        return Route("/metrics", metrics, methods=["GET"])
+
+async def metrics_page(request: Request) -> Response:
+    state = request.state
+    return Response(state.metrics.page(state.pool), media_type=CONTENT_TYPE_LATEST)

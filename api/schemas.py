@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from memory_platform.access import AudienceKind
+from memory_platform.dreaming.model import normalise_model_name
 
 UNTRUSTED = "untrusted-data"
-Visibility = Literal["private", "team", "workspace", "channel"]
 AssertionType = Literal["fact", "preference", "decision", "constraint", "procedure"]
 
 
@@ -36,13 +38,14 @@ class SearchParams(CallerContext):
 
     model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
     query: str = Field(min_length=1, max_length=2000)
-    limit: int = Field(6, ge=1, le=50)
-    scope: Visibility | None = Field(None, description="Only this visibility scope.")
+    limit: int | None = Field(None, ge=1, le=50,
+                              description="Most results (default: MEMORY_RETRIEVAL_TOP_K).")
+    scope: AudienceKind | None = Field(None, description="Only this visibility scope.")
 
 
 class MemoryCreate(Strict):
     content: str = Field(min_length=1, description="The memory text (size limit applies).")
-    visibility: Visibility | None = Field(
+    visibility: AudienceKind | None = Field(
         None, description="Omitted: private, or the team when the user shares with the team.")
     explicit_private: bool = Field(False, alias="explicitPrivate")
     subject_refs: dict[str, str | int | float] = Field(default_factory=dict, alias="subjectRefs")
@@ -71,12 +74,13 @@ class CitedFeedback(Strict):
 
 
 class ReembedRequest(Strict):
-    limit: int = Field(200, ge=1, le=5000)
+    limit: int | None = Field(
+        None, ge=1, le=5000, description="Most rows converted (default: MEMORY_REEMBED_RUN_LIMIT).")
 
 
 # --- responses ---------------------------------------------------------------------------
 class Audience(BaseModel):
-    kind: Visibility
+    kind: AudienceKind
     key: str
 
 
@@ -85,7 +89,7 @@ class MemoryOut(BaseModel):
     trust: Literal["untrusted-data"] = UNTRUSTED
     content: str
     score: float | None = None
-    visibility: Visibility
+    visibility: AudienceKind
     memory_scope: str = Field(serialization_alias="memoryScope")
     source_type: str = Field(serialization_alias="sourceType")
     subject_refs: dict[str, Any] = Field(serialization_alias="subjectRefs")
@@ -117,6 +121,94 @@ class ContextItemOut(BaseModel):
 
 class ContextSearchResponse(BaseModel):
     results: list[ContextItemOut]
+
+
+class InjectedResponse(BaseModel):
+    run_id: str = Field(serialization_alias="runId")
+    counted: int = Field(description="Distinct assertions the caller may see, counted.")
+    recorded: int = Field(description="Of those, first injections in this run.")
+    ignored: int = Field(description="Distinct ids not counted (unknown or not visible).")
+
+
+class CitedResponse(BaseModel):
+    run_id: str = Field(serialization_alias="runId")
+    cited: list[str] = Field(description="Assertions of the run the answer cites.")
+
+
+class ReembedResponse(BaseModel):
+    """One bounded re-embedding batch (``memory_platform.projection.reembed``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    instance_key: str
+    generation_key: str
+    chunks_converted: int
+    assertions_embedded: int
+    remaining_chunks: int
+    remaining_assertions: int
+    batches: int
+    error: str | None = None
+
+
+class _Report(BaseModel):
+    """A part of the operator report, validated from ``memory_status`` (camelCase keys): a
+    key the model does not know is an error, so the document cannot fall behind."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class MemoryCounts(_Report):
+    by_scope: dict[str, int] = Field(alias="byScope")
+    by_visibility: dict[str, int] = Field(alias="byVisibility")
+    by_source_type: dict[str, int] = Field(alias="bySourceType")
+    by_state: dict[str, int] = Field(alias="byState")
+
+
+class AssertionCounts(_Report):
+    by_status: dict[str, int] = Field(alias="byStatus")
+    by_review_state: dict[str, int] = Field(alias="byReviewState")
+
+
+class ActiveGeneration(_Report):
+    id: int
+    key: str
+    provider: str
+    model: str
+    dimensions: int
+
+
+class GenerationCount(_Report):
+    id: int
+    key: str
+    status: str
+    chunks: int
+
+
+class ReembedBacklog(_Report):
+    chunks: int
+    assertions: int
+
+
+class EmbeddingStatus(_Report):
+    active: ActiveGeneration | None
+    generations: list[GenerationCount]
+    reembed_backlog: ReembedBacklog = Field(alias="reembedBacklog")
+
+
+class OutboxStatus(_Report):
+    pending: int
+    failed: int
+    oldest_age_seconds: float | None = Field(alias="oldestAgeSeconds")
+
+
+class StatusResponse(_Report):
+    instance: str
+    memories: MemoryCounts
+    assertions: AssertionCounts
+    evidence: int
+    conflicts: dict[str, int]
+    embeddings: EmbeddingStatus
+    outbox: OutboxStatus
+    feedback: dict[str, int]
 
 
 class ErrorBody(BaseModel):
@@ -151,6 +243,11 @@ class DreamLaunch(Strict):
                               description="Exact maintenance model (default: resolution).")
     dry_run: bool = Field(False, alias="dryRun",
                           description="Proposals and diagnostics only; no ledger change.")
+
+    @field_validator("model")
+    @classmethod
+    def _normalised_model(cls, value: str | None) -> str | None:
+        return normalise_model_name(value) or None
 
     @model_validator(mode="after")
     def _exactly_one_target(self) -> DreamLaunch:

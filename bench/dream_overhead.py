@@ -113,7 +113,8 @@ def wait_for_run(instance, run_id: str, timeout: float = 300):
 
 
 def daemon_measurements(settings, env, conn, singles, batch) -> list[dict]:
-    from memory_platform.orchestration.launch import dagster_instance, launch_dream_run
+    from memory_platform.launch import launch_dream_run
+    from memory_platform.orchestration.home import dagster_instance
 
     out = []
     bin_dir = Path(sys.executable).parent
@@ -183,10 +184,9 @@ def main() -> None:
         env["DAGSTER_HOME"] = str(settings.dagster_home)
         from dagster import DagsterInstance
 
+        from memory_platform.assets.dreaming import batch_run_config
         from memory_platform.definitions import defs
-        from memory_platform.orchestration.home import prepare_dagster_home
-        from memory_platform.orchestration.jobs import batch_run_config
-        from memory_platform.orchestration.launch import dagster_instance
+        from memory_platform.orchestration.home import dagster_instance, prepare_dagster_home
 
         prepare_dagster_home(settings)
         with psycopg.connect(url, autocommit=True) as conn:
@@ -206,7 +206,7 @@ def main() -> None:
                 engines.append(result.stats["durations"]["total"])
             results.append(summarise("engine", walls, engines, n))
 
-            job = defs.resolve_job_def("dream_audience_job")
+            job = defs().resolve_job_def("dream_audience_job")
             quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
             for name, group, make in (
                     ("asset_ephemeral", groups[1], DagsterInstance.ephemeral),
@@ -224,7 +224,7 @@ def main() -> None:
                 instance.dispose()
 
             instance = dagster_instance(settings)
-            batch_job = defs.resolve_job_def("dream_batch")
+            batch_job = defs().resolve_job_def("dream_batch")
             started = time.perf_counter()
             run = batch_job.execute_in_process(
                 run_config={**batch_run_config([p.partition_key for p in groups[3]]),

@@ -9,7 +9,7 @@ machine. Results: stdout and bench/results/retrieval_latency.json.
     .venv/bin/python bench/retrieval_latency.py --n 100000 --queries 1000
 
 ``--reuse URL`` measures a database that already holds a corpus (e.g. the one
-``bench/api_load.py --import-only --keep`` left; pending migrations are applied) instead
+``python -m bench.load --import-only --keep`` left; pending migrations are applied) instead
 of importing a new one: iterate on the query path without a four-minute import each time.
 
 The issue's target: p95 <= 10 ms at 100,000 memories with hash embeddings.
@@ -42,7 +42,8 @@ from bench.common import (
 from memory_platform.access import AccessContext
 from memory_platform.db import migrations
 from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.memories.bulk import context_from_row, import_memories
+from memory_platform.memories.bulk import import_memories
+from memory_platform.memories.bulk.reader import context_from_row
 from memory_platform.retrieval.search import search_memories
 from memory_platform.settings import Settings
 

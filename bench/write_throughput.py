@@ -32,11 +32,8 @@ from bench.common import (
     write_result,
 )
 from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.memories.bulk import (
-    ImportStats,
-    context_from_row,
-    import_memories,
-)
+from memory_platform.memories.bulk import ImportStats, import_memories
+from memory_platform.memories.bulk.reader import context_from_row
 from memory_platform.settings import Settings
 
 INSTANCE = "bench-import"

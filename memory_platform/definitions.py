@@ -12,33 +12,51 @@ partition)::
                                                                      ..._embeddings, proposals
                                                                      ..._relations
 
-Graph extraction and consolidation will hang below ``assertion_projections``.
+Nothing is built at import: Dagster calls :func:`defs` (a lazy ``@definitions`` entry) when
+it loads the code location, and the settings (cron, sensor intervals, resources) are read
+then.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from dagster import Definitions
+from dagster import Definitions, definitions
 
-from memory_platform.assets.dreaming import dream_audience, dream_audience_job, dream_checks
+from memory_platform.assets.dreaming import (
+    dream_audience,
+    dream_audience_job,
+    dream_batch,
+    dream_checks,
+)
 from memory_platform.assets.ledger import ledger_tables
-from memory_platform.orchestration.jobs import dream_batch, outbox_job
+from memory_platform.assets.maintenance import outbox_job
 from memory_platform.resources import default_resources
-from memory_platform.sensors.dreaming import audience_partitions_sensor, daily_dreaming_schedule
-from memory_platform.sensors.maintenance import outbox_sensor, stale_dream_reconciler
+from memory_platform.sensors.dreaming import (
+    audience_partitions_sensor,
+    build_daily_dreaming_schedule,
+)
+from memory_platform.sensors.maintenance import build_outbox_sensor, build_stale_dream_reconciler
+from memory_platform.settings import Settings, get_settings
 
 
-def build_definitions(resources: dict[str, Any] | None = None) -> Definitions:
-    """The code location; ``resources`` replaces the settings-derived defaults (tests)."""
+def build_definitions(resources: dict[str, Any] | None = None,
+                      settings: Settings | None = None) -> Definitions:
+    """The code location for ``settings`` (default: the process's); ``resources`` replaces
+    the settings-derived defaults (tests)."""
+    settings = settings or get_settings()
     return Definitions(
         assets=[*ledger_tables, dream_audience],
         asset_checks=dream_checks,
         jobs=[dream_audience_job, dream_batch, outbox_job],
-        sensors=[audience_partitions_sensor, outbox_sensor, stale_dream_reconciler],
-        schedules=[daily_dreaming_schedule],
+        sensors=[audience_partitions_sensor, build_outbox_sensor(settings),
+                 build_stale_dream_reconciler(settings)],
+        schedules=[build_daily_dreaming_schedule(settings)],
         resources=resources if resources is not None else default_resources(),
     )
 
 
-defs = build_definitions()
+@definitions
+def defs() -> Definitions:
+    """The entry Dagster loads (``workspace.yaml``)."""
+    return build_definitions()

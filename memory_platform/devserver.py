@@ -1,20 +1,27 @@
 """``memory-platform dev``: the whole platform on one machine, stopped by one Ctrl-C.
 
-Order of life: database (embedded or external) -> migrations -> DAGSTER_HOME -> Dagster
-(``dagster dev``: webserver + daemon) and the API as child processes -> wait until both
-ports answer -> supervise. On SIGINT/SIGTERM (or when a child dies) the children are stopped
-first, each as a whole process group, then this process releases the embedded server, which
-stops it when no other process of the platform still uses it.
+Order of life: a check that the API and Dagster ports are free (else it says which one is
+taken, how to choose another, and starts nothing) -> database (embedded or external) ->
+migrations -> DAGSTER_HOME -> Dagster (``dagster dev``: webserver + daemon) and the API as
+child processes -> wait until both ports answer -> supervise. On SIGINT/SIGTERM (or when a
+child dies) the children are stopped first, each as a whole process group, then this process
+releases the embedded server, which stops it when no other process of the platform still
+uses it.
 """
 
 from __future__ import annotations
 
+import errno
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -38,6 +45,112 @@ def _answers(url: str) -> bool:
             return response.status == 200
     except OSError:
         return False
+
+
+@dataclass(frozen=True)
+class ServicePort:
+    """A port ``memory-platform dev`` binds, and the setting that chooses it."""
+
+    service: str
+    host: str
+    number: int
+    setting: str
+    probe_path: str
+    answer_key: str  # a JSON field the service's answer at probe_path always has
+
+    @property
+    def probe_url(self) -> str:
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        return f"http://{host}:{self.number}{self.probe_path}"
+
+
+def service_ports(settings: Settings, with_dagster: bool = True) -> list[ServicePort]:
+    """The ports a ``memory-platform dev`` with these settings would bind."""
+    ports = [ServicePort("API", settings.api_host, settings.api_port, "MEMORY_API_PORT",
+                         "/healthz", "status")]
+    if with_dagster:
+        ports.append(ServicePort("Dagster UI", "127.0.0.1", settings.dagster_port,
+                                 "MEMORY_DAGSTER_PORT", "/server_info", "dagster_version"))
+    return ports
+
+
+def port_is_free(host: str, port: int) -> bool:
+    """Whether no other server listens on ``host:port`` now (bound the way uvicorn binds:
+    SO_REUSEADDR, so a closing connection does not count as taken). Other bind errors (an
+    unknown host, a privileged port) count as free: the server itself reports them."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        with socket.create_server((host, port), family=family):
+            return True
+    except OSError as exc:
+        return exc.errno != errno.EADDRINUSE
+
+
+def _next_free_port(host: str, after: int, avoid: set[int]) -> int | None:
+    for candidate in range(after + 1, min(after + 100, 65535) + 1):
+        if candidate not in avoid and port_is_free(host, candidate):
+            return candidate
+    return None
+
+
+def _json_answer(url: str) -> dict | None:
+    """The JSON body ``url`` answers with (whatever its HTTP status), or None."""
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            body = response.read()
+    except urllib.error.HTTPError as error:
+        body = error.read()
+    except OSError:
+        return None
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
+def _platform_answers(port: ServicePort) -> bool:
+    """Whether what listens on ``port`` answers like the platform's service of that port."""
+    return port.answer_key in (_json_answer(port.probe_url) or {})
+
+
+def _taken_line(port: ServicePort, platform_answers: bool) -> str:
+    where = f"the {port.service} port {port.host}:{port.number} ({port.setting}) is taken"
+    if platform_answers:
+        return f"{where}: a memory-platform {port.service} answers {port.probe_url}"
+    return f"{where} by another program"
+
+
+def _free_choices(taken: list[ServicePort], avoid: set[int]) -> str:
+    """``SETTING=port`` for each taken port: the next free one above it."""
+    choices = []
+    for port in taken:
+        free = _next_free_port(port.host, port.number, avoid)
+        if free is not None:
+            avoid.add(free)
+        choices.append(f"{port.setting}={free or '<a free port>'}")
+    return " ".join(choices)
+
+
+def port_conflicts(settings: Settings, with_dagster: bool = True) -> list[str]:
+    """Why ``memory-platform dev`` cannot start now, one line each: every taken port, whether
+    a running platform seems to hold it, and the environment that chooses free ones. Empty
+    when every port is free."""
+    ports = service_ports(settings, with_dagster)
+    taken = [port for port in ports if not port_is_free(port.host, port.number)]
+    if not taken:
+        return []
+    recognised = {port: _platform_answers(port) for port in taken}
+    lines = [_taken_line(port, platform) for port, platform in recognised.items()]
+    if any(recognised.values()):
+        lines.append("another `memory-platform dev` (or `api`) seems to be running: use it, "
+                     "stop it (Ctrl-C in its terminal), or start this one on other ports:")
+    else:
+        lines.append("stop the program that holds it, or start this one on other ports:")
+    lines.append(f"  {_free_choices(taken, {port.number for port in ports})} make dev"
+                 "   (the same variables work for `memory-platform dev` and in .env)")
+    lines.append("nothing was started")
+    return lines
 
 
 def _start(name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen:
@@ -67,7 +180,14 @@ def _stop(children: dict[str, subprocess.Popen]) -> None:
 
 
 def run_dev(settings: Settings, with_dagster: bool = True) -> int:
+    """Run the platform until a stop signal or a child's exit; answer the exit status.
+    Refuses (status 1, nothing started) when a port it would bind is taken."""
     started = time.monotonic()
+    conflicts = port_conflicts(settings, with_dagster)
+    if conflicts:
+        for line in conflicts:
+            _echo(line)
+        return 1
     data_dir = settings.data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
 

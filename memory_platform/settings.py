@@ -73,6 +73,14 @@ class Settings(BaseSettings):
         description="A query word found in more than this share of all chunks (planner "
                     "statistics) scores candidates but does not generate them.",
     )
+    retrieval_context_limit: int = Field(
+        8, ge=1, le=100, description="Items a context search answers when the caller names "
+        "no limit."
+    )
+    retrieval_context_deep_limit: int = Field(
+        20, ge=1, le=100, description="Items a deep context search (depth 'deep', intent "
+        "'wiki_synthesis') answers when the caller names no limit."
+    )
 
     # --- embeddings -----------------------------------------------------------------------
     embedding_provider: Literal["auto", "openai", "local", "hash"] = "auto"
@@ -100,6 +108,11 @@ class Settings(BaseSettings):
     reembed_batch_size: int = Field(
         128, ge=1, le=2048,
         description="Chunks/assertions re-embedded per transaction (rows locked meanwhile).",
+    )
+    reembed_run_limit: int = Field(
+        200, ge=1, le=5000,
+        description="Rows (assertions, then chunks) one re-embedding run converts: a POST "
+        "/internal/memory/reembed without a limit, or one round of `embeddings reembed`.",
     )
     index_build_maintenance_work_mem: str = Field(
         "1GB", pattern=r"^\d+\s*(kB|MB|GB|TB)?$",

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
 
-from api.auth import access_context, require
-from api.db import with_connection
-from api.requests import read_json
-from api.responses import model_response
+from api.auth import access_context, api_key
 from api.schemas import ContextItemOut, ContextSearch, ContextSearchResponse
+from api.threads import with_connection
 from memory_platform.retrieval.context import ContextItem, context_get, context_search
 
 
@@ -20,26 +16,17 @@ def item_out(item: ContextItem, with_score: bool = True) -> ContextItemOut:
                           details=item.details)
 
 
-async def search(request: Request) -> Response:
-    key = require(request, "memory:read")
-    body = await read_json(request, ContextSearch)
+async def search(request: Request, body: ContextSearch) -> ContextSearchResponse:
+    state = request.state
     items = await with_connection(
-        request, context_search, request.app.state.settings, access_context(key, body.context),
+        request, context_search, state.settings, access_context(api_key(request), body.context),
         body.query, depth=body.depth, intent=body.intent, limit=body.limit,
-        embedder=request.app.state.embedder, stamper=request.app.state.stamper,
+        embedder=state.embedder, stamper=state.stamper,
     )
-    response = ContextSearchResponse(results=[item_out(i) for i in items])
-    return model_response(response)
+    return ContextSearchResponse(results=[item_out(i) for i in items])
 
 
-async def get_one(request: Request) -> Response:
-    key = require(request, "memory:read")
-    item = await with_connection(request, context_get, access_context(key),
+async def get_one(request: Request) -> ContextItemOut:
+    item = await with_connection(request, context_get, access_context(api_key(request)),
                                  request.path_params["item_id"])
-    return model_response(item_out(item, with_score=False))
-
-
-routes = [
-    Route("/api/v1/context/search", search, methods=["POST"]),
-    Route("/api/v1/context/{item_id:path}", get_one, methods=["GET"]),
-]
+    return item_out(item, with_score=False)

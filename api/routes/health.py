@@ -1,4 +1,9 @@
-"""Liveness and readiness."""
+"""Liveness and readiness (public).
+
+Both run on Starlette's thread pool rather than the database threads: a probe is not queued
+behind the requests waiting for those threads; it waits at most 5 s for a connection and
+answers 503 after that. It needs no fast path.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,6 @@ import psycopg
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from memory_platform.db import migrations
 
@@ -19,7 +23,7 @@ def _ping(pool) -> None:
 async def healthz(request: Request) -> JSONResponse:
     """The process serves and the database answers."""
     try:
-        await run_in_threadpool(_ping, request.app.state.pool)
+        await run_in_threadpool(_ping, request.state.pool)
     except Exception as exc:
         return JSONResponse({"status": "unavailable", "database": type(exc).__name__},
                             status_code=503)
@@ -34,15 +38,8 @@ def _check_ready(pool, directory) -> None:
 async def readyz(request: Request) -> JSONResponse:
     """Database reachable and the schema exactly at the code's migrations."""
     try:
-        await run_in_threadpool(
-            _check_ready, request.app.state.pool, request.app.state.settings.migrations_dir
-        )
+        await run_in_threadpool(_check_ready, request.state.pool,
+                                request.state.settings.migrations_dir)
     except (psycopg.Error, migrations.MigrationError, TimeoutError) as exc:
         return JSONResponse({"status": "not_ready", "reason": str(exc)}, status_code=503)
     return JSONResponse({"status": "ready"})
-
-
-routes = [
-    Route("/healthz", healthz, methods=["GET"]),
-    Route("/readyz", readyz, methods=["GET"]),
-]

@@ -1,32 +1,23 @@
-"""/internal/memory: operator routes (admin scope, checked by the auth middleware)."""
+"""/internal/memory: the operator's status report and one bounded re-embedding batch."""
 
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
-from api.db import with_connection
-from api.requests import read_json
-from api.schemas import ReembedRequest
+from api.auth import api_key
+from api.schemas import ReembedRequest, ReembedResponse, StatusResponse
+from api.threads import with_connection
 from memory_platform.operator_status import memory_status
+from memory_platform.projection.reembed import reembed_backfill
 
 
-async def status(request: Request) -> JSONResponse:
-    key = request.state.api_key
-    return JSONResponse(await with_connection(request, memory_status, key.instance_key))
+async def status(request: Request) -> StatusResponse:
+    report = await with_connection(request, memory_status, api_key(request).instance_key)
+    return StatusResponse.model_validate(report)
 
 
-async def reembed(request: Request) -> JSONResponse:
-    from memory_platform.projection.reembed import reembed_backfill
-
-    body = await read_json(request, ReembedRequest)
-    result = await with_connection(request, reembed_backfill, request.app.state.settings,
-                                   limit=body.limit, embedder=request.app.state.embedder)
-    return JSONResponse(result.as_dict())
-
-
-routes = [
-    Route("/internal/memory/status", status, methods=["GET"]),
-    Route("/internal/memory/reembed", reembed, methods=["POST"]),
-]
+async def reembed(request: Request, body: ReembedRequest) -> ReembedResponse:
+    state = request.state
+    result = await with_connection(request, reembed_backfill, state.settings,
+                                   limit=body.limit, embedder=state.embedder)
+    return ReembedResponse.model_validate(result.as_dict())

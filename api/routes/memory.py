@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
-from api.auth import access_context, require
-from api.db import with_connection
-from api.requests import read_json, read_query
+from api.auth import access_context, api_key
 from api.responses import model_response
 from api.schemas import MemoryCreate, MemoryOut, SearchParams, SearchResponse, StoreResponse
+from api.threads import with_connection
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.retrieval.memories import MemoryRecord, get_memory
 from memory_platform.retrieval.search import MemoryHit, search_memories
@@ -31,47 +29,36 @@ def memory_out(item: MemoryHit | MemoryRecord) -> MemoryOut:
     )
 
 
-
-async def search(request: Request) -> Response:
-    key = require(request, "memory:read")
-    params = read_query(request, SearchParams)
-    ctx = access_context(key, params)
+async def search(request: Request, params: SearchParams) -> SearchResponse:
+    state = request.state
     hits = await with_connection(
-        request, search_memories, request.app.state.settings, ctx, params.query,
-        limit=params.limit, scopes=(params.scope,) if params.scope else None,
-        embedder=request.app.state.embedder, stamper=request.app.state.stamper,
+        request, search_memories, state.settings, access_context(api_key(request), params),
+        params.query, limit=params.limit, scopes=(params.scope,) if params.scope else None,
+        embedder=state.embedder, stamper=state.stamper,
     )
-    return model_response(SearchResponse(results=[memory_out(h) for h in hits]))
+    return SearchResponse(results=[memory_out(h) for h in hits])
 
 
-async def get_one(request: Request) -> Response:
-    key = require(request, "memory:read")
-    ctx = access_context(key)
+async def get_one(request: Request) -> MemoryOut:
+    ctx = access_context(api_key(request))
     record = await with_connection(request, get_memory, ctx, request.path_params["memory_id"])
-    return model_response(memory_out(record))
+    return memory_out(record)
 
 
-async def create(request: Request) -> Response:
-    key = require(request, "memory:write")
-    body = await read_json(request, MemoryCreate)
-    ctx = access_context(key, body.context)
+async def create(request: Request, body: MemoryCreate) -> Response:
+    """201 with the new memory; 200 when the same content was already stored."""
+    key, state = api_key(request), request.state
     write = MemoryWrite(
         content=body.content, source_type="fact", memory_class="explicit",
         visibility=body.visibility, explicit_private=body.explicit_private,
         subject_refs=body.subject_refs, assertion_type=body.assertion_type, title=body.title,
         trust_class="human_direct", metadata={"writtenVia": "api", "apiKeyId": str(key.id)},
     )
-    stored = await with_connection(request, store_memory, request.app.state.settings, ctx, write,
-                                   embedder=request.app.state.embedder)
+    stored = await with_connection(request, store_memory, state.settings,
+                                   access_context(key, body.context), write,
+                                   embedder=state.embedder)
     response = StoreResponse(id=str(stored.id), audience=stored.audience.as_dict(),
                              deduplicated=stored.deduplicated,
                              assertion_id=str(stored.assertion_id) if stored.assertion_id else None,
                              assertion_status=stored.assertion_status)
     return model_response(response, status_code=200 if stored.deduplicated else 201)
-
-
-routes = [
-    Route("/api/v1/memory", search, methods=["GET"]),
-    Route("/api/v1/memory", create, methods=["POST"]),
-    Route("/api/v1/memory/{memory_id}", get_one, methods=["GET"]),
-]

@@ -10,14 +10,23 @@ materialisation names every table it writes in its ``writes`` metadata.
 
 from dagster import AssetSpec
 
+from memory_platform.orchestration.keys import (
+    ASSERTION_PROJECTIONS,
+    DREAM_ASSERTIONS,
+    DREAM_INPUTS,
+    DREAM_PROPOSALS,
+    WIKI_PROPOSALS,
+)
+
 LEDGER_GROUP = "memory_ledger"
+OUTBOX_TABLE = "agent_memory_ingestion_outbox"
 
 # table -> (description, the Dream assets that write it: drawn as its upstream)
 _TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
     "agent_memories": ("Retrieval projections: one row per document, fact, flush, summary or "
                        "approved assertion projection.", ()),
     "agent_memory_chunks": ("Chunked retrieval rows with embeddings and full text.",
-                            ("assertion_projections",)),
+                            (ASSERTION_PROJECTIONS,)),
     "agent_memory_sources": ("Immutable source envelopes (audience, trust class, content "
                              "hash).", ()),
     "agent_memory_assertions": ("Canonical atomic facts with lifecycle, audience and "
@@ -25,18 +34,18 @@ _TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
     "agent_memory_assertion_evidence": ("Verbatim evidence excerpts linking sources to "
                                         "assertions.", ()),
     "agent_memory_assertion_reviews": ("Append-only review decisions (human, policy, "
-                                       "curator).", ("dream_assertions",)),
+                                       "curator).", (DREAM_ASSERTIONS,)),
     "agent_memory_assertion_embeddings": ("Assertion vectors per embedding generation.",
-                                          ("assertion_projections",)),
+                                          (ASSERTION_PROJECTIONS,)),
     "agent_memory_relations": ("Typed relations (derives, updates) between memories.",
-                               ("assertion_projections",)),
-    "agent_memory_ingestion_outbox": ("Idempotent projection work keyed by instance.",
-                                      ("dream_assertions",)),
+                               (ASSERTION_PROJECTIONS,)),
+    OUTBOX_TABLE: ("Idempotent projection work keyed by instance.",
+                                      (DREAM_ASSERTIONS,)),
     "agent_memory_dreams": ("One row per Dream partition execution: status, exact model, "
                             "stats, diagnostics, Dagster run id.",
-                            ("dream_inputs", "dream_proposals")),
+                            (DREAM_INPUTS, DREAM_PROPOSALS)),
     "wiki_change_proposals": ("Draft Wiki proposals awaiting human review.",
-                              ("wiki_proposals",)),
+                              (WIKI_PROPOSALS,)),
     "agent_knowledge_entities": ("Knowledge graph nodes.", ()),
     "agent_knowledge_claims": ("Knowledge graph claims (subject, predicate, object).", ()),
 }

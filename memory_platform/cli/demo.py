@@ -68,3 +68,7 @@ def demo_seed(instance: str | None, reset: bool, as_json: bool) -> None:
         biggest = max(report.eligible, key=lambda p: p.total)
         click.echo("  (or one partition: memory-platform dream run --partition "
                    f"'{biggest.partition_key}' --model extractive)")
+    member = next(u for u in demo_workspace.USERS if u.shares_with_team)
+    click.echo("Then ask the API as a team member, with a key of this instance: "
+               f"memory-platform keys create --instance '{report.instance_key}' "
+               f"--user {member.user_id} --scopes memory:read")

@@ -1,4 +1,5 @@
-"""`memory-platform dream`: run (through Dagster), list and roll back Dreams."""
+"""`memory-platform dream`: run (through Dagster), list and roll back Dreams; list and clean
+up the audience partitions."""
 
 from __future__ import annotations
 
@@ -16,9 +17,25 @@ def dream() -> None:
     """Dreaming: run (through Dagster), list and roll back Dreams."""
 
 
+def _dream_row(row: dict, run_id: str) -> dict:
+    """One dream of a run as `dream run` reports it (numbers 0 where the Dream did not get
+    that far; ``reasons``: why it ended as it did, with what to do)."""
+    from memory_platform.dreaming.summary import DreamStats, reasons
+
+    stats = DreamStats.from_stats(row["stats_json"])
+    return {"dreamId": str(row["id"]), "partition": row["partition_key"],
+            "status": row["status"], "model": row["model"], "runId": run_id,
+            "inputs": stats.inputs or 0, "accepted": stats.accepted or 0,
+            "activated": stats.activated or 0, "rejected": stats.rejected or 0,
+            "deferredEmbeddings": stats.deferred_embeddings or 0,
+            "reasons": reasons(row["diagnostics"]) if row["status"] in ("skipped", "failed")
+            else []}
+
+
 @dream.command("run")
 @click.option("--partition", "partitions", multiple=True, metavar="KEY",
-              help="Audience partition instance/kind/key (repeatable).")
+              help="Audience partition instance/kind/key (repeatable; `dream partitions` "
+              "lists them).")
 @click.option("--all-eligible", is_flag=True,
               help="Every partition with at least dream_min_inputs eligible inputs.")
 @click.option("--instance", default=None, help="With --all-eligible: only this instance.")
@@ -27,19 +44,24 @@ def dream() -> None:
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help="Partitions per Dagster run (default MEMORY_DREAM_BATCH_SIZE).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object at the end.")
+@click.option("--verbose", is_flag=True, help="Show Dagster's own log (with stack traces).")
 def dream_run(partitions: tuple[str, ...], all_eligible: bool, instance: str | None,
               model: str | None, dry_run: bool, batch_size: int | None,
-              as_json: bool) -> None:
+              as_json: bool, verbose: bool) -> None:
     """Dream audience partitions THROUGH DAGSTER, in this process, against the platform's
     Dagster instance: the runs, materialisations and checks appear in the Dagster UI.
-    One partition is a run of dream_audience_job; several are dream_batch runs."""
+    One partition is a run of dream_audience_job; several are dream_batch runs. A partition
+    the database does not know is refused (nothing is launched)."""
     import warnings
 
     from dagster import BetaWarning, PreviewWarning
 
     from memory_platform.dreaming.inputs import eligible_partitions
-    from memory_platform.dreaming.partitions import Partition
-    from memory_platform.orchestration.launch import dagster_instance, execute_dreams
+    from memory_platform.dreaming.runs import dreams_of_run
+    from memory_platform.dreaming.targets import known_partitions
+    from memory_platform.errors import InvalidInput, NotFound
+    from memory_platform.launch import execute_dreams
+    from memory_platform.orchestration.home import dagster_instance
 
     for category in (BetaWarning, PreviewWarning):  # Dagster's own API notices
         warnings.filterwarnings("ignore", category=category)
@@ -51,12 +73,12 @@ def dream_run(partitions: tuple[str, ...], all_eligible: bool, instance: str | N
             keys = [s.partition_key for s in
                     eligible_partitions(conn, settings, instance_key=instance)]
         else:
-            keys = list(dict.fromkeys(partitions))
-            for key in keys:
-                try:
-                    Partition.from_partition_key(key)
-                except ValueError as exc:
-                    raise click.BadParameter(str(exc), param_hint="--partition") from exc
+            try:
+                keys = [p.partition_key for p in known_partitions(conn, partitions)]
+            except InvalidInput as exc:
+                raise click.BadParameter(exc.message, param_hint="--partition") from exc
+            except NotFound as exc:
+                raise click.ClickException(exc.message) from exc
     if not keys:
         click.echo("no eligible audience partition (each needs "
                    f"{settings.dream_min_inputs} eligible inputs)")
@@ -76,29 +98,23 @@ def dream_run(partitions: tuple[str, ...], all_eligible: bool, instance: str | N
 
     def done(report) -> None:
         with platform_connection(settings) as conn:
-            dreams = conn.execute(
-                "SELECT id, partition_key, status, model, stats_json FROM agent_memory_dreams"
-                " WHERE dagster_run_id = %s ORDER BY started_at", (report.run_id,)).fetchall()
+            dreams = [_dream_row(r, report.run_id) for r in dreams_of_run(conn, report.run_id)]
+        explained = any(d["status"] == "failed" for d in dreams)
         say(f"  run {report.run_id} {'succeeded' if report.success else 'FAILED'} in "
-            f"{report.seconds:.1f}s" + (f": {report.error}" if report.error else ""))
-        for dream_id, key, status, used_model, stats in dreams:
-            rejected = stats.get("rejected") or {}
-            row = {"dreamId": str(dream_id), "partition": key, "status": status,
-                   "model": used_model, "runId": report.run_id,
-                   "inputs": stats.get("inputsTotal", 0),
-                   "accepted": stats.get("accepted", 0),
-                   "activated": stats.get("activated", 0),
-                   "rejected": sum(rejected.values()) if isinstance(rejected, dict) else 0,
-                   "deferredEmbeddings": stats.get("deferredEmbeddings", 0)}
+            f"{report.seconds:.1f}s"
+            + (f": {report.error}" if report.error and not explained else ""))
+        for row in dreams:
             rows.append(row)
-            say(f"  {key}: {status} dream {dream_id} model={used_model} "
-                f"inputs={row['inputs']} accepted={row['accepted']} "
+            say(f"  {row['partition']}: {row['status']} dream {row['dreamId']} "
+                f"model={row['model']} inputs={row['inputs']} accepted={row['accepted']} "
                 f"activated={row['activated']} rejected={row['rejected']}")
+            for reason in row["reasons"]:
+                say(f"    why: {reason}")
 
     try:
-        reports = execute_dreams(dagster, keys, batch_size=size, model=model,
-                                 dry_run=dry_run, trigger="manual", on_run=started,
-                                 on_done=done)
+        reports = execute_dreams(settings, dagster, keys, batch_size=size, model=model,
+                                 dry_run=dry_run, trigger="manual", quiet=not verbose,
+                                 on_run=started, on_done=done)
     finally:
         dagster.dispose()
     failed = [r for r in reports if not r.success]
@@ -114,6 +130,69 @@ def dream_run(partitions: tuple[str, ...], all_eligible: bool, instance: str | N
         sys.exit(1)
 
 
+@dream.command("partitions")
+@click.option("--remove", "remove", multiple=True, metavar="KEY",
+              help="Delete this audience partition from the Dagster instance (repeatable); "
+              "the database is not touched.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+def dream_partitions(remove: tuple[str, ...], as_json: bool) -> None:
+    """List the audience partitions: Dagster's (each marked known or UNKNOWN to the
+    database: memories or dream rows) and the eligible ones Dagster does not have yet.
+    --remove deletes a bad partition (a typo) from Dagster."""
+    from memory_platform.dreaming.inputs import eligible_partitions
+    from memory_platform.dreaming.partitions import Partition
+    from memory_platform.dreaming.targets import partition_exists
+    from memory_platform.orchestration.home import dagster_instance
+    from memory_platform.orchestration.partitions import AUDIENCES
+
+    settings = get_settings()
+    dagster = dagster_instance(settings)
+    try:
+        in_dagster = dagster.get_dynamic_partitions(AUDIENCES)
+        if remove:
+            missing = [key for key in remove if key not in in_dagster]
+            if missing:
+                raise click.ClickException(
+                    "not a Dagster audience partition: " + ", ".join(map(repr, missing))
+                    + " (`memory-platform dream partitions` lists them)")
+            for key in dict.fromkeys(remove):
+                dagster.delete_dynamic_partition(AUDIENCES, key)
+                click.echo(f"removed {key} from Dagster")
+            return
+        with platform_connection(settings) as conn:
+            def known(key: str) -> bool:
+                try:
+                    return partition_exists(conn, Partition.from_partition_key(key))
+                except ValueError:
+                    return False
+
+            rows = [{"partition": key, "dagster": True, "database": known(key)}
+                    for key in sorted(in_dagster)]
+            rows += [{"partition": s.partition_key, "dagster": False, "database": True}
+                     for s in eligible_partitions(conn, settings)
+                     if s.partition_key not in set(in_dagster)]
+    finally:
+        dagster.dispose()
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo("no audience partition yet (the partitions sensor adds one when a "
+                   "partition has eligible input)")
+        return
+    width = max(len(r["partition"]) for r in rows)
+    click.echo(f"{'partition':<{width}}  state")
+    for r in rows:
+        if not r["dagster"]:
+            state = "eligible, not in Dagster yet (the partitions sensor adds it)"
+        elif r["database"]:
+            state = "known"
+        else:
+            state = ("UNKNOWN to the database (remove it: memory-platform dream partitions "
+                     f"--remove {r['partition']})")
+        click.echo(f"{r['partition']:<{width}}  {state}")
+
+
 def _short_time(value: str | None) -> str:
     return value[:19].replace("T", " ") if value else "-"
 
@@ -126,12 +205,12 @@ def _short_time(value: str | None) -> str:
 def dream_list(as_json: bool, instance: str | None, limit: int) -> None:
     """List dream rows, newest first: id, partition, status, exact model, times and key
     stats (inputs, accepted, activated, rejected)."""
-    from memory_platform.dreaming.listing import dream_summary
     from memory_platform.dreaming.runs import list_dreams
+    from memory_platform.dreaming.summary import dream_row_view
 
     with platform_connection() as conn:
-        rows = [dream_summary(r) for r in list_dreams(conn, instance_key=instance,
-                                                      limit=limit)]
+        rows = [dream_row_view(r) for r in list_dreams(conn, instance_key=instance,
+                                                       limit=limit)]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -164,8 +243,8 @@ def dream_rollback(dream_id: str, as_json: bool) -> None:
     left as they are and reported as protected."""
     import uuid
 
-    from memory_platform.dreaming.engine import DreamLocked, rollback_dream
-    from memory_platform.errors import InvalidInput, NotFound
+    from memory_platform.dreaming.rollback import rollback_dream
+    from memory_platform.errors import Conflict, DreamLocked, InvalidInput, NotFound
 
     try:
         parsed = uuid.UUID(dream_id)
@@ -175,10 +254,10 @@ def dream_rollback(dream_id: str, as_json: bool) -> None:
     try:
         with platform_connection(settings) as conn:
             result = rollback_dream(conn, parsed, settings=settings)
-    except (NotFound, InvalidInput) as exc:
-        raise click.ClickException(exc.message) from exc
     except DreamLocked as exc:
         raise click.ClickException(f"{exc}; try again when the running Dream ends") from exc
+    except (NotFound, InvalidInput, Conflict) as exc:
+        raise click.ClickException(exc.message) from exc
     if as_json:
         click.echo(json.dumps(result.as_json(), indent=2))
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 
 import click
 
@@ -28,16 +29,13 @@ class _ProgressLine:
     seconds otherwise (logs)."""
 
     def __init__(self, every: float = 5.0) -> None:
-        import time
-
         self.tty = sys.stderr.isatty()
         self.every = 0.2 if self.tty else every
         self.started = time.perf_counter()
         self.last = 0.0
 
     def show(self, text: str, *, force: bool = False) -> None:
-        import time
-
+        """Show ``text`` unless the last line is younger than the interval (or ``force``)."""
         now = time.perf_counter()
         if not force and now - self.last < self.every:
             return
@@ -48,17 +46,17 @@ class _ProgressLine:
             click.echo(text, err=True)
 
     def done(self) -> None:
+        """End the rewritten line so the next output starts on its own line."""
         if self.tty and self.last:
             click.echo("", err=True)
 
     def rate(self, count: int) -> float:
-        import time
-
+        """``count`` per second since the line was created."""
         elapsed = time.perf_counter() - self.started
         return count / elapsed if elapsed > 0 else 0.0
 
 
-@click.command("import")
+@click.command("import", short_help="Bulk-import memories from a JSON Lines file.")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.option("--instance", default=None,
               help="Instance of rows without their own instance_key (default MEMORY_INSTANCE_KEY).")
@@ -83,12 +81,16 @@ def import_command(file: str, instance: str | None, batch_size: int | None,
     Every row gets the rules of a single write (validation, credential rejection, visibility
     from its access fields, dedup, chunking, source envelope, fact assertions under the
     write-path policy). source_type defaults to "manual" and trust_class to "imported" (so
-    imported facts wait for review unless marked "human_direct"). A bad row is reported with
-    its line number and skipped; the rest continue. Exit status 1 when any row was
-    rejected."""
+    imported facts wait for review unless marked "human_direct").
+
+    A bad row is reported with its line number and skipped; the rest continue. When the
+    embedding provider fails, rows are stored keyword-only (`memory-platform embeddings
+    reembed` gives them vectors later). Progress goes to stderr; the counts, the index
+    decision and the rejected rows to stdout. Exit status 1 when any row was rejected."""
     from memory_platform.embeddings.base import EmbeddingError
     from memory_platform.embeddings.factory import get_provider
-    from memory_platform.memories.bulk import context_from_row, import_memories, read_jsonl
+    from memory_platform.memories.bulk import import_memories
+    from memory_platform.memories.bulk.reader import context_from_row, read_jsonl
 
     settings = _with_provider(get_settings(), provider)
     try:
@@ -140,22 +142,28 @@ def embeddings() -> None:
 
 
 @embeddings.command("reembed")
-@click.option("--limit", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Rows (assertions, then chunks) converted per run.")
-@click.option("--all", "until_done", is_flag=True,
-              help="Repeat runs of --limit rows until the backlog is empty.")
+@click.option("--limit", type=click.IntRange(min=1), default=None,
+              help="Rows (assertions, then chunks) converted per run "
+                   "(default MEMORY_REEMBED_RUN_LIMIT).")
+@click.option("--until-done", "--all", "until_done", is_flag=True,
+              help="Repeat runs of --limit rows until the backlog is empty (or only rows "
+                   "other workers hold are left).")
 @click.option("--instance", default=None, help="Instance (default MEMORY_INSTANCE_KEY).")
 @click.option("--provider", type=click.Choice(["hash", "openai", "local"]), default=None,
               help="Target provider (default MEMORY_EMBEDDING_PROVIDER); it becomes the "
                    "instance's active generation.")
-def embeddings_reembed(limit: int, until_done: bool, instance: str | None,
+def embeddings_reembed(limit: int | None, until_done: bool, instance: str | None,
                        provider: str | None) -> None:
-    """Give chunks without a vector (or with another generation's) and active assertions
-    without one a vector of the configured provider's generation. Safe to run in several
-    processes at once (rows are locked with SKIP LOCKED); exit status 1 on a provider error."""
+    """Convert the re-embedding backlog to the configured provider's generation.
+
+    Chunks without a vector (or with another generation's) and active assertions without
+    one get a vector of the configured provider's generation, in transactions of
+    MEMORY_REEMBED_BATCH_SIZE rows. Progress goes to stderr; the totals and the remaining
+    backlog to stdout. Safe to run in several processes at once (rows are locked with SKIP
+    LOCKED). Exit status 1 on a provider error (the failed batch is left untouched)."""
     from memory_platform.embeddings.base import EmbeddingError
     from memory_platform.embeddings.factory import get_provider
-    from memory_platform.projection.reembed import reembed_backfill
+    from memory_platform.projection.reembed import reembed_backfill, reembed_until_done
 
     settings = _with_provider(get_settings(), provider)
     try:
@@ -163,26 +171,22 @@ def embeddings_reembed(limit: int, until_done: bool, instance: str | None,
     except EmbeddingError as exc:
         raise click.ClickException(str(exc)) from exc
     line = _ProgressLine()
-    chunks = assertions = 0
 
-    def progress(result) -> None:
-        done = chunks + assertions + result.converted
-        line.show(f"converted {done:,} ({chunks + result.chunks_converted:,} chunks, "
-                  f"{assertions + result.assertions_embedded:,} assertions)  "
-                  f"{line.rate(done):,.1f} rows/s")
+    def progress(totals) -> None:
+        line.show(f"converted {totals.converted:,} ({totals.chunks_converted:,} chunks, "
+                  f"{totals.assertions_embedded:,} assertions)  "
+                  f"{line.rate(totals.converted):,.1f} rows/s")
 
+    run = reembed_until_done if until_done else reembed_backfill
     with platform_connection(settings) as conn:
-        while True:
-            result = reembed_backfill(conn, settings, limit=limit, embedder=embedder,
-                                      instance_key=instance, progress=progress)
-            chunks += result.chunks_converted
-            assertions += result.assertions_embedded
-            if not until_done or result.error or not result.converted or not result.remaining:
-                break
+        result = run(conn, settings, limit=limit, embedder=embedder, instance_key=instance,
+                     progress=progress)
     line.done()
-    click.echo(f"{result.instance_key}: {chunks:,} chunks and {assertions:,} assertions "
-               f"embedded with {result.generation_key}; backlog ~{result.remaining_chunks:,} "
-               f"chunks, ~{result.remaining_assertions:,} assertions")
+    click.echo(f"{result.instance_key}: {result.chunks_converted:,} chunks and "
+               f"{result.assertions_embedded:,} assertions embedded with "
+               f"{result.generation_key}; backlog ~{result.remaining_chunks:,} chunks, "
+               f"~{result.remaining_assertions:,} assertions")
     if result.error:
-        click.echo(f"stopped: {result.error}", err=True)
+        click.echo(f"stopped: {result.error}; the rows of the failed batch are untouched, "
+                   "run the command again once the provider answers", err=True)
         sys.exit(1)

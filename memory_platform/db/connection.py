@@ -1,4 +1,4 @@
-"""Where the database is, and the one connection pool of this process.
+"""Where the database is, and the connection pools on it.
 
 ``MEMORY_DATABASE_URL`` names an external PostgreSQL (with pgvector). Without it, the
 embedded server of the dev profile is started on first use (or found running) and the
@@ -19,8 +19,7 @@ from memory_platform.db import embedded
 from memory_platform.settings import Settings, get_settings
 
 _lock = threading.Lock()
-_pool: ConnectionPool | None = None
-_pool_pid: int | None = None
+_pools: dict[tuple[int, str, bool], ConnectionPool] = {}
 
 
 def database_identity(conn: psycopg.Connection) -> tuple:
@@ -86,34 +85,49 @@ def _configure(conn: psycopg.Connection) -> None:
     conn.commit()
 
 
-def open_pool(settings: Settings) -> ConnectionPool:
-    """A new pool on the platform database; the caller owns (and closes) it."""
+def open_pool(settings: Settings, *, autocommit: bool = False,
+              min_size: int | None = None, name: str = "memory-platform") -> ConnectionPool:
+    """A new pool on the platform database; the caller owns (and closes) it.
+
+    ``autocommit``: for callers of functions that commit their own units of work and must
+    be called outside a transaction (``run_dream_partition``, ``process_outbox``)."""
     return ConnectionPool(
         database_url(settings),
-        min_size=settings.pool_min_size,
+        min_size=settings.pool_min_size if min_size is None else min_size,
         max_size=settings.pool_max_size,
+        kwargs={"autocommit": True} if autocommit else None,
         configure=_configure,
         open=True,
-        name="memory-platform",
+        name=name,
     )
 
 
-def get_pool(settings: Settings | None = None) -> ConnectionPool:
-    """The process-wide pool (re-created after a fork, never shared across processes)."""
-    global _pool, _pool_pid
+def process_pool(settings: Settings, *, autocommit: bool = False) -> ConnectionPool:
+    """The pool of this process for ``settings``' database, opened on first use and kept for
+    the life of the process (a Dagster run worker, the code server that evaluates sensors).
+
+    Keyed by process id, database URL and ``autocommit``: a forked worker never shares a
+    parent's sockets, and two databases (tests) never share a pool. It opens at most one
+    connection up front; the rest come on demand up to ``pool_max_size``."""
+    url = database_url(settings)
+    key = (os.getpid(), url, autocommit)
     with _lock:
-        if _pool is None or _pool_pid != os.getpid():
-            _pool = open_pool(settings or get_settings())
-            _pool_pid = os.getpid()
-        return _pool
+        pool = _pools.get(key)
+        if pool is None:
+            pool = open_pool(settings, autocommit=autocommit,
+                             min_size=min(settings.pool_min_size, 1),
+                             name="memory-platform-process")
+            _pools[key] = pool
+        return pool
 
 
-def close_pool() -> None:
-    global _pool
+def close_process_pools() -> None:
+    """Close this process's pools (tests; a long-lived process that changes databases)."""
     with _lock:
-        if _pool is not None and _pool_pid == os.getpid():
-            _pool.close()
-        _pool = None
+        for (pid, _url, _autocommit), pool in list(_pools.items()):
+            if pid == os.getpid():
+                pool.close()
+        _pools.clear()
 
 
 def connect(settings: Settings | None = None, **kwargs) -> psycopg.Connection:

@@ -1,4 +1,5 @@
-"""Invariant checks of one audience partition, in SQL (the Dagster asset checks call these).
+"""Invariant checks of one audience partition, in SQL (the Dagster asset checks call these;
+each check answers an outcome, the orchestrator decides which asset it guards).
 
 The database already refuses most violations (the verbatim-excerpt trigger, composite foreign
 keys that include the audience); these checks re-verify the *result* of a Dream from the
@@ -16,6 +17,7 @@ rather than filtered away by the join.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +27,7 @@ from psycopg.rows import dict_row
 from memory_platform.dreaming.partitions import Partition
 
 __all__ = ["CHECKS", "CheckOutcome", "cross_boundary_links", "inactive_projections",
-           "run_checks", "unsupported_active_assertions"]
+           "run_check", "unsupported_active_assertions"]
 
 EXAMPLE_LIMIT = 20
 
@@ -56,6 +58,19 @@ def _rows(conn: psycopg.Connection, query: str, params: dict[str, Any]) -> list[
 def _jsonable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: (v if isinstance(v, (int, float, bool)) or v is None else str(v))
              for k, v in row.items() if k not in ("total", "checked")} for row in rows]
+
+
+def _outcome(conn: psycopg.Connection, partition: Partition, name: str, violations: str,
+             checked_count: str, description: str) -> CheckOutcome:
+    """Run ``violations`` (example rows, each carrying the ``checked`` and ``total``
+    counts); without a violation, ``checked_count`` counts what was checked.
+    ``description`` is formatted with ``checked`` and ``total``."""
+    params = _params(partition)
+    rows = _rows(conn, violations, params)
+    checked = rows[0]["checked"] if rows else conn.execute(checked_count, params).fetchone()[0]
+    total = rows[0]["total"] if rows else 0
+    return CheckOutcome(name, total == 0, checked, total,
+                        description.format(checked=checked, total=total), _jsonable(rows))
 
 
 _UNSUPPORTED = """
@@ -94,20 +109,14 @@ _UNSUPPORTED = """
 def unsupported_active_assertions(conn: psycopg.Connection,
                                   partition: Partition) -> CheckOutcome:
     """Invariant 3: active assertions without a verbatim, same-audience supporting excerpt."""
-    rows = _rows(conn, _UNSUPPORTED, _params(partition))
-    checked = rows[0]["checked"] if rows else _count(
-        conn, "SELECT count(*) FROM agent_memory_assertions WHERE instance_key = %(instance)s"
+    return _outcome(
+        conn, partition, "active_assertions_cite_verbatim_evidence", _UNSUPPORTED,
+        "SELECT count(*) FROM agent_memory_assertions WHERE instance_key = %(instance)s"
         " AND audience_kind = %(kind)s AND audience_key = %(key)s AND status = 'active'",
-        partition)
-    total = rows[0]["total"] if rows else 0
-    return CheckOutcome(
-        "active_assertions_cite_verbatim_evidence", total == 0, checked, total,
-        f"{checked} active assertion(s) checked; {total} without a supporting excerpt that "
-        "occurs verbatim in a source of the same audience", _jsonable(rows))
+        "{checked} active assertion(s) checked; {total} without a supporting excerpt that "
+        "occurs verbatim in a source of the same audience")
 
 
-def _count(conn: psycopg.Connection, query: str, partition: Partition) -> int:
-    return conn.execute(query, _params(partition)).fetchone()[0]
 
 
 _CROSS = """
@@ -182,18 +191,15 @@ _CROSS = """
 def cross_boundary_links(conn: psycopg.Connection, partition: Partition) -> CheckOutcome:
     """Invariant 1: evidence and projections touching the partition whose assertion, source
     or projection lives in another audience or instance."""
-    rows = _rows(conn, _CROSS, _params(partition))
-    checked = rows[0]["checked"] if rows else _count(
-        conn, "SELECT (SELECT count(*) FROM agent_memory_assertion_evidence e"
+    return _outcome(
+        conn, partition, "evidence_stays_in_audience", _CROSS,
+        "SELECT (SELECT count(*) FROM agent_memory_assertion_evidence e"
         " WHERE e.instance_key = %(instance)s AND e.audience_kind = %(kind)s"
         " AND e.audience_key = %(key)s) + (SELECT count(*) FROM agent_memories m"
         " WHERE m.instance_key = %(instance)s AND m.visibility_scope = %(kind)s"
-        " AND m.audience_key = %(key)s AND m.assertion_id IS NOT NULL)", partition)
-    total = rows[0]["total"] if rows else 0
-    return CheckOutcome(
-        "evidence_stays_in_audience", total == 0, checked, total,
-        f"{checked} evidence/projection link(s) checked; {total} cross an audience or "
-        "instance boundary", _jsonable(rows))
+        " AND m.audience_key = %(key)s AND m.assertion_id IS NOT NULL)",
+        "{checked} evidence/projection link(s) checked; {total} cross an audience or "
+        "instance boundary")
 
 
 _INACTIVE = """
@@ -226,30 +232,25 @@ _INACTIVE = """
 def inactive_projections(conn: psycopg.Connection, partition: Partition) -> CheckOutcome:
     """Active recall projections (``agent_memories`` rows of an assertion, no source) whose
     assertion is not active and approved: recall would show a fact the ledger withdrew."""
-    rows = _rows(conn, _INACTIVE, _params(partition))
-    checked = rows[0]["checked"] if rows else _count(
-        conn, "SELECT count(*) FROM agent_memories WHERE instance_key = %(instance)s"
+    return _outcome(
+        conn, partition, "no_projection_of_inactive_assertion", _INACTIVE,
+        "SELECT count(*) FROM agent_memories WHERE instance_key = %(instance)s"
         " AND visibility_scope = %(kind)s AND audience_key = %(key)s"
         " AND memory_state = 'active' AND source_id IS NULL AND assertion_id IS NOT NULL",
-        partition)
-    total = rows[0]["total"] if rows else 0
-    return CheckOutcome(
-        "no_projection_of_inactive_assertion", total == 0, checked, total,
-        f"{checked} active projection(s) checked; {total} project an assertion that is not "
-        "active and approved", _jsonable(rows))
+        "{checked} active projection(s) checked; {total} project an assertion that is not "
+        "active and approved")
 
 
-# name -> (the Dream asset it guards, the function)
-CHECKS = {
-    "active_assertions_cite_verbatim_evidence": ("dream_assertions",
-                                                 unsupported_active_assertions),
-    "evidence_stays_in_audience": ("dream_assertions", cross_boundary_links),
-    "no_projection_of_inactive_assertion": ("assertion_projections", inactive_projections),
+CheckFunction = Callable[[psycopg.Connection, Partition], CheckOutcome]
+
+# check name -> the function; the orchestrator decides what each check guards
+CHECKS: dict[str, CheckFunction] = {
+    "active_assertions_cite_verbatim_evidence": unsupported_active_assertions,
+    "evidence_stays_in_audience": cross_boundary_links,
+    "no_projection_of_inactive_assertion": inactive_projections,
 }
 
 
-def run_checks(conn: psycopg.Connection, partition: Partition,
-               assets: set[str] | None = None) -> list[tuple[str, CheckOutcome]]:
-    """(asset, outcome) of every check whose asset is in ``assets`` (default: all)."""
-    return [(asset, check(conn, partition)) for asset, check in CHECKS.values()
-            if assets is None or asset in assets]
+def run_check(conn: psycopg.Connection, partition: Partition, name: str) -> CheckOutcome:
+    """The outcome of the check ``name`` (a key of :data:`CHECKS`) over ``partition``."""
+    return CHECKS[name](conn, partition)

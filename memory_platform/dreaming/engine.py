@@ -29,16 +29,14 @@ from memory_platform.db.units import committed_unit, require_idle, rollback_if_o
 from memory_platform.dreaming import contract, prompt
 from memory_platform.dreaming import model as dream_model
 from memory_platform.dreaming.inputs import DreamInputs, select_inputs
-from memory_platform.dreaming.lock import DreamLocked, dream_lock
+from memory_platform.dreaming.lock import dream_lock
 from memory_platform.dreaming.partitions import Partition
 from memory_platform.dreaming.promote import promote
-from memory_platform.dreaming.rollback import RollbackResult, rollback_dream
 from memory_platform.dreaming.runs import (
     TRIGGERS,
+    Trigger,
     finish_dream,
     heartbeat,
-    list_dreams,
-    reconcile_stale_dreams,
     record_finished_dream,
     start_dream,
 )
@@ -54,9 +52,6 @@ from memory_platform.projection.outbox import (
     process_outbox,
 )
 from memory_platform.settings import Settings
-
-__all__ = ["DreamLocked", "DreamResult", "RollbackResult", "list_dreams",
-           "reconcile_stale_dreams", "rollback_dream", "run_dream_partition"]
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +101,7 @@ class _Run:
     """The state of one execution: timings, stats and diagnostics as they accumulate."""
 
     def __init__(self, conn, settings: Settings, partition: Partition, *, dry_run: bool,
-                 trigger: str, orchestrator_run_id: str | None) -> None:
+                 trigger: Trigger, orchestrator_run_id: str | None) -> None:
         self.conn, self.settings, self.partition = conn, settings, partition
         self.dry_run, self.trigger, self.orchestrator_run_id = dry_run, trigger, orchestrator_run_id
         self.started = time.perf_counter()
@@ -157,7 +152,7 @@ def run_dream_partition(
     *,
     model: Any = None,
     dry_run: bool = False,
-    trigger: str = "manual",
+    trigger: Trigger = "manual",
     orchestrator_run_id: str | None = None,
     embedder: EmbeddingProvider | None = None,
 ) -> DreamResult:

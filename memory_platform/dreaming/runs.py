@@ -7,7 +7,7 @@ rows into ``failed`` with a diagnostic once they are older than ``dream_stale_mi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 from uuid import UUID
 
 import psycopg
@@ -17,7 +17,8 @@ from psycopg.types.json import Jsonb
 from memory_platform.dreaming.partitions import Partition
 from memory_platform.settings import Settings
 
-TRIGGERS = ("scheduled", "manual", "backfill", "system")
+Trigger = Literal["scheduled", "manual", "backfill", "system"]
+TRIGGERS: tuple[str, ...] = get_args(Trigger)
 FINAL_STATUSES = ("completed", "partial", "skipped", "failed")
 
 
@@ -26,7 +27,7 @@ def start_dream(
     partition: Partition,
     *,
     model: str | None,
-    trigger: str,
+    trigger: Trigger,
     dry_run: bool,
     orchestrator_run_id: str | None,
     stats: dict[str, Any],
@@ -80,7 +81,7 @@ def record_finished_dream(
     status: str,
     *,
     model: str | None,
-    trigger: str,
+    trigger: Trigger,
     dry_run: bool,
     orchestrator_run_id: str | None,
     stats: dict[str, Any],
@@ -125,19 +126,31 @@ def get_dream(conn: psycopg.Connection, dream_id: UUID) -> dict[str, Any] | None
                            (dream_id,)).fetchone()
 
 
+_LISTED = """
+    SELECT id, instance_key, audience_kind, audience_key, partition_key, status,
+           trigger_kind, model, dry_run, stats_json, diagnostics, dagster_run_id,
+           error, started_at, heartbeat_at, finished_at, rolled_back_at
+      FROM agent_memory_dreams
+"""
+
+
 def list_dreams(conn: psycopg.Connection, *, instance_key: str | None = None,
                 limit: int = 50) -> list[dict[str, Any]]:
     """The most recent dream rows (newest first), optionally of one instance."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
-            """
-            SELECT id, instance_key, audience_kind, audience_key, partition_key, status,
-                   trigger_kind, model, dry_run, stats_json, diagnostics, dagster_run_id,
-                   error, started_at, heartbeat_at, finished_at, rolled_back_at
-              FROM agent_memory_dreams
+            _LISTED + """
              WHERE %s::text IS NULL OR instance_key = %s::text
              ORDER BY started_at DESC, id
              LIMIT %s
             """,
             (instance_key, instance_key, max(1, min(limit, 1000))),
         ).fetchall()
+
+
+def dreams_of_run(conn: psycopg.Connection, run_id: str) -> list[dict[str, Any]]:
+    """The dream rows one orchestrator run wrote, in the order it started them (the columns
+    of :func:`list_dreams`)."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(_LISTED + " WHERE dagster_run_id = %s ORDER BY started_at, id",
+                           (run_id,)).fetchall()

@@ -255,7 +255,7 @@ def _unchanged(candidate: Candidate, verdict: Verdict) -> bool:
 
 def _open_correction_conflict(conn, settings: Settings, partition: Partition,
                               assertion_id: UUID, conflicts: Iterable[UUID]) -> None:
-    from memory_platform.retrieval.feedback import record_corrections
+    from memory_platform.retrieval.feedback.events import record_corrections
 
     for other in conflicts:
         row = conn.execute(

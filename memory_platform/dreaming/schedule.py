@@ -5,7 +5,6 @@
 * :func:`plan_daily`: which partitions the daily schedule Dreams, and why every other known
   partition is skipped (the spec's "recent memory/run thresholds", applied to scheduled runs
   only; manual runs skip them, but never the input minimum, which the engine enforces).
-* :func:`due_outbox_job`: whether the outbox worker has anything to do.
 """
 
 from __future__ import annotations
@@ -20,11 +19,10 @@ from typing import Any
 import psycopg
 
 from memory_platform.dreaming.inputs import PartitionSummary, eligible_partitions
-from memory_platform.projection.outbox import due_outbox_job
 from memory_platform.settings import Settings
 
 __all__ = ["DailyPlan", "NewPartitions", "SKIP_BELOW_MIN_INPUTS", "SKIP_DREAMED_RECENTLY",
-           "SKIP_NO_NEW_INPUT", "batches", "due_outbox_job", "keys_digest", "plan_daily",
+           "SKIP_NO_NEW_INPUT", "batches", "keys_digest", "plan_daily",
            "plan_new_partitions", "read_cursor", "write_cursor"]
 
 SKIP_BELOW_MIN_INPUTS = "below_min_inputs"
@@ -108,10 +106,6 @@ class DailyPlan:
     def skip(self, reason: str, key: str) -> None:
         self.skipped.setdefault(reason, []).append(key)
 
-    @property
-    def skipped_count(self) -> int:
-        return sum(len(keys) for keys in self.skipped.values())
-
     def describe(self, examples: int = 3) -> str:
         """One line per skip reason with a few partition keys (tick log, SkipReason)."""
         if not self.skipped:
@@ -157,7 +151,3 @@ def plan_daily(conn: psycopg.Connection, settings: Settings, *, now: datetime,
     for key in sorted(set(known_keys) - eligible):
         plan.skip(SKIP_BELOW_MIN_INPUTS, key)
     return plan
-
-
-# --- the outbox worker ---------------------------------------------------------------------
-

@@ -4,6 +4,10 @@ Direct human facts and preferences in a safe scope activate at once; everything 
 (assistant inferences, automation, decisions, procedures, corrections, workspace-wide
 writes) waits for review. Workspace-wide is not a safe scope: it reaches everyone in the
 instance, so a person or curator looks at it first.
+
+A write that creates an assertion leaves it in :func:`created_state`; a later write that
+restates it activates it only when :func:`restatement_activates`. The single write
+(``store_memory``) and the bulk import's replay both apply these functions.
 """
 
 from __future__ import annotations
@@ -30,3 +34,23 @@ def write_path_decision(
     if audience_kind not in SAFE_AUDIENCES:
         return PolicyDecision(False, "workspace_scope_needs_review")
     return PolicyDecision(True, "direct_human_safe_scope")
+
+
+# (status, review_state) of an assertion the policy activated, and of one left for review.
+POLICY_ACTIVATED = ("active", "policy_approved")
+UNDECIDED = ("candidate", "pending")
+RESTATEMENT_REASON = "direct_human_restatement"
+
+
+def created_state(decision: PolicyDecision) -> tuple[str, str]:
+    """The (status, review_state) an assertion starts in when a write under ``decision``
+    creates it."""
+    return POLICY_ACTIVATED if decision.activate else UNDECIDED
+
+
+def restatement_activates(review_state: str, decision: PolicyDecision) -> bool:
+    """Whether a write under ``decision`` that restates an existing assertion activates it
+    (to :data:`POLICY_ACTIVATED`, reason :data:`RESTATEMENT_REASON`): only an undecided
+    (``pending``) assertion, and only when the write qualifies on its own. A decided
+    assertion stays as it is (a human decision always stands)."""
+    return review_state == "pending" and decision.activate

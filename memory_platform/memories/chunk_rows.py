@@ -16,7 +16,7 @@ from psycopg.types.json import Jsonb
 from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.embeddings.generations import Generation
 from memory_platform.memories.chunking import Chunk
-from memory_platform.memories.rules import embedding_provenance
+from memory_platform.memories.write_rules import embedding_provenance
 
 
 def insert_chunks(conn: psycopg.Connection, instance_key: str, memory_id: UUID,

@@ -15,7 +15,6 @@ summaries all come through here, so none of them can skip a rule:
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -30,14 +29,20 @@ from memory_platform.embeddings.base import EmbeddingProvider, embed_or_defer
 from memory_platform.embeddings.factory import get_provider
 from memory_platform.embeddings.generations import Generation, ensure_generation
 from memory_platform.ledger import assertions as ledger
-from memory_platform.ledger.policy import write_path_decision
+from memory_platform.ledger.policy import (
+    POLICY_ACTIVATED,
+    RESTATEMENT_REASON,
+    created_state,
+    restatement_activates,
+    write_path_decision,
+)
 from memory_platform.ledger.sources import ensure_source
 from memory_platform.memories.chunk_rows import insert_chunks
 from memory_platform.memories.chunking import Chunk, chunk_text
-from memory_platform.memories.rules import (
+from memory_platform.memories.sharing import resolve_visibility
+from memory_platform.memories.validation import clean_content, clean_metadata, clean_title
+from memory_platform.memories.write_rules import (
     ASSERTION_SOURCE_TYPES,
-    SOURCE_TYPES,
-    TRUST_CLASSES,
     audience_refs,
     clean_subject_refs,
     dedup_lock_key,
@@ -50,18 +55,8 @@ from memory_platform.memories.rules import (
     subject_key,
     validate_kind,
 )
-from memory_platform.memories.sharing import resolve_visibility
-from memory_platform.memories.validation import clean_content, clean_metadata, clean_title
 from memory_platform.settings import Settings
 from memory_platform.text import content_hash
-
-log = logging.getLogger(__name__)
-
-# Re-exported: the rules live in memories/rules.py, shared with the bulk import.
-__all__ = [
-    "ASSERTION_SOURCE_TYPES", "SOURCE_TYPES", "TRUST_CLASSES", "MemoryWrite", "StoredMemory",
-    "clean_subject_refs", "store_memory", "subject_key",
-]
 
 
 @dataclass(frozen=True)
@@ -163,7 +158,8 @@ def store_memory(
 
     chunks = chunk_text(content, settings.chunk_target_chars, settings.chunk_overlap_chars)
     provider = embedder or get_provider(settings)
-    texts = embedding_texts(write.source_type, content, chunks)  # + the assertion's own
+    texts = embedding_texts(content, chunks,
+                            asserted=write.source_type in ASSERTION_SOURCE_TYPES)
     vectors = embed_or_defer(provider, texts, "memory write")
 
     with conn.transaction():
@@ -244,7 +240,7 @@ def _assert_fact(conn, ctx: AccessContext, write: MemoryWrite, content: str,
         reason_code=decision.reason_code,
     )
     if decision.activate:
-        return ledger.AssertionRef(assertion.id, True, "active", "policy_approved")
+        return ledger.AssertionRef(assertion.id, True, *created_state(decision))
     return assertion
 
 
@@ -254,9 +250,9 @@ def _activate_on_restatement(conn, ctx: AccessContext, write: MemoryWrite, audie
     activates when a write that qualifies on its own restates it; decided ones stay as
     they are (a human decision always stands)."""
     decision = write_path_decision(write.trust_class, write.assertion_type, audience.kind)
-    if not decision.activate or assertion.review_state != "pending":
+    if not restatement_activates(assertion.review_state, decision):
         return assertion
     ledger.record_decision(conn, instance_key=ctx.instance_key, assertion_id=assertion.id,
                            decision="activate", reviewer_kind="policy",
-                           reason_code="direct_human_restatement")
-    return ledger.AssertionRef(assertion.id, False, "active", "policy_approved")
+                           reason_code=RESTATEMENT_REASON)
+    return ledger.AssertionRef(assertion.id, False, *POLICY_ACTIVATED)

@@ -65,6 +65,11 @@ def find_credential(text: str) -> str | None:
     return None
 
 
+def _article(kind: str) -> str:
+    """'an' before the kinds spoken with a vowel first (AWS, API, OpenAI), else 'a' (a URL)."""
+    return "an" if kind[0] in "AEIO" else "a"
+
+
 def clean_content(text: object, *, max_chars: int, field: str = "content") -> str:
     """The content to store (trimmed), or a specific InvalidInput/CredentialDetected."""
     if not isinstance(text, str):
@@ -87,7 +92,8 @@ def clean_content(text: object, *, max_chars: int, field: str = "content") -> st
     kind = find_credential(text)
     if kind:
         raise CredentialDetected(
-            f"{field} looks like it contains a {kind}; secrets are never stored in memory. "
+            f"{field} looks like it contains {_article(kind)} {kind}; secrets are never "
+            "stored in memory. "
             "Remove the secret and store the rest.",
             details={"field": field, "kind": kind},
         )

@@ -1,2 +1,7 @@
-"""The Dagster side of the platform that is not an asset: jobs, run planning (which
-partitions are due), per-partition reporting and launching runs from the CLI or API."""
+"""The Dagster library of the platform: what the assets, sensors and the launcher share.
+
+``partitions`` (the audiences), ``keys`` (asset keys and what each check guards),
+``dream_step`` (one Dream partition as Dagster reports it, for the asset and the batch job),
+``metadata`` (what a materialisation shows) and ``home`` (DAGSTER_HOME, the instance). Nothing
+here builds a definition that reads the settings.
+"""

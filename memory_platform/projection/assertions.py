@@ -30,7 +30,11 @@ from memory_platform.ledger.assertions import store_assertion_vectors
 from memory_platform.ledger.recall import TOLD
 from memory_platform.memories.chunk_rows import insert_chunks
 from memory_platform.memories.chunking import chunk_text
-from memory_platform.memories.rules import subject_key
+from memory_platform.memories.write_rules import (
+    embedding_texts,
+    projection_memory_scope,
+    subject_key,
+)
 from memory_platform.projection.outbox import (
     ASSERTION_PROJECTION,
     EMBEDDING_DEFERRED,
@@ -145,7 +149,7 @@ def _evidence_memories(conn, instance_key: str, assertion_id: UUID) -> list[tupl
 
 def _insert_projection(conn, job: Job, a: _Assertion) -> UUID:
     memory_id = uuid4()
-    scope = {"private": "user", "channel": "channel"}.get(a.audience_kind, "workspace")
+    scope = projection_memory_scope(a.audience_kind)
     thread = room = None
     if a.audience_kind == "channel":
         thread, room = _channel_keys(conn, job.instance_key, job.subject_id, a.audience_key)
@@ -253,7 +257,7 @@ def project_assertion(conn: psycopg.Connection, settings: Settings, job: Job,
     if not current:
         chunks = chunk_text(assertion.text, settings.chunk_target_chars,
                             settings.chunk_overlap_chars)
-        texts = [c.content for c in chunks] + ([assertion.text] if len(chunks) > 1 else [])
+        texts = embedding_texts(assertion.text, chunks, asserted=True)
         vectors = embed_or_defer(provider, texts, "assertion projection")
         commit_if_idle(conn)  # no transaction stays open while a provider is called
 

@@ -12,7 +12,8 @@ compared with the new one. This module works the backlog off in small batches:
 Each batch is one transaction that locks its rows with ``SKIP LOCKED`` before calling the
 provider, so concurrent workers (Dagster runs, CLI) split the backlog instead of colliding.
 A provider failure rolls the batch back (rows untouched) and ends the call with the error.
-Converted rows leave the backlog, so running it again is a no-op.
+Converted rows leave the backlog, so running it again is a no-op. :func:`reembed_backfill` is
+one bounded run; :func:`reembed_until_done` repeats runs until the backlog is empty.
 """
 
 from __future__ import annotations
@@ -58,6 +59,17 @@ class ReembedResult:
     @property
     def remaining(self) -> int:
         return self.remaining_chunks + self.remaining_assertions
+
+    def followed_by(self, later: ReembedResult) -> ReembedResult:
+        """This run and a ``later`` one as one: counts summed; the backlog, generation and
+        error are the later run's."""
+        return ReembedResult(
+            later.instance_key, later.generation_key,
+            chunks_converted=self.chunks_converted + later.chunks_converted,
+            assertions_embedded=self.assertions_embedded + later.assertions_embedded,
+            remaining_chunks=later.remaining_chunks,
+            remaining_assertions=later.remaining_assertions,
+            batches=self.batches + later.batches, error=later.error)
 
     def as_dict(self) -> dict[str, object]:
         return {"instance_key": self.instance_key, "generation_key": self.generation_key,
@@ -154,23 +166,25 @@ def reembed_backfill(
     conn: psycopg.Connection,
     settings: Settings,
     *,
-    limit: int,
+    limit: int | None = None,
     embedder: EmbeddingProvider | None = None,
     instance_key: str | None = None,
     batch_size: int | None = None,
     progress: Callable[[ReembedResult], None] | None = None,
 ) -> ReembedResult:
-    """Convert up to ``limit`` backlog rows of ``instance_key`` (default: the settings'
-    instance) to the configured provider's generation, assertions first (few, and each is a
-    recallable fact), then chunks. Needs a connection outside a transaction: every batch
-    commits on its own."""
+    """Convert up to ``limit`` (default ``settings.reembed_run_limit``) backlog rows of
+    ``instance_key`` (default: the settings' instance) to the configured provider's
+    generation, assertions first (few, and each is a recallable fact), then chunks, in
+    batches of ``batch_size`` (default ``settings.reembed_batch_size``). Needs a connection
+    outside a transaction: every batch commits on its own. ``progress`` sees the result so
+    far after every batch."""
     provider = embedder or get_provider(settings)
     instance = instance_key or settings.instance_key
     size = batch_size or settings.reembed_batch_size
     register_vector(conn)
     generation = ensure_generation(conn, instance, provider)
     result = ReembedResult(instance, generation.generation_key)
-    budget = max(0, limit)
+    budget = max(0, settings.reembed_run_limit if limit is None else limit)
     try:
         after_assertion = _NIL
         while budget > 0:
@@ -199,3 +213,36 @@ def reembed_backfill(
         result.error = str(exc)
     result.remaining_chunks, result.remaining_assertions = backlog(conn, generation)
     return result
+
+
+def _totals_after(before: ReembedResult, progress: Callable[[ReembedResult], None] | None
+                  ) -> Callable[[ReembedResult], None] | None:
+    """A run's progress callback that reports the totals of the earlier runs plus this one."""
+    if progress is None:
+        return None
+    return lambda current: progress(before.followed_by(current))
+
+
+def reembed_until_done(
+    conn: psycopg.Connection,
+    settings: Settings,
+    *,
+    limit: int | None = None,
+    embedder: EmbeddingProvider | None = None,
+    instance_key: str | None = None,
+    progress: Callable[[ReembedResult], None] | None = None,
+) -> ReembedResult:
+    """Repeat :func:`reembed_backfill` runs of ``limit`` rows (default
+    ``settings.reembed_run_limit``) until the backlog is empty, a run converts nothing (the
+    rest is held by other workers) or the provider fails. Answers the totals of all runs with
+    the last run's backlog and error; ``progress`` sees the totals after every batch. Needs a
+    connection outside a transaction, like :func:`reembed_backfill`."""
+    provider = embedder or get_provider(settings)
+    totals = ReembedResult(instance_key or settings.instance_key, generation_key="")
+    while True:
+        last = reembed_backfill(conn, settings, limit=limit, embedder=provider,
+                                instance_key=instance_key,
+                                progress=_totals_after(totals, progress))
+        totals = totals.followed_by(last)
+        if last.error or not last.converted or not last.remaining:
+            return totals

@@ -5,8 +5,6 @@ from __future__ import annotations
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from memory_platform.embeddings.base import EmbeddingProvider
-from memory_platform.embeddings.factory import get_provider
 from memory_platform.resources.overrides import with_overrides
 from memory_platform.settings import Settings
 
@@ -32,8 +30,3 @@ class EmbeddingsResource(ConfigurableResource):
                               openai_base_url=self.openai_base_url,
                               openai_api_key=self.openai_api_key,
                               hash_embedding_dimensions=self.hash_embedding_dimensions)
-
-    def get_provider(self, settings: Settings) -> EmbeddingProvider:
-        """The provider of ``settings`` with this resource's overrides (raises
-        EmbeddingError when an explicit provider cannot be built)."""
-        return get_provider(self.apply(settings))

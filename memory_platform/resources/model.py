@@ -7,11 +7,9 @@ choice (step 2) still wins over it, and an explicit model in run config (step 1)
 
 from __future__ import annotations
 
-import psycopg
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from memory_platform.dreaming import model as resolution
 from memory_platform.resources.overrides import with_overrides
 from memory_platform.settings import Settings
 
@@ -33,9 +31,3 @@ class MaintenanceModelResource(ConfigurableResource):
                               maintenance_default_model=self.default_model,
                               maintenance_base_url=self.base_url,
                               maintenance_api_key=self.api_key)
-
-    def resolve(self, conn: psycopg.Connection, settings: Settings, instance_key: str,
-                explicit: str | None = None) -> tuple[str, str]:
-        """(model, source) exactly as a Dream of ``instance_key`` would resolve it now."""
-        return resolution.resolve_model_name(conn, self.apply(settings), instance_key,
-                                             explicit)

@@ -14,14 +14,9 @@ from typing import Any
 from dagster import EnvVar
 from pydantic import SecretStr
 
-from memory_platform.settings import Settings, get_settings
+from memory_platform.settings import Settings
 
-__all__ = ["base_settings", "env_or_none", "with_overrides"]
-
-
-def base_settings() -> Settings:
-    """The process's settings (cached by :func:`get_settings`)."""
-    return get_settings()
+__all__ = ["env_or_none", "with_overrides"]
 
 
 def with_overrides(settings: Settings, **values: Any) -> Settings:

@@ -13,7 +13,7 @@ sub-plans of which exactly one runs. A small visible set is scanned exactly (a f
 scan can return fewer rows than asked for); a large one walks the generation's HNSW index
 (half precision) with pgvector's iterative scan, joined to the assertion row so the scan
 keeps going until enough rows pass the full recall rule. Both rank by the full-precision
-distance. The statement runs under the hot-path planner settings (retrieval/hot_path.py).
+distance. The statement runs under the search settings of retrieval/planner.py.
 """
 
 from __future__ import annotations
@@ -34,15 +34,14 @@ from memory_platform.embeddings.generations import (
     exact_distance,
     indexed_distance,
 )
-from memory_platform.retrieval.feedback import feedback_multiplier
+from memory_platform.retrieval.feedback.ranking import feedback_multiplier
 from memory_platform.retrieval.filters import CURRENT_APPROVED_ASSERTION
-from memory_platform.retrieval.hot_path import bounded_count, gate, hot_path
-from memory_platform.retrieval.search import or_tsquery, query_terms
+from memory_platform.retrieval.fusion import reciprocal_rank
+from memory_platform.retrieval.planner import bounded_count, gate, planner_settings
+from memory_platform.retrieval.terms import or_tsquery, query_terms
 from memory_platform.settings import Settings
 
 log = logging.getLogger(__name__)
-
-RRF_K = 60
 
 @dataclass(frozen=True)
 class AssertionHit:
@@ -90,7 +89,7 @@ def _visible_count(ctx: AccessContext, bound: int) -> sql.Composed:
 def _nearest_arms(ctx: AccessContext, key: str, dims: int, cap: int,
                   exact_max: int) -> tuple[sql.Composed, sql.Composed]:
     """The ``cap`` recallable assertions nearest to the query vector ``qv``, with their
-    full-precision distance, by the exact and the HNSW arm (:func:`hot_path.gate` runs
+    full-precision distance, by the exact and the HNSW arm (:func:`planner.gate` runs
     one); the HNSW scan goes on until ``cap`` joined rows pass the recall rule."""
     candidates = sql.SQL("""
         SELECT a.id, {distance} AS distance
@@ -141,7 +140,7 @@ def _semantic_ids(conn: psycopg.Connection, settings: Settings, ctx: AccessConte
         return []
     statement = _semantic(ctx, key, provider.dimensions, cap, settings.retrieval_min_score,
                           settings.retrieval_exact_scan_max)
-    with hot_path(conn, max(settings.retrieval_hnsw_ef_search, cap)):
+    with planner_settings(conn, max(settings.retrieval_hnsw_ef_search, cap)):
         return [r[0] for r in conn.execute(statement, {"qv": vector})]
 
 
@@ -154,6 +153,9 @@ def search_assertions(
     limit: int | None = None,
     embedder: EmbeddingProvider | None = None,
 ) -> list[AssertionHit]:
+    """The best ``limit`` (default ``retrieval_top_k``) assertions ``ctx`` may recall for
+    ``query``: the lexical and the vector ranking fused by reciprocal rank, times the feedback
+    multiplier."""
     limit = limit or settings.retrieval_top_k
     cap = max(limit * 4, 24)
     terms = query_terms(query)
@@ -182,7 +184,7 @@ def search_assertions(
     for (ident, text, kind, audience_kind, audience_key, confidence, refs, injected, cited,
          corrected) in rows:
         lexical_rank, vector_rank = ranks[ident]
-        score = sum(1.0 / (RRF_K + r) for r in (lexical_rank, vector_rank) if r is not None)
+        score = sum(reciprocal_rank(r) for r in (lexical_rank, vector_rank) if r is not None)
         if settings.feedback_ranking_enabled:
             score *= feedback_multiplier(injected, cited, corrected, settings)
         hits.append(AssertionHit(ident, text, kind, audience_kind, audience_key,

@@ -30,12 +30,13 @@ from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.embeddings.factory import get_provider
 from memory_platform.errors import InvalidInput, NotFound
 from memory_platform.retrieval.assertions import recallable_assertion, search_assertions
+from memory_platform.retrieval.fusion import reciprocal_rank
 from memory_platform.retrieval.memories import get_memory, parse_uuid
-from memory_platform.retrieval.search import or_tsquery, query_terms, search_memories
+from memory_platform.retrieval.search import search_memories
 from memory_platform.retrieval.stamping import RetrievalStamper
+from memory_platform.retrieval.terms import or_tsquery, query_terms
 from memory_platform.settings import Settings
 
-RRF_K = 60
 CONFIDENCE_WEIGHT = 0.002  # a tie-breaker, far below one rank step of RRF
 ItemKind = Literal["assertion", "memory", "message", "summary", "claim"]
 ITEM_KINDS: tuple[str, ...] = ("assertion", "memory", "message", "summary", "claim")
@@ -124,12 +125,17 @@ def context_search(
     embedder: EmbeddingProvider | None = None,
     stamper: RetrievalStamper | None = None,
 ) -> list[ContextItem]:
+    """The best ``limit`` items of every recall surface ``ctx`` may see, fused (see the module
+    docstring). A deep search (``depth="deep"`` or the ``wiki_synthesis`` intent) asks each
+    source for more candidates; ``limit`` defaults to ``retrieval_context_limit``, or
+    ``retrieval_context_deep_limit`` for a deep search."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("query is empty", details={"field": "query"})
     if depth not in ("normal", "deep"):
         raise InvalidInput("depth must be 'normal' or 'deep'", details={"field": "depth"})
     deep = depth == "deep" or intent == "wiki_synthesis"
-    limit = limit or (20 if deep else 8)
+    limit = limit or (settings.retrieval_context_deep_limit if deep
+                      else settings.retrieval_context_limit)
     per_source = limit * (3 if deep else 2)
     provider = embedder or get_provider(settings)
     terms = query_terms(query)
@@ -172,7 +178,7 @@ def fuse(sources: dict[str, list[ContextItem]], limit: int) -> list[ContextItem]
             if target is not item:
                 target.details = {**item.details, **target.details}
                 target.confidence = max(target.confidence, item.confidence)
-            target.score += 1.0 / (RRF_K + rank)
+            target.score += reciprocal_rank(rank)
             target.found_by.append(name)
     for item in merged.values():
         item.score = round(item.score + CONFIDENCE_WEIGHT * item.confidence, 6)

@@ -1,38 +1,23 @@
-"""Hybrid chunk retrieval: vector similarity + full text, inside the recall filter.
+"""Hybrid chunk search: the best visible memories for a question, in one statement.
 
-``final = vectorWeight * vectorScore + keywordWeight * keywordScore``, where
+``score = vectorWeight * vectorScore + keywordWeight * keywordScore``, both normalised per
+query over the same candidates: ``vectorScore`` is the min-max normalised cosine similarity
+in the query's embedding generation (chunks of other generations have none and compete by
+keyword only), ``keywordScore`` is ``ts_rank`` (normalisation 0) divided by the best rank
+(0 without a match). Every candidate gets both real scores, whichever arm found it.
 
-* vectorScore is the cosine similarity of the query and the chunk in the query's embedding
-  generation, min-max normalised over the query's candidates (best 1, worst 0); chunks of
-  other generations have no vector score (0 in the sum) and compete by keyword only;
-* keywordScore is ``ts_rank`` (normalisation 0: length normalisations wreck short memories)
-  divided by the best rank among the candidates (divide-by-max; 0 without a match).
+A candidate with no keyword match and a similarity at or below the provider's
+``similarity_floor`` is no evidence and is dropped; ``minScore`` gates the score; the
+subject-ref boost and the feedback multiplier (assertion-backed rows) only reorder what
+passed. One hit per memory: its best chunk.
 
-Both arms are normalised per query over the same candidate set, with each arm's real score
-for every candidate, so the weights mean the same for every model: raw cosine similarities
-are compressed very differently per model (multilingual-e5 puts unrelated texts at 0.7-0.8,
-hash embeddings at 0), and with raw similarity the 0.2 keyword share swamped e5's spread
-(fixture benchmark, e5: MRR 0.68 raw vs 0.87 min-max; hash: 0.63 vs 0.66).
-``minScore`` gates that normalised score, i.e. it trims the weak tail of each answer. Before
-it, an inclusion gate drops candidates with no evidence at all: no keyword match and a raw
-similarity at or below the model's ``similarity_floor`` (what unrelated texts score), so a
-query about nothing stored answers nothing instead of its least bad neighbours.
-
-Every candidate gets both real scores, whichever arm found it. The keyword arm uses OR
-semantics over the stemmed lexemes of the query in both German and English (AND semantics
-matched nothing for most natural questions) with stopwords and question words dropped, and
-ranks at most ``retrieval_keyword_match_cap`` matches; words in a large share of all chunks
-only score (retrieval/lexicon.py). The vector arm scans exactly when the visible set is
-small (a filtered HNSW scan can return fewer than topK rows) and uses the generation's HNSW
-index with pgvector's iterative scan otherwise.
-
-Mechanics (the hot path): both arms filter the audience copy chunks carry (migration 0008)
-without a join before their LIMIT, the statement's last part applies the full recall rule to
-the candidates, and everything (count, arms, details) is one prepared statement.
-docs/benchmarks.md has the figures.
-
-The ``minScore`` gate uses the original score; the feedback multiplier (assertion-backed
-rows) and the subject-ref boost only reorder what passed it.
+Candidates come from a keyword arm (the question's terms OR-ed over German and English
+lexemes, retrieval/terms.py; common words only score, retrieval/lexicon.py) and a vector
+arm (an exact scan or the HNSW index, retrieval/planner.py). Both arms filter by the
+audience copy chunks carry; the statement's last part applies the full recall rule
+(retrieval/filters.py). The statement text depends only on the caller's context shape: it
+is composed once per shape and process and stays prepared. docs/architecture.md
+("Retrieval") tells why it is built this way; docs/benchmarks.md has the figures.
 """
 
 from __future__ import annotations
@@ -43,7 +28,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 import numpy as np
@@ -67,18 +52,16 @@ from memory_platform.embeddings.generations import (
     indexed_distance,
 )
 from memory_platform.errors import InvalidInput
-from memory_platform.retrieval.feedback import feedback_multiplier
+from memory_platform.retrieval.feedback.ranking import feedback_multiplier
 from memory_platform.retrieval.filters import ASSERTION_JOIN, recallable_memory
-from memory_platform.retrieval.hot_path import bounded_count, gate, hot_path
 from memory_platform.retrieval.lexicon import selective_terms
+from memory_platform.retrieval.planner import bounded_count, gate, planner_settings
 from memory_platform.retrieval.stamping import RetrievalStamper
-from memory_platform.retrieval.stopwords import ALL as STOPWORDS
+from memory_platform.retrieval.terms import query_terms, tsquery
 from memory_platform.settings import Settings
 
 log = logging.getLogger(__name__)
 
-_WORD = re.compile(r"[^\W_]+")
-_MAX_TERMS = 24
 SUBJECT_BOOST_PER_MATCH, SUBJECT_BOOST_MAX = 0.1, 1.3
 
 
@@ -98,24 +81,6 @@ class MemoryHit:
     assertion_id: UUID | None
     provenance: dict[str, Any]
     created_at: datetime
-
-
-def query_terms(query: str) -> list[str]:
-    """Content words of a question: lowercased, stopwords and question words dropped."""
-    seen: dict[str, None] = {}
-    for word in _WORD.findall(query.lower()):
-        if word not in STOPWORDS and (len(word) > 1 or word.isdigit()):
-            seen.setdefault(word, None)
-    return list(seen)[:_MAX_TERMS]
-
-
-_TSQUERY = "(to_tsquery('english', {t}) || to_tsquery('german', {t}))"
-
-
-def or_tsquery(terms: list[str]) -> sql.Composable:
-    """The OR query over the terms' German and English lexemes (the full-text columns index
-    both languages; AND semantics matched nothing for most natural questions)."""
-    return sql.SQL(_TSQUERY).format(t=sql.Literal(" | ".join(terms)))
 
 
 def _query_vector(provider: EmbeddingProvider, query: str) -> np.ndarray | None:
@@ -144,9 +109,9 @@ class _Shape:
     scored_terms: bool  # some words score
     key: str | None  # the query vector's generation; None: keyword only
     dims: int
-    # A literal, unlike the keyword cap: with `LIMIT $n` the generic plan assumes a tenth of
-    # the visible rows and sorted every one of them exactly instead of walking the HNSW
-    # index (130 ms instead of 4 for a caller who sees only the workspace).
+    # A literal, unlike the keyword cap: with `LIMIT $n` the generic plan assumed a tenth of
+    # the visible rows and sorted them all exactly instead of walking the HNSW index
+    # (docs/benchmarks.md).
     vector_cap: int
     match_cap: int
     exact_max: int
@@ -205,8 +170,8 @@ def _compose(shape: _Shape, ctx: AccessContext,
 
 
 def _bound_tsquery(role: str) -> sql.Composable:
-    """:func:`or_tsquery` over the words passed as parameter ``role`` ("a | b")."""
-    return sql.SQL(_TSQUERY).format(t=sql.Placeholder(role))
+    """The OR query over the words passed as parameter ``role`` ("a | b")."""
+    return tsquery(sql.Placeholder(role))
 
 
 def _vector_expr(dims: int) -> sql.Composable:
@@ -260,7 +225,7 @@ def _visible_count(ctx: AccessContext, scopes: tuple[str, ...] | None,
 
 def _vector_arms(visible: sql.Composable, key: str, dims: int, vector_cap: int,
                  exact_max: int) -> list[sql.Composable]:
-    """The exact and the HNSW arm, of which :func:`hot_path.gate` runs exactly one."""
+    """The exact and the HNSW arm, of which :func:`planner.gate` runs exactly one."""
     common = sql.SQL("""
         FROM agent_memory_chunks c
        WHERE c.embedding_key = {key} AND c.instance_key = {instance} AND {visible}
@@ -278,9 +243,10 @@ def _vector_arms(visible: sql.Composable, key: str, dims: int, vector_cap: int,
 def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
                       arms: list[sql.Composable], shape: _Shape,
                       visible_count: sql.Composable) -> sql.Composable:
-    """Candidates of every arm, then their details and both real scores, in one statement.
-    The full recall rule (memory visibility, state, assertion approval and validity) is
-    applied here: the chunk columns the arms filter on are only a copy."""
+    """Candidates of every arm, then their details and both real scores (one
+    :class:`_Candidate` per row), in one statement. The full recall rule (memory visibility,
+    state, assertion approval and validity) is applied here: the chunk columns the arms
+    filter on are only a copy."""
     vector_score = sql.SQL("NULL::float8")
     if shape.key is not None:
         vector_score = sql.SQL("CASE WHEN c.embedding_key = {key} THEN 1 - {d} END").format(
@@ -309,6 +275,32 @@ def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
                 visible=visible)
 
 
+class _Candidate(NamedTuple):
+    """A row of the search statement: its SELECT list, in order."""
+
+    chunk_id: int
+    memory_id: UUID
+    content: str
+    similarity: float | None  # raw cosine similarity; None outside the query's generation
+    keyword_rank: float  # raw ts_rank
+    visibility_scope: str
+    audience_key: str
+    memory_scope: str
+    source_type: str
+    subject_refs: str  # JSON text, parsed only for the boost and the returned hits
+    assertion_id: UUID | None
+    provenance: str | None  # JSON text
+    created_at: datetime
+    injected: int  # the assertion's feedback counters (0 without an assertion)
+    cited: int
+    corrected: int
+
+
+def _candidate_row(cursor: Any) -> Any:
+    """Row factory of the search statement: its rows as :class:`_Candidate`."""
+    return _Candidate._make
+
+
 def _subject_boost(row_refs: Mapping[str, Any], wanted: Mapping[str, str]) -> float:
     matches = sum(1 for k, v in wanted.items()
                   if k in SUBJECT_REF_KEYS and str(row_refs.get(k)) == str(v))
@@ -329,11 +321,12 @@ def search_memories(
     stamper: RetrievalStamper | None = None,
     explain: list[str] | None = None,
 ) -> list[MemoryHit]:
-    """The best visible memories for ``query``: one hit per memory (its best chunk).
-    ``scopes`` narrows the visibility scopes searched (it never widens what is visible).
-    Returned memories are stamped as retrieved: by ``stamper`` (deferred, batched) when
-    given, else right away on ``conn``; ``stamp=False`` skips it (benchmarks). ``explain``
-    (a list) receives the EXPLAIN ANALYZE plan of the search statement (benchmarks, tuning)."""
+    """The best ``limit`` (default ``retrieval_top_k``) visible memories for ``query``: one
+    hit per memory (its best chunk). ``scopes`` narrows the visibility scopes searched (it
+    never widens what is visible). Returned memories are stamped as retrieved: by
+    ``stamper`` (deferred, batched) when given, else right away on ``conn``; ``stamp=False``
+    skips it (benchmarks). ``explain`` (a list) receives the EXPLAIN ANALYZE plan of the
+    search statement (benchmarks, tuning)."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("query is empty", details={"field": "query"})
     limit = limit or settings.retrieval_top_k
@@ -348,10 +341,8 @@ def search_memories(
     if not generating and vector is None:
         return []
     # Keyword candidates are cheap (GIN). Every vector candidate is HNSW work: a filtered walk
-    # keeps going until `vector_cap` visible rows passed (at a third of the chunks visible,
-    # 3 x vector_cap visited). k + 2 measured as good as 2k on the labelled fixtures (hash
-    # and e5: recall@6 equal or better, MRR 0.663 / 0.882 vs 0.661 / 0.873) for ~12% less
-    # PostgreSQL CPU per search.
+    # keeps going until `vector_cap` visible rows passed. k + 2 ranked as well as 2k on the
+    # labelled fixtures for less PostgreSQL CPU per search (docs/benchmarks.md).
     keyword_cap, vector_cap = max(limit * 4, 24), max(limit + 2, 8)
     shape = _Shape(
         user=bool(ctx.user_id), team=ctx.has_team_access, channels=bool(channel_keys(ctx)),
@@ -364,15 +355,14 @@ def search_memories(
               "terms": " | ".join(terms), "generating": " | ".join(generating),
               "keyword_cap": keyword_cap}
     params = [values[role] for role in statement.roles]
-    with hot_path(conn, max(settings.retrieval_hnsw_ef_search, vector_cap)):
-        cursor = psycopg.RawCursor(conn)
+    with planner_settings(conn, max(settings.retrieval_hnsw_ef_search, vector_cap)):
         if explain is not None:
-            explain.extend(row[0] for row in cursor.execute(
+            explain.extend(row[0] for row in psycopg.RawCursor(conn).execute(
                 b"EXPLAIN (ANALYZE, BUFFERS) " + statement.text, params))
+        cursor = psycopg.RawCursor(conn, row_factory=_candidate_row)
         rows = cursor.execute(statement.text, params, prepare=True).fetchall()
 
-    hits = _rank(rows, settings, limit, subject_refs or {},
-                 getattr(provider, "similarity_floor", 0.0))
+    hits = _rank(rows, settings, limit, subject_refs or {}, provider.similarity_floor)
     if stamp and hits:
         ids = [h.memory_id for h in hits]
         if stamper is not None:
@@ -382,17 +372,17 @@ def search_memories(
     return hits
 
 
-def _rank(rows, settings: Settings, limit: int, wanted_refs: Mapping[str, str],
-          similarity_floor: float) -> list[MemoryHit]:
+def _rank(rows: list[_Candidate], settings: Settings, limit: int,
+          wanted_refs: Mapping[str, str], similarity_floor: float) -> list[MemoryHit]:
     """Score every candidate row, keep each memory's best chunk, answer the top ``limit``.
     Subject refs and provenance arrive as JSON text and are parsed only where needed (the
     boost, the returned hits): most candidates are dropped."""
-    best_keyword = max((r[4] for r in rows), default=0.0) or 1.0
-    similarities = [float(r[3]) for r in rows if r[3] is not None]
+    best_keyword = max((r.keyword_rank for r in rows), default=0.0) or 1.0
+    similarities = [float(r.similarity) for r in rows if r.similarity is not None]
     low, high = (min(similarities), max(similarities)) if similarities else (0.0, 0.0)
-    best: dict[UUID, tuple[float, float | None, float, tuple]] = {}
+    best: dict[UUID, tuple[float, float | None, float, _Candidate]] = {}
     for row in rows:
-        memory_id, vec, kw, refs, assertion_id = row[1], row[3], row[4], row[9], row[10]
+        vec, kw = row.similarity, row.keyword_rank
         vector_score = None
         if vec is not None:
             vector_score = (float(vec) - low) / (high - low) if high > low else 1.0
@@ -405,23 +395,22 @@ def _rank(rows, settings: Settings, limit: int, wanted_refs: Mapping[str, str],
             continue  # the gate sees the original score only
         order = score
         if wanted_refs:
-            order *= _subject_boost(json.loads(refs), wanted_refs)
-        if assertion_id is not None and settings.feedback_ranking_enabled:
-            order *= feedback_multiplier(*row[13:16], settings)
-        if memory_id not in best or order > best[memory_id][0]:
-            best[memory_id] = (order, vector_score, keyword_score, row)
+            order *= _subject_boost(json.loads(row.subject_refs), wanted_refs)
+        if row.assertion_id is not None and settings.feedback_ranking_enabled:
+            order *= feedback_multiplier(row.injected, row.cited, row.corrected, settings)
+        if row.memory_id not in best or order > best[row.memory_id][0]:
+            best[row.memory_id] = (order, vector_score, keyword_score, row)
     ranked = sorted(best.values(), key=lambda entry: entry[0], reverse=True)[:limit]
     return [_hit(row, round(order, 6), vector_score, keyword_score)
             for order, vector_score, keyword_score, row in ranked]
 
 
-def _hit(row: tuple, score: float, vector_score: float | None,
+def _hit(row: _Candidate, score: float, vector_score: float | None,
          keyword_score: float) -> MemoryHit:
-    (chunk_id, memory_id, content, _, _, scope, audience_key, memory_scope, source_type, refs,
-     assertion_id, provenance, created_at) = row[:13]
-    return MemoryHit(chunk_id, memory_id, content, score, vector_score, keyword_score, scope,
-                     audience_key, memory_scope, source_type, json.loads(refs),
-                     assertion_id, json.loads(provenance) if provenance else {}, created_at)
+    return MemoryHit(row.chunk_id, row.memory_id, row.content, score, vector_score,
+                     keyword_score, row.visibility_scope, row.audience_key, row.memory_scope,
+                     row.source_type, json.loads(row.subject_refs), row.assertion_id,
+                     json.loads(row.provenance) if row.provenance else {}, row.created_at)
 
 
 def stamp_retrieved(conn: psycopg.Connection, instance_key: str, memory_ids: list[UUID]) -> None:

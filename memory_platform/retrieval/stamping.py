@@ -28,7 +28,7 @@ _FLUSH = """
 
 class RetrievalStamper:
     # A quarter second: the same rows per second as longer intervals, in bursts short enough
-    # (~8 ms of PostgreSQL at 200 searches/s) not to hold up the searches beside them.
+    # not to hold up the searches beside them (docs/benchmarks.md).
     def __init__(self, pool, interval_seconds: float = 0.25) -> None:
         self.pool = pool
         self.interval = interval_seconds

@@ -1,9 +1,11 @@
-"""German and English stopwords for the ``cited`` sensor.
+"""German and English stopwords: dropped from a question's terms (retrieval/terms.py) and from
+the texts the ``cited`` sensor compares (retrieval/feedback/citation.py).
 
-Memories of one workspace mix both languages, so the sensor drops the union of both lists
-instead of guessing a language per response. The lists hold function words, auxiliaries and
+Memories of one workspace mix both languages, so both drop the union of both lists instead
+of guessing a language per text. The lists hold function words, auxiliaries and
 conversational filler: words that two texts share without one citing the other. Spellings are
-the natural ones (umlauts, ``ß``); the tokenizer folds them exactly like the text it compares.
+the natural ones (umlauts, ``ß``): a question's words are compared as written (lowercased);
+the sensor folds the lists exactly like the texts it compares.
 """
 
 from __future__ import annotations

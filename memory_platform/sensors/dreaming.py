@@ -1,8 +1,11 @@
 """Automation of Dreaming: the partitions sensor and the daily schedule.
 
 Both launch ``dream_batch`` runs of at most ``dream_batch_size`` partitions (see
-orchestration/jobs.py for why runs are batched) and tag them with the Dreaming run tag, which
-dagster.yaml limits to one run at a time (the engine's advisory lock allows one Dream anyway).
+``memory_platform.assets.dreaming`` for why runs are batched) and tag them with the Dreaming
+run tag, which dagster.yaml limits to one run at a time (the engine's advisory lock allows
+one Dream anyway). What is due, and why the rest is skipped, is decided in
+:mod:`memory_platform.dreaming.schedule`; the schedule's cron comes from the settings, so it
+is built by :func:`build_daily_dreaming_schedule` when the definitions load.
 """
 
 from datetime import UTC, datetime
@@ -11,6 +14,7 @@ from dagster import (
     DefaultScheduleStatus,
     DefaultSensorStatus,
     RunRequest,
+    ScheduleDefinition,
     ScheduleEvaluationContext,
     SensorEvaluationContext,
     SensorResult,
@@ -19,7 +23,7 @@ from dagster import (
     sensor,
 )
 
-from memory_platform.assets.partitions import AUDIENCES, audiences
+from memory_platform.assets.dreaming import batch_run_config, dream_batch
 from memory_platform.dreaming.schedule import (
     batches,
     keys_digest,
@@ -29,11 +33,11 @@ from memory_platform.dreaming.schedule import (
     write_cursor,
 )
 from memory_platform.orchestration.home import DREAMING_RUN_TAG
-from memory_platform.orchestration.jobs import batch_run_config, dream_batch
+from memory_platform.orchestration.partitions import AUDIENCES, audiences
 from memory_platform.resources import PostgresResource
-from memory_platform.settings import get_settings
+from memory_platform.settings import Settings
 
-__all__ = ["audience_partitions_sensor", "daily_dreaming_schedule"]
+__all__ = ["audience_partitions_sensor", "build_daily_dreaming_schedule", "request_due_dreams"]
 
 SENSOR_INTERVAL_SECONDS = 60
 
@@ -71,12 +75,9 @@ def audience_partitions_sensor(context: SensorEvaluationContext, postgres: Postg
                         dynamic_partitions_requests=[audiences.build_add_request(plan.new_keys)])
 
 
-@schedule(cron_schedule=get_settings().dream_schedule_cron, job=dream_batch,
-          execution_timezone="UTC", default_status=DefaultScheduleStatus.RUNNING,
-          description="Daily Dreaming of every audience partition over its thresholds "
-          "(input minimum, new input since the last Dream, not dreamed recently); skipped "
-          "partitions are listed in the tick log or skip reason.")
-def daily_dreaming_schedule(context: ScheduleEvaluationContext, postgres: PostgresResource):
+def request_due_dreams(context: ScheduleEvaluationContext, postgres: PostgresResource):
+    """One tick of the daily schedule: a batch run per ``dream_batch_size`` due partitions,
+    or a skip reason that lists the partitions per reason."""
     settings = postgres.settings()
     now = context.scheduled_execution_time or datetime.now(UTC)
     known = context.instance.get_dynamic_partitions(AUDIENCES)
@@ -96,3 +97,18 @@ def daily_dreaming_schedule(context: ScheduleEvaluationContext, postgres: Postgr
                   "memory-platform/batch": f"{number + 1}/{len(chunks)}",
                   "memory-platform/skipped": summary[:200]})
         for number, keys in enumerate(chunks)]
+
+
+def build_daily_dreaming_schedule(settings: Settings) -> ScheduleDefinition:
+    """The daily schedule on ``dream_schedule_cron`` (UTC)."""
+
+    @schedule(name="daily_dreaming_schedule", cron_schedule=settings.dream_schedule_cron,
+              job=dream_batch, execution_timezone="UTC",
+              default_status=DefaultScheduleStatus.RUNNING,
+              description="Daily Dreaming of every audience partition over its thresholds "
+              "(input minimum, new input since the last Dream, not dreamed recently); skipped "
+              "partitions are listed in the tick log or skip reason.")
+    def daily_dreaming_schedule(context: ScheduleEvaluationContext, postgres: PostgresResource):
+        return request_due_dreams(context, postgres)
+
+    return daily_dreaming_schedule

@@ -1,10 +1,9 @@
 """The HTTP API against a real database, with keys made in that database.
 
 Each test gets its own fresh database (``database_url``) and app (``client``). A module whose
-tests only read state they made themselves, or compare row counts, overrides
-``database_url`` with ``shared_database_url`` (one database per module): a fresh database
-costs a CREATE DATABASE, about 0.3 s, and the app about 30 ms; such a module may also
-override ``client`` with ``shared_client`` (one app per module).
+tests only read state they made themselves, or compare row counts, is marked
+``shared_database`` (one database per module: a fresh database costs a CREATE DATABASE), or
+``shared_app`` (one database and one app per module, ``shared_client``).
 
 ``api_settings`` turns the key cache off (``api_key_cache_seconds=0``), so a revocation is
 seen by the next request, and uses the deterministic hash embedding (no network, no model).
@@ -24,10 +23,13 @@ from psycopg import sql
 from starlette.testclient import TestClient
 
 from api.app import create_app
+from api.launching import DreamLauncher
 from memory_platform.apikeys import create_key
 from memory_platform.db.connection import with_database
 from memory_platform.settings import Settings
 from tests.conftest import create_database, drop_database
+
+SHARED_DATABASE, SHARED_APP = "shared_database", "shared_app"
 
 READ, WRITE, ADMIN = "memory:read", "memory:write", "admin"
 ALL_SCOPES = (READ, WRITE, ADMIN)
@@ -51,17 +53,45 @@ def make_settings(database_url: str, data_dir: Path, **overrides: Any) -> Settin
                     _env_file=None, **values)  # type: ignore[call-arg]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{SHARED_DATABASE}: the module's tests share one "
+                            "database (shared_database_url)")
+    config.addinivalue_line("markers", f"{SHARED_APP}: the module's tests share one database "
+                            "and one app (shared_client)")
+
+
+def _marked(request: pytest.FixtureRequest, *markers: str) -> bool:
+    return any(request.node.get_closest_marker(marker) for marker in markers)
+
+
+@pytest.fixture
+def database_url(request: pytest.FixtureRequest, server_url: str,
+                 template_database: str) -> Iterator[str]:
+    """A fresh, fully migrated database of the test's own, or the module's one database when
+    the module is marked ``shared_database`` or ``shared_app``."""
+    if _marked(request, SHARED_DATABASE, SHARED_APP):
+        yield request.getfixturevalue("shared_database_url")
+        return
+    name = create_database(server_url, template=template_database)
+    yield with_database(server_url, name)
+    drop_database(server_url, name)
+
+
 @pytest.fixture
 def api_settings(database_url: str, tmp_path: Path) -> Settings:
     return make_settings(database_url, tmp_path / "state")
 
 
-def open_client(settings: Settings) -> TestClient:
-    return TestClient(create_app(settings), raise_server_exceptions=False)
+def open_client(settings: Settings, launcher: DreamLauncher | None = None) -> TestClient:
+    return TestClient(create_app(settings, launcher=launcher), raise_server_exceptions=False)
 
 
 @pytest.fixture
-def client(api_settings: Settings) -> Iterator[TestClient]:
+def client(request: pytest.FixtureRequest, api_settings: Settings) -> Iterator[TestClient]:
+    """An app of the test's own, or the module's one app when it is marked ``shared_app``."""
+    if _marked(request, SHARED_APP):
+        yield request.getfixturevalue("shared_client")
+        return
     with open_client(api_settings) as test_client:
         yield test_client
 

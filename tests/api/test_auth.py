@@ -37,16 +37,9 @@ ADMIN_ROUTES = [
 ]
 PROTECTED = READ_ROUTES + WRITE_ROUTES + ADMIN_ROUTES
 
+# Every test here only reads what it made itself: one database and one app for the module.
+pytestmark = pytest.mark.shared_app
 
-@pytest.fixture(scope="module")
-def database_url(shared_database_url: str) -> str:
-    """Every test here only reads what it made itself: one database for the module."""
-    return shared_database_url
-
-
-@pytest.fixture(scope="module")
-def client(shared_client):
-    return shared_client
 
 
 def _call(client, method: str, path: str, body, headers: dict[str, str] | None = None):

@@ -22,16 +22,8 @@ from tests.api.conftest import (
 UUID0 = "00000000-0000-0000-0000-000000000000"
 OK = "The on-call rotation changes every Monday at nine."
 
-
-@pytest.fixture(scope="module")
-def database_url(shared_database_url: str) -> str:
-    """Error paths write nothing, so one database serves the whole module."""
-    return shared_database_url
-
-
-@pytest.fixture(scope="module")
-def client(shared_client):
-    return shared_client
+# Error paths write nothing, so one database and one app serve the whole module.
+pytestmark = pytest.mark.shared_app
 
 
 @pytest.fixture(scope="module")
@@ -221,7 +213,7 @@ def test_empty_content_is_400(rejected, content, code):
 
 
 def test_content_above_memory_max_chars_is_400(rejected, client):
-    limit = client.app.state.settings.memory_max_chars
+    limit = client.app_state["settings"].memory_max_chars
     error = rejected("POST", "/api/v1/memory", 400, "invalid_input",
                      json={"content": "a" * (limit + 1)})
     assert error["details"]["limit"] == limit

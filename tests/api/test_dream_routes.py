@@ -1,47 +1,37 @@
 """/internal/memory/dreams (admin): list, launch through Dagster, roll back.
 
 Dream rows come from the demo workspace and the real engine (extractive model). The launch
-tests replace ``memory_platform.orchestration.launch.launch_dream_run`` with a recorder (the
-route's contract with the launcher: settings, partition keys, model, dry run -> run id); the
-last test launches for real when the launcher exists.
+tests give the app a recording launcher (the route's contract with the launcher: settings,
+partition keys, model, dry run -> a launched run), behind the composition root's database
+check; the last test launches for real through the app `memory-platform api` serves.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import socket
-import sys
 import time
-import types
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import psycopg
 import pytest
 from pgvector.psycopg import register_vector
+from starlette.testclient import TestClient
 
 from memory_platform import demo
+from memory_platform.cli.serve import create_api_app, same_database_only
 from memory_platform.dreaming.engine import run_dream_partition
 from memory_platform.dreaming.partitions import Partition
 from memory_platform.ledger import assertions as ledger
+from memory_platform.orchestration.home import dagster_instance
 from memory_platform.settings import Settings, get_settings
 from tests.api.conftest import ADMIN, READ, WRITE, assert_error, bearer, open_client
+from tests.api.launching import RecordingLauncher
 from tests.conftest import drop_database
 
-LAUNCHER = "memory_platform.orchestration.launch"
-
-
-@pytest.fixture(scope="module")
-def database_url(shared_database_url: str) -> str:
-    """One database for the module: every test works in instances of its own."""
-    return shared_database_url
-
-
-@pytest.fixture
-def client(shared_client):
-    return shared_client
+# One database and one app for the module: every test works in instances of its own.
+pytestmark = pytest.mark.shared_app
 
 
 @pytest.fixture
@@ -80,19 +70,6 @@ def dream_all(conn, settings: Settings, report) -> list:
             for p in report.eligible]
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.calls: list[dict[str, Any]] = []
-        self.error: Exception | None = None
-
-    def __call__(self, settings, partition_keys, *, model=None, dry_run=False):
-        self.calls.append({"settings": settings, "partitions": list(partition_keys),
-                           "model": model, "dryRun": dry_run})
-        if self.error is not None:
-            raise self.error
-        return types.SimpleNamespace(run_id=f"run-{len(self.calls)}", mode="queued")
-
-
 def clean_environment(monkeypatch, **values: str) -> None:
     """Only ``values`` among the MEMORY_* variables; the settings cache cleared."""
     for name in [n for n in os.environ if n.startswith(("MEMORY_", "OPENAI_"))
@@ -104,26 +81,19 @@ def clean_environment(monkeypatch, **values: str) -> None:
 
 
 @pytest.fixture
-def launcher(monkeypatch, database_url) -> Iterator[Recorder]:
-    """A recording launch_dream_run, on the real launcher module when it exists, else on a
-    stand-in module of that name; the process environment names the app's database (as in
-    a deployment, where the API and the Dagster runs read the same MEMORY_* settings)."""
+def launcher(monkeypatch, database_url) -> Iterator[RecordingLauncher]:
+    """A recording launcher; the process environment names the app's database (as in a
+    deployment, where the API and the Dagster runs read the same MEMORY_* settings)."""
     clean_environment(monkeypatch, MEMORY_DATABASE_URL=database_url)
-    recorder = Recorder()
-    try:
-        module = importlib.import_module(LAUNCHER)
-    except ImportError:
-        module = types.ModuleType(LAUNCHER)
-        try:
-            importlib.import_module("memory_platform.orchestration")
-        except ImportError:
-            parent = types.ModuleType("memory_platform.orchestration")
-            parent.__path__ = []  # type: ignore[attr-defined]
-            monkeypatch.setitem(sys.modules, "memory_platform.orchestration", parent)
-        monkeypatch.setitem(sys.modules, LAUNCHER, module)
-    monkeypatch.setattr(module, "launch_dream_run", recorder, raising=False)
-    yield recorder
+    yield RecordingLauncher()
     get_settings.cache_clear()
+
+
+@pytest.fixture
+def launch_client(api_settings: Settings, launcher: RecordingLauncher):
+    """An app whose launcher is the recorder behind the composition root's database check."""
+    with open_client(api_settings, launcher=same_database_only(launcher)) as test_client:
+        yield test_client
 
 
 # --- auth ----------------------------------------------------------------------------------
@@ -193,11 +163,11 @@ def test_list_of_an_instance_without_dreams_is_empty(client, admin):
 
 
 def test_launch_all_eligible_hands_the_instances_partitions_to_dagster(
-        client, admin, conn, api_settings, launcher, instance, other):
+        launch_client, admin, conn, api_settings, launcher, instance, other):
     report = seed(conn, api_settings, instance)
     seed(conn, api_settings, other)
-    response = client.post("/internal/memory/dreams", headers=admin,
-                           json={"allEligible": True, "model": "extractive", "dryRun": True})
+    response = launch_client.post("/internal/memory/dreams", headers=admin,
+                                  json={"allEligible": True, "model": "extractive", "dryRun": True})
     assert response.status_code == 202, response.text
     assert response.json() == {"runId": "run-1",
                                "partitions": [p.partition_key for p in report.eligible],
@@ -209,11 +179,11 @@ def test_launch_all_eligible_hands_the_instances_partitions_to_dagster(
     assert call["settings"].database_url == api_settings.database_url
 
 
-def test_launch_one_partition(client, admin, conn, api_settings, launcher, instance):
+def test_launch_one_partition(launch_client, admin, conn, api_settings, launcher, instance):
     seed(conn, api_settings, instance)
     key = Partition(instance, "private", "dora").partition_key
-    response = client.post("/internal/memory/dreams", headers=admin,
-                           json={"partition": key, "allEligible": False, "model": None})
+    response = launch_client.post("/internal/memory/dreams", headers=admin,
+                                  json={"partition": key, "allEligible": False, "model": None})
     assert response.status_code == 202, response.text
     assert response.json() == {"runId": "run-1", "partitions": [key], "model": None,
                                "dryRun": False, "mode": "queued"}
@@ -221,13 +191,14 @@ def test_launch_one_partition(client, admin, conn, api_settings, launcher, insta
     # A non-canonical spelling of the same key is launched under its canonical form.
     channel = Partition(instance, "channel", demo.SLACK_THREAD).partition_key
     spelled = channel.replace("C05PLATFORM", "C05PLATFOR%4D")
-    response = client.post("/internal/memory/dreams", headers=admin,
-                           json={"partition": spelled})
+    response = launch_client.post("/internal/memory/dreams", headers=admin,
+                                  json={"partition": spelled})
     assert response.status_code == 202 and response.json()["partitions"] == [channel]
 
 
-def test_launch_with_nothing_eligible_launches_nothing(client, admin, launcher):
-    response = client.post("/internal/memory/dreams", headers=admin, json={"allEligible": True})
+def test_launch_with_nothing_eligible_launches_nothing(launch_client, admin, launcher):
+    response = launch_client.post("/internal/memory/dreams", headers=admin,
+                                  json={"allEligible": True})
     assert response.status_code == 200, response.text
     assert response.json() == {"runId": None, "partitions": [], "model": None,
                                "dryRun": False, "mode": None}
@@ -246,17 +217,19 @@ def test_launch_with_nothing_eligible_launches_nothing(client, admin, launcher):
     {"allEligible": True, "partitions": []},
     {"partition": ""},
 ])
-def test_launch_validates_its_body(client, admin, body, launcher):
-    assert_error(client.post("/internal/memory/dreams", headers=admin, json=body), 400,
+def test_launch_validates_its_body(launch_client, admin, body, launcher):
+    assert_error(launch_client.post("/internal/memory/dreams", headers=admin, json=body), 400,
                  "validation_error")
     assert launcher.calls == []
 
 
 def test_launch_refuses_malformed_foreign_and_unknown_partitions(
-        client, admin, conn, api_settings, launcher, instance, other):
+        launch_client, admin, conn, api_settings, launcher, instance, other):
     seed(conn, api_settings, instance)
     seed(conn, api_settings, other)
-    post = lambda body: client.post("/internal/memory/dreams", headers=admin, json=body)  # noqa: E731
+    def post(body):
+        return launch_client.post("/internal/memory/dreams", headers=admin, json=body)
+
     assert_error(post({"partition": f"{instance}/team"}), 400, "invalid_partition")
     assert_error(post({"partition": f"{instance}/galaxy/x"}), 400, "invalid_partition")
     assert_error(post({"allEligible": True, "model": "gpt 4"}), 400, "validation_error")
@@ -267,24 +240,35 @@ def test_launch_refuses_malformed_foreign_and_unknown_partitions(
     assert launcher.calls == []
 
 
-def test_launch_failures_are_reported_not_hidden(client, admin, conn, api_settings,
-                                                 launcher, monkeypatch, instance):
+def test_launch_failures_are_reported_not_hidden(launch_client, admin, conn, api_settings,
+                                                 launcher, instance):
     seed(conn, api_settings, instance)
     launcher.error = RuntimeError("dagster instance unreachable")
-    response = client.post("/internal/memory/dreams", headers=admin, json={"allEligible": True})
+    response = launch_client.post("/internal/memory/dreams", headers=admin,
+                                  json={"allEligible": True})
     error = assert_error(response, 503, "launch_failed")
     assert "dagster instance unreachable" in error["message"]
-    monkeypatch.setitem(sys.modules, LAUNCHER, None)     # the launcher cannot be imported
+    assert error["details"]["partitions"] == launcher.calls[0]["partitions"]
+
+
+def test_an_app_without_a_launcher_answers_launches_503(client, admin, conn, api_settings,
+                                                        instance):
+    seed(conn, api_settings, instance)
     response = client.post("/internal/memory/dreams", headers=admin, json={"allEligible": True})
-    assert_error(response, 503, "orchestration_unavailable")
+    error = assert_error(response, 503, "launch_unavailable")
+    assert "memory-platform api" in error["message"]
+    nothing = client.post("/internal/memory/dreams", headers=admin,
+                          json={"partition": f"{instance}/private/nobody"})
+    assert_error(nothing, 404, "unknown_partition")
 
 
-def test_launch_refuses_when_dagster_would_use_another_database(client, admin, conn,
+def test_launch_refuses_when_dagster_would_use_another_database(launch_client, admin, conn,
                                                                api_settings, launcher,
                                                                monkeypatch, instance):
     seed(conn, api_settings, instance)
     clean_environment(monkeypatch)          # the runs would dream the default database
-    response = client.post("/internal/memory/dreams", headers=admin, json={"allEligible": True})
+    response = launch_client.post("/internal/memory/dreams", headers=admin,
+                                  json={"allEligible": True})
     error = assert_error(response, 409, "orchestration_settings_mismatch")
     assert "memory-platform dream run" in error["message"]
     assert launcher.calls == []
@@ -352,7 +336,6 @@ def test_launch_through_the_real_dagster_launcher(server_url, shared_database_ur
     in the API process); the run materialises the partition and its dream row names the
     Dagster run id. The run worker reads its settings from the environment, as in a
     deployment, so the environment says what the app's settings say."""
-    launch = pytest.importorskip(LAUNCHER)
     from dagster import DagsterRunStatus
 
     from memory_platform.resources import close_pools
@@ -368,7 +351,7 @@ def test_launch_through_the_real_dagster_launcher(server_url, shared_database_ur
     settings = get_settings()
     admin = bearer(make_key("anna", (ADMIN,), instance=instance))
     try:
-        with open_client(settings) as client, \
+        with TestClient(create_api_app(), raise_server_exceptions=False) as client, \
                 psycopg.connect(shared_database_url, autocommit=True) as conn:
             register_vector(conn)
             report = seed(conn, settings, instance)
@@ -380,7 +363,7 @@ def test_launch_through_the_real_dagster_launcher(server_url, shared_database_ur
             body = response.json()
             assert body["partitions"] == [key] and body["mode"] == "in_process"
             run_id = body["runId"]
-            dagster = launch.dagster_instance(settings)
+            dagster = dagster_instance(settings)
             try:
                 deadline = time.monotonic() + 60
                 run = dagster.get_run_by_id(run_id)

@@ -26,6 +26,14 @@ def _events(database_url: str) -> list[tuple[str, str, str]]:
             " ORDER BY id").fetchall()
 
 
+def _injected(client, headers: dict[str, str], run_id: str) -> str:
+    """A stored memory's assertion, reported injected in ``run_id``; its id."""
+    assertion = store(client, headers, FACT)["assertionId"]
+    client.post("/api/v1/feedback/injected",
+                json={"runId": run_id, "assertionIds": [assertion]}, headers=headers)
+    return assertion
+
+
 def test_injected_records_one_event_per_run_and_moves_the_counter(client, alice, database_url):
     assertion = store(client, alice, FACT)["assertionId"]
     body = {"runId": "run-1", "assertionIds": [assertion]}
@@ -39,9 +47,7 @@ def test_injected_records_one_event_per_run_and_moves_the_counter(client, alice,
 
 
 def test_cited_records_the_assertions_the_answer_reused(client, alice, database_url):
-    assertion = store(client, alice, FACT)["assertionId"]
-    client.post("/api/v1/feedback/injected",
-                json={"runId": "run-2", "assertionIds": [assertion]}, headers=alice)
+    assertion = _injected(client, alice, "run-2")
     response = client.post(
         "/api/v1/feedback/cited",
         json={"runId": "run-2",
@@ -54,9 +60,7 @@ def test_cited_records_the_assertions_the_answer_reused(client, alice, database_
 
 
 def test_cited_without_overlap_records_nothing(client, alice, database_url):
-    assertion = store(client, alice, FACT)["assertionId"]
-    client.post("/api/v1/feedback/injected",
-                json={"runId": "run-3", "assertionIds": [assertion]}, headers=alice)
+    assertion = _injected(client, alice, "run-3")
     response = client.post("/api/v1/feedback/cited",
                            json={"runId": "run-3", "responseText": "The weather is nice."},
                            headers=alice)
@@ -82,9 +86,7 @@ def test_injected_ignores_assertions_the_key_cannot_see(client, alice, make_key,
 
 def test_cited_never_counts_another_instances_run(client, alice, make_key, database_url):
     acme = bearer(make_key("alice", ALL_SCOPES, instance="acme"))
-    assertion = store(client, acme, FACT)["assertionId"]
-    client.post("/api/v1/feedback/injected",
-                json={"runId": "shared-run", "assertionIds": [assertion]}, headers=acme)
+    assertion = _injected(client, acme, "shared-run")
     response = client.post(
         "/api/v1/feedback/cited",
         json={"runId": "shared-run",

@@ -6,7 +6,7 @@ import uuid
 
 import psycopg
 
-from tests.api.conftest import ALL_SCOPES, bearer, row_counts, store
+from tests.api.conftest import ALL_SCOPES, bearer, make_settings, open_client, row_counts, store
 
 FACT = "The nightly backup of the billing database runs at 02:30 UTC."
 
@@ -117,3 +117,26 @@ def test_a_workspace_memory_waits_for_review_before_anyone_recalls_it(client, al
     created = store(client, alice, FACT, visibility="workspace")
     assert created["assertionStatus"] == "candidate"
     assert client.get(f"/api/v1/memory/{created['id']}", headers=alice).status_code == 404
+
+
+def test_the_default_result_count_is_memory_retrieval_top_k(monkeypatch, database_url,
+                                                            tmp_path, make_key):
+    monkeypatch.setenv("MEMORY_RETRIEVAL_TOP_K", "3")
+    settings = make_settings(database_url, tmp_path / "state")
+    assert settings.retrieval_top_k == 3
+    headers = bearer(make_key("alice", ALL_SCOPES))
+    with open_client(settings) as client:
+        for weekday in ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday"):
+            store(client, headers, f"The {weekday} backup of the billing database is full.")
+
+        def search(**limit: int) -> list:
+            response = client.get("/api/v1/memory", headers=headers,
+                                  params={"query": "billing database backup", **limit})
+            return response.json()["results"]
+
+        assert len(search(limit=5)) == 5
+        assert len(search()) == 3
+        operation = client.get("/openapi.json").json()["paths"]["/api/v1/memory"]["get"]
+    (limit,) = [p for p in operation["parameters"] if p["name"] == "limit"]
+    assert limit["in"] == "query" and not limit["required"]
+    assert "MEMORY_RETRIEVAL_TOP_K" in limit["schema"]["description"]

@@ -6,15 +6,12 @@ import re
 import uuid
 
 import pytest
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from tests.api.conftest import store
 
-
-@pytest.fixture(scope="module")
-def database_url(shared_database_url: str) -> str:
-    """Each test has its own app (and so its own counters); the database can be shared."""
-    return shared_database_url
+# Each test has its own app (and so its own counters); the database can be shared.
+pytestmark = pytest.mark.shared_database
 
 
 def _sample(text: str, name: str, **labels: str) -> float | None:
@@ -61,11 +58,13 @@ def test_metrics_expose_pool_gauges(client):
     assert client.get("/metrics").headers["content-type"].startswith("text/plain")
 
 
-def _app_operations(app) -> set[tuple[str, str]]:
+def _app_operations(routes, prefix: str = "") -> set[tuple[str, str]]:
     operations = set()
-    for route in app.routes:
-        if isinstance(route, Route) and route.path != "/openapi.json":
-            path = re.sub(r"\{(\w+):\w+\}", r"{\1}", route.path)
+    for route in routes:
+        if isinstance(route, Mount):
+            operations |= _app_operations(route.routes, prefix + route.path)
+        elif isinstance(route, Route) and route.path != "/openapi.json":
+            path = re.sub(r"\{(\w+):\w+\}", r"{\1}", prefix + route.path)
             operations |= {(m.lower(), path) for m in route.methods or () if m != "HEAD"}
     return operations
 
@@ -73,7 +72,7 @@ def _app_operations(app) -> set[tuple[str, str]]:
 def test_openapi_lists_every_route(client):
     document = client.get("/openapi.json").json()
     listed = {(method, path) for path, item in document["paths"].items() for method in item}
-    assert listed == _app_operations(client.app)
+    assert listed == _app_operations(client.app.routes)
 
 
 def test_openapi_marks_every_protected_operation_with_bearer_security_and_errors(client):
@@ -85,3 +84,14 @@ def test_openapi_marks_every_protected_operation_with_bearer_security_and_errors
             assert ("security" in operation) == protected, path
             if protected:
                 assert {"400", "401", "403"} <= set(operation["responses"]), path
+
+
+def test_openapi_describes_the_answer_of_every_api_operation(client):
+    document = client.get("/openapi.json").json()
+    for path, item in document["paths"].items():
+        if path.startswith(("/api/", "/internal/")):
+            for method, operation in item.items():
+                (success,) = [r for code, r in operation["responses"].items()
+                              if code.startswith("2")]
+                assert "$ref" in success["content"]["application/json"]["schema"], \
+                    (method, path)

@@ -12,14 +12,23 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
-from tests.api.conftest import bearer
+from tests.api.conftest import bearer, open_client
+from tests.api.launching import RecordingLauncher
 
 EXAMPLES = 15
+
+
+@pytest.fixture
+def client(api_settings):
+    """The app with a launcher, so a generated launch request reaches it."""
+    with open_client(api_settings, launcher=RecordingLauncher()) as test_client:
+        yield test_client
 
 
 def _request(case, token: str) -> dict[str, Any]:

@@ -10,15 +10,7 @@ import pytest
 
 from tests.api.conftest import assert_error, row_counts
 
-
-@pytest.fixture(scope="module")
-def database_url(shared_database_url: str) -> str:
-    return shared_database_url
-
-
-@pytest.fixture(scope="module")
-def client(shared_client):
-    return shared_client
+pytestmark = pytest.mark.shared_app
 
 
 @pytest.mark.parametrize("body", [

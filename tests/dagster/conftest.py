@@ -15,10 +15,11 @@ from dagster import DagsterInstance, instance_for_test
 from pgvector.psycopg import register_vector
 
 from memory_platform.access import AccessContext
-from memory_platform.assets.partitions import AUDIENCES
+from memory_platform.db.connection import close_process_pools
 from memory_platform.dreaming.model import clear_model_cache
 from memory_platform.dreaming.partitions import Partition
-from memory_platform.resources import close_pools, default_resources
+from memory_platform.orchestration.partitions import AUDIENCES
+from memory_platform.resources import default_resources
 from memory_platform.settings import Settings, get_settings
 from tests.conftest import drop_database
 from tests.dreaming.support import HUMAN_FACT, TEAM_SESSIONS, remember
@@ -72,7 +73,7 @@ def settings(database_url: str, dagster_database: str, tmp_path: Path,
                                 dagster_database_name=env["MEMORY_DAGSTER_DATABASE_NAME"],
                                 _env_file=None)  # type: ignore[call-arg]
     yield settings
-    close_pools()
+    close_process_pools()
     get_settings.cache_clear()
     clear_model_cache()
 

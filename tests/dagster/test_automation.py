@@ -8,15 +8,18 @@ from datetime import UTC, datetime, timedelta
 from dagster import SensorResult, SkipReason, build_schedule_context, build_sensor_context
 
 from memory_platform.access import AccessContext
-from memory_platform.assets.partitions import AUDIENCES
+from memory_platform.assets.dreaming import BATCH_OP
 from memory_platform.definitions import build_definitions
 from memory_platform.dreaming.engine import run_dream_partition
 from memory_platform.dreaming.partitions import Partition
 from memory_platform.dreaming.runs import start_dream
-from memory_platform.orchestration.jobs import BATCH_OP
+from memory_platform.orchestration.partitions import AUDIENCES
 from memory_platform.projection.outbox import enqueue_assertion_projection
-from memory_platform.sensors.dreaming import audience_partitions_sensor, daily_dreaming_schedule
-from memory_platform.sensors.maintenance import outbox_sensor, stale_dream_reconciler
+from memory_platform.sensors.dreaming import (
+    audience_partitions_sensor,
+    build_daily_dreaming_schedule,
+)
+from memory_platform.sensors.maintenance import build_outbox_sensor, build_stale_dream_reconciler
 from memory_platform.settings import get_settings
 from tests.dagster.conftest import add_partitions, new_instance_key, seed_private, seed_team
 from tests.dreaming.support import remember
@@ -100,9 +103,10 @@ def test_sensor_bounds_each_tick_and_resumes_from_its_cursor(
 
 def evaluate_schedule(instance, resources, when: datetime):
     # `with`: the context resets Dagster's current-instance context variable on exit.
+    schedule = build_daily_dreaming_schedule(get_settings())
     with build_schedule_context(instance=instance, scheduled_execution_time=when,
                                 resources=resources) as context:
-        return daily_dreaming_schedule.evaluate_tick(context)
+        return schedule.evaluate_tick(context)
 
 
 def test_schedule_requests_due_partitions_and_reports_the_ones_under_threshold(
@@ -148,6 +152,7 @@ def test_schedule_skips_when_nothing_meets_its_thresholds_and_says_why(
 def test_outbox_sensor_launches_the_worker_only_when_work_is_due(
         db, settings, resources, instance):
     key = new_instance_key()
+    outbox_sensor = build_outbox_sensor(settings)
     assert isinstance(sense(outbox_sensor, instance, resources), SkipReason)
     fact = remember(db, settings, AccessContext(key, user_id="ada"),
                     "The staging database is restored every Sunday night.",
@@ -174,8 +179,9 @@ def test_reconciler_fails_stale_running_dreams_on_its_tick(db, settings, resourc
     db.execute("UPDATE agent_memory_dreams SET heartbeat_at = now() - interval '2 hours'"
                " WHERE id = %s", (dream_id,))
 
-    first = sense(stale_dream_reconciler, instance, resources)
-    second = sense(stale_dream_reconciler, instance, resources)
+    reconciler = build_stale_dream_reconciler(settings)
+    first = sense(reconciler, instance, resources)
+    second = sense(reconciler, instance, resources)
 
     assert "reconciled 1 stale" in first.skip_message
     assert second.skip_message == "no stale running dream"

@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections import Counter
 
 from dagster import AssetKey, IntMetadataValue, TextMetadataValue
-from psycopg.rows import dict_row
 
-from memory_platform.assets.partitions import AUDIENCES
+from memory_platform.assets.dreaming import batch_run_config
 from memory_platform.definitions import build_definitions
 from memory_platform.dreaming.model import set_dreaming_model
-from memory_platform.orchestration.jobs import batch_run_config
+from memory_platform.dreaming.partitions import Partition
+from memory_platform.dreaming.runs import dreams_of_run
+from memory_platform.orchestration.partitions import AUDIENCES
 from tests.dagster.conftest import new_instance_key, seed_private, seed_team
 
 
@@ -19,12 +20,6 @@ def run_batch(instance, resources, keys, **config):
     job = build_definitions(resources).resolve_job_def("dream_batch")
     return job.execute_in_process(run_config=batch_run_config(keys, **config),
                                   instance=instance, raise_on_error=False)
-
-
-def dreams_of_run(db, run_id):
-    with db.cursor(row_factory=dict_row) as cur:
-        return cur.execute("SELECT * FROM agent_memory_dreams WHERE dagster_run_id = %s",
-                           (run_id,)).fetchall()
 
 
 def test_batch_job_writes_one_dream_row_and_one_set_of_materialisations_per_partition(
@@ -70,5 +65,21 @@ def test_a_failing_partition_does_not_stop_the_batch(db, settings, resources, in
     materialised = {e.partition for e in result.all_events
                     if e.event_type_value == "ASSET_MATERIALIZATION"}
     assert materialised == {good.partition_key}
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "1 problem(s) in 2 partition(s)" in failure.event_specific_data.error.message
+
+
+def test_a_batch_refuses_a_partition_unknown_to_the_database_and_dreams_the_others(
+        db, settings, resources, instance):
+    good = seed_team(db, settings, new_instance_key())
+    typo = Partition(good.instance_key, "team", "nope").partition_key
+
+    result = run_batch(instance, resources, [typo, good.partition_key])
+
+    assert not result.success
+    rows = dreams_of_run(db, result.run_id)
+    assert [(row["partition_key"], row["status"]) for row in rows] == [
+        (good.partition_key, "completed")]
+    assert typo not in instance.get_dynamic_partitions(AUDIENCES)
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
     assert "1 problem(s) in 2 partition(s)" in failure.event_specific_data.error.message

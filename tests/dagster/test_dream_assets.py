@@ -17,6 +17,8 @@ from psycopg.rows import dict_row
 from memory_platform.assets.dreaming import dream_audience, dream_checks
 from memory_platform.assets.ledger import ledger_tables
 from memory_platform.dreaming.model import set_dreaming_model
+from memory_platform.dreaming.partitions import Partition
+from memory_platform.orchestration.keys import DREAM_ASSETS
 from memory_platform.resources import MaintenanceModelResource
 from tests.dagster.conftest import (
     add_partitions,
@@ -27,8 +29,6 @@ from tests.dagster.conftest import (
 from tests.dreaming.support import HUMAN_FACT
 
 ALL = [*ledger_tables, dream_audience, *dream_checks]
-DREAM_ASSETS = ["dream_inputs", "dream_proposals", "dream_assertions",
-                "assertion_projections", "wiki_proposals"]
 
 
 def materialise(instance, resources, partition, **config):
@@ -65,7 +65,7 @@ def test_one_partition_materialises_every_dream_asset_with_metadata_and_passing_
     (row,) = dream_rows(db, partition.instance_key)
     assert row["status"] == "completed" and row["dagster_run_id"] == result.run_id
     meta = materialisations(result)
-    assert list(meta) == DREAM_ASSETS
+    assert list(meta) == list(DREAM_ASSETS)
     for asset in DREAM_ASSETS:
         assert meta[asset]["dream_id"] == TextMetadataValue(str(row["id"]))
         assert meta[asset]["model"] == TextMetadataValue("extractive")
@@ -178,3 +178,22 @@ def test_a_failed_dream_fails_the_step_and_names_the_dream(db, settings, resourc
     assert row["status"] == "failed" and row["model"] == "gpt-unreachable"
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
     assert str(row["id"]) in failure.event_specific_data.error.message
+
+
+def test_a_partition_unknown_to_the_database_fails_with_a_clear_message(
+        db, settings, resources, instance):
+    # As if typed into the launch dialog's "Add a partition": Dagster knows it, the
+    # database has nothing for it.
+    typo = Partition(new_instance_key(), "team", "nope")
+    add_partitions(instance, typo)
+
+    result = materialize(ALL, instance=instance, resources=resources,
+                         partition_key=typo.partition_key, selection=[dream_audience],
+                         raise_on_error=False)
+
+    assert not result.success
+    assert materialisations(result) == {}
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    assert f"no memories or dreams in partition {typo.partition_key!r}" in \
+        failure.event_specific_data.error.message
+    assert dream_rows(db, typo.instance_key) == []

@@ -1,17 +1,23 @@
-"""`memory-platform dream run` and launch_dream_run: Dreams through Dagster against the
-platform's own instance (DAGSTER_HOME from the settings, run storage in PostgreSQL), so the
-runs are in the UI's run list."""
+"""`memory-platform dream run`, `dream partitions` and launch_dream_run: Dreams through Dagster
+against the platform's own instance (DAGSTER_HOME from the settings, run storage in
+PostgreSQL), so the runs are in the UI's run list; unknown partitions are refused, and the
+CLI says why a Dream was skipped or failed."""
 
 from __future__ import annotations
 
 import json
 import time
 
+import pytest
 from click.testing import CliRunner
 from dagster import AssetKey, DagsterRunStatus
 
 from memory_platform.cli import main
-from memory_platform.orchestration.launch import dagster_instance, launch_dream_run
+from memory_platform.dreaming.partitions import Partition
+from memory_platform.errors import NotFound
+from memory_platform.launch import launch_dream_run
+from memory_platform.orchestration.home import dagster_instance
+from memory_platform.orchestration.partitions import AUDIENCES
 from tests.dagster.conftest import new_instance_key, seed_private, seed_team
 
 
@@ -103,3 +109,99 @@ def test_background_runs_of_one_process_do_not_deadlock(db, settings):
             [DagsterRunStatus.SUCCESS] * 3
     finally:
         instance.dispose()
+
+
+# --- what an operator is told ----------------------------------------------------------------
+
+
+def audience_partitions(settings) -> list[str]:
+    instance = dagster_instance(settings)
+    try:
+        return instance.get_dynamic_partitions(AUDIENCES)
+    finally:
+        instance.dispose()
+
+
+def test_dream_run_refuses_an_unknown_partition_and_adds_no_dagster_partition(db, settings):
+    team = seed_team(db, settings, new_instance_key())
+    typo = Partition(team.instance_key, "team", "nope").partition_key
+
+    result = CliRunner().invoke(main, ["dream", "run", "--partition", typo])
+
+    assert result.exit_code == 1, result.output
+    assert f"no memories or dreams in partition {typo!r}" in result.output
+    assert "memory-platform dream partitions" in result.output
+    assert typo not in audience_partitions(settings)
+    assert db.execute("SELECT count(*) FROM agent_memory_dreams WHERE instance_key = %s",
+                      (team.instance_key,)).fetchone()[0] == 0
+
+
+def test_dream_run_refuses_a_malformed_partition_key(settings):
+    result = CliRunner().invoke(main, ["dream", "run", "--partition", "only-two/parts"])
+
+    assert result.exit_code == 2
+    assert "malformed partition key" in result.output
+
+
+def test_the_launcher_refuses_an_unknown_partition_before_dagster_sees_it(db, settings):
+    unknown = Partition(new_instance_key(), "team", "nobody").partition_key
+
+    with pytest.raises(NotFound):
+        launch_dream_run(settings, [unknown], mode="in_process")
+
+    assert unknown not in audience_partitions(settings)
+
+
+def test_dream_run_says_why_a_dream_was_skipped(db, settings):
+    thin = seed_private(db, settings, new_instance_key(), "alice", count=2)
+
+    result = CliRunner().invoke(main, ["dream", "run", "--partition", thin.partition_key])
+
+    assert result.exit_code == 0, result.output
+    assert f"{thin.partition_key}: skipped dream " in result.output
+    assert "why: below_min_inputs: 2 eligible inputs; the partition needs 3" in result.output
+
+
+def test_dream_run_says_why_a_dream_failed_and_what_to_do_without_stack_traces(db, settings):
+    team = seed_team(db, settings, new_instance_key())
+
+    result = CliRunner().invoke(main, ["dream", "run", "--partition", team.partition_key,
+                                       "--model", "gpt-unreachable"])
+
+    assert result.exit_code == 1
+    assert f"{team.partition_key}: failed dream " in result.output
+    assert "why: model_unavailable: " in result.output
+    assert "MEMORY_MAINTENANCE_BASE_URL" in result.output
+    assert "Traceback" not in result.output and "dagster._core" not in result.output
+
+
+def test_dream_partitions_marks_unknown_partitions_and_removes_them(db, settings):
+    team = seed_team(db, settings, new_instance_key())
+    thin = seed_private(db, settings, team.instance_key, "bob", count=2)
+    typo = Partition(team.instance_key, "team", "nope").partition_key
+    instance = dagster_instance(settings)
+    try:
+        instance.add_dynamic_partitions(AUDIENCES, [typo, thin.partition_key])
+    finally:
+        instance.dispose()
+
+    listed = CliRunner().invoke(main, ["dream", "partitions", "--json"])
+
+    assert listed.exit_code == 0, listed.output
+    rows = {r["partition"]: r for r in json.loads(listed.stdout)}
+    assert rows[typo] == {"partition": typo, "dagster": True, "database": False}
+    assert rows[thin.partition_key] == {"partition": thin.partition_key, "dagster": True,
+                                        "database": True}
+    assert rows[team.partition_key] == {"partition": team.partition_key, "dagster": False,
+                                        "database": True}
+    table = CliRunner().invoke(main, ["dream", "partitions"]).output
+    assert f"--remove {typo}" in table
+
+    removed = CliRunner().invoke(main, ["dream", "partitions", "--remove", typo])
+
+    assert removed.exit_code == 0, removed.output
+    assert f"removed {typo}" in removed.output
+    remaining = audience_partitions(settings)   # the storage is shared by the session
+    assert typo not in remaining and thin.partition_key in remaining
+    again = CliRunner().invoke(main, ["dream", "partitions", "--remove", typo])
+    assert again.exit_code == 1 and "not a Dagster audience partition" in again.output

@@ -15,6 +15,7 @@ from memory_platform.access import AccessContext
 from memory_platform.llm.base import Completion, JsonRequest, ModelError
 from memory_platform.memories.store import MemoryWrite, StoredMemory, store_memory
 from memory_platform.settings import Settings
+from tests.support.tables import INSTANCE_TABLES
 
 # Sessions of a team and a direct human fact: the common input of the Dreaming tests.
 TEAM_SESSIONS = {
@@ -29,27 +30,12 @@ TEAM_SESSIONS = {
 }
 HUMAN_FACT = "The VAT filing for Mandant Nord is due on the tenth of each month."
 
-# Every table a Dream may write besides its own row, all keyed by instance.
-LEDGER_TABLES = (
-    "agent_memory_sources",
-    "agent_memories",
-    "agent_memory_chunks",
-    "agent_memory_assertions",
-    "agent_memory_assertion_evidence",
-    "agent_memory_assertion_reviews",
-    "agent_memory_assertion_conflicts",
-    "agent_memory_assertion_embeddings",
-    "agent_memory_relations",
-    "agent_memory_ingestion_outbox",
-    "wiki_change_proposals",
-)
-
 
 def counts(conn: psycopg.Connection, instance_key: str) -> dict[str, int]:
     query = sql.SQL("SELECT count(*) FROM {} WHERE instance_key = %s")
     return {table: conn.execute(query.format(sql.Identifier(table)),
                                 (instance_key,)).fetchone()[0]
-            for table in LEDGER_TABLES}
+            for table in INSTANCE_TABLES}
 
 
 def remember(conn, settings: Settings, ctx: AccessContext, content: str, *,

@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 
 from memory_platform.access import AccessContext
-from memory_platform.dreaming.engine import DreamLocked, rollback_dream, run_dream_partition
+from memory_platform.dreaming.engine import run_dream_partition
 from memory_platform.dreaming.lock import dream_lock
 from memory_platform.dreaming.partitions import Partition
+from memory_platform.dreaming.rollback import rollback_dream
+from memory_platform.errors import DreamLocked
 from memory_platform.ledger.assertions import record_decision
 from tests.dreaming.support import ScriptedModel, assertion, payload, remember
 

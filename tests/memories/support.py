@@ -12,36 +12,13 @@ from collections.abc import Sequence
 
 import numpy as np
 import psycopg
-from psycopg import sql
 
 from memory_platform.embeddings.base import EmbeddingError
-
-# Every table a memory write may touch, all keyed by instance.
-WRITE_TABLES = (
-    "agent_memory_sources",
-    "agent_memories",
-    "agent_memory_chunks",
-    "agent_memory_assertions",
-    "agent_memory_assertion_evidence",
-    "agent_memory_assertion_reviews",
-    "agent_memory_assertion_embeddings",
-    "agent_memory_embedding_generations",
-)
-
-
-def row_counts(conn: psycopg.Connection, instance_key: str) -> dict[str, int]:
-    """How many rows of ``instance_key`` each write-path table holds."""
-    return {
-        table: conn.execute(
-            sql.SQL("SELECT count(*) FROM {} WHERE instance_key = %s").format(
-                sql.Identifier(table)),
-            (instance_key,),
-        ).fetchone()[0]
-        for table in WRITE_TABLES
-    }
+from tests.support.tables import row_counts
 
 
 def nothing_written(conn: psycopg.Connection, instance_key: str) -> bool:
+    """Whether no ledger table holds a row of ``instance_key``."""
     return not any(row_counts(conn, instance_key).values())
 
 
@@ -53,6 +30,7 @@ class OutageEmbedder:
     dimensions = 1536
     preprocessing = "v1"
     strategy = "openai"
+    similarity_floor = 0.0
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         raise EmbeddingError("embeddings service unavailable (HTTP 503)")
@@ -69,6 +47,7 @@ class TinyLocalEmbedder:
     dimensions = 64
     preprocessing = "v1"
     strategy = "local"
+    similarity_floor = 0.0
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)

@@ -14,23 +14,12 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 from pgvector.psycopg import register_vector
-from psycopg.rows import dict_row
 
 from memory_platform.access import AccessContext, Audience
 from memory_platform.embeddings.generations import index_name
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
 from memory_platform.ledger.assertions import ensure_assertion
-from memory_platform.memories import bulk
-from memory_platform.memories.bulk import (
-    MalformedLine,
-    NumberedRow,
-    _loader_of,
-    _Row,
-    context_from_row,
-    import_memories,
-    read_jsonl,
-)
-from memory_platform.memories.bulk_indexes import (
+from memory_platform.memories.bulk import import_memories
+from memory_platform.memories.bulk.indexes import (
     BULK_INDEX_TABLES,
     FULLTEXT_INDEXES,
     drop_fulltext_indexes,
@@ -40,32 +29,24 @@ from memory_platform.memories.bulk_indexes import (
     repair_fulltext_indexes,
     repair_vector_index,
 )
+from memory_platform.memories.bulk.reader import (
+    MalformedLine,
+    NumberedRow,
+    context_from_row,
+    read_jsonl,
+)
 from memory_platform.memories.sharing import set_share_with_team
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.settings import Settings
-from memory_platform.text import content_hash
-from tests.memories.support import OutageEmbedder, row_counts
+from tests.memories.bulk_support import EMBEDDER, LOADER_ROWS, memories, run, snapshot
+from tests.memories.support import OutageEmbedder
+from tests.support.tables import row_counts
 
-EMBEDDER = HashEmbeddingProvider(32)
 KEY = "hash:feature-hash-v1:32:v1"
 LONG_FACT = " ".join(
     f"Satz {i}: Der Mandant Nordlicht reicht die Belege für Position {i} bis Freitag ein."
     for i in range(20)
 )
-
-
-def run(conn, settings, instance, rows, **kwargs):
-    kwargs.setdefault("embedder", EMBEDDER)
-    kwargs.setdefault("rebuild_index", False)
-    return import_memories(conn, settings, context_from_row(instance), rows, **kwargs)
-
-
-def memories(conn, instance) -> list[dict[str, Any]]:
-    with conn.cursor(row_factory=dict_row) as cur:
-        # (the audience too: concurrent loaders may store same-text rows in another order)
-        return cur.execute("SELECT * FROM agent_memories WHERE instance_key = %s ORDER BY"
-                           " content, subject_key, visibility_scope, audience_key",
-                           (instance,)).fetchall()
 
 
 # --- the same rules as store_memory ------------------------------------------------------------
@@ -105,53 +86,6 @@ def _write_one_by_one(conn, settings, instance, rows):
         ), embedder=EMBEDDER)
 
 
-def _snapshot(conn, instance) -> list[dict[str, Any]]:
-    """Every row a memory write produced, without ids, timestamps and the instance key."""
-    def clean(row: dict[str, Any] | None) -> dict[str, Any] | None:
-        if row is None:
-            return None
-        out = {}
-        for key, value in row.items():
-            if key in ("id", "created_at", "updated_at", "memory_id", "source_id",
-                       "assertion_id", "generation_id", "instance_key", "source_key",
-                       "activated_at", "content_tsv", "assertion_tsv"):
-                continue
-            if value == instance:
-                value = "<instance>"
-            if key == "source_locator":
-                value = {k: v for k, v in value.items() if k != "memoryId"}
-            if key == "embedding" and value is not None:
-                value = [round(float(x), 6) for x in value.to_list()]
-            out[key] = value
-        return out
-
-    snapshot = []
-    with conn.cursor(row_factory=dict_row) as cur:
-        for memory in memories(conn, instance):
-            source = cur.execute("SELECT * FROM agent_memory_sources WHERE id = %s",
-                                 (memory["source_id"],)).fetchone()
-            chunks = cur.execute("SELECT * FROM agent_memory_chunks WHERE memory_id = %s"
-                                 " ORDER BY chunk_index", (memory["id"],)).fetchall()
-            assertion = cur.execute("SELECT * FROM agent_memory_assertions WHERE id = %s",
-                                    (memory["assertion_id"],)).fetchone()
-            evidence = cur.execute("SELECT * FROM agent_memory_assertion_evidence"
-                                   " WHERE assertion_id = %s", (memory["assertion_id"],)
-                                   ).fetchall()
-            reviews = cur.execute("SELECT decision, reviewer_kind, reason_code FROM"
-                                  " agent_memory_assertion_reviews WHERE assertion_id = %s"
-                                  " ORDER BY id", (memory["assertion_id"],)).fetchall()
-            vectors = cur.execute("SELECT * FROM agent_memory_assertion_embeddings"
-                                  " WHERE assertion_id = %s", (memory["assertion_id"],)
-                                  ).fetchall()
-            snapshot.append({
-                "memory": clean(memory), "source": clean(source),
-                "chunks": [clean(c) for c in chunks], "assertion": clean(assertion),
-                "evidence": sorted((clean(e) for e in evidence), key=repr), "reviews": reviews,
-                "assertion_vectors": [clean(v) for v in vectors],
-            })
-    return snapshot
-
-
 def test_imported_rows_equal_the_same_rows_written_through_store_memory(db, module_database_url,
                                                                         tmp_path):
     settings = Settings(database_url=module_database_url, _env_file=None)  # type: ignore[call-arg]
@@ -161,7 +95,7 @@ def test_imported_rows_equal_the_same_rows_written_through_store_memory(db, modu
     _write_one_by_one(db, settings, single_instance, PARITY_ROWS)
 
     assert stats.accepted == len(PARITY_ROWS) and not stats.rejected
-    imported, written = _snapshot(db, bulk_instance), _snapshot(db, single_instance)
+    imported, written = snapshot(db, bulk_instance), snapshot(db, single_instance)
     assert imported == written
     # and the rules did apply (not merely the same mistakes twice)
     by_content = {s["memory"]["content"]: s for s in imported}
@@ -222,7 +156,7 @@ def test_restated_facts_take_the_same_ledger_decisions_as_one_by_one_writes(
     _write_one_by_one(db, settings, single_instance, RESTATEMENTS)
 
     assert (stats.accepted, stats.deduplicated) == (6, 2)
-    assert _snapshot(db, bulk_instance) == _snapshot(db, single_instance)
+    assert snapshot(db, bulk_instance) == snapshot(db, single_instance)
     states = dict(db.execute(
         "SELECT assertion_text, status || '/' || review_state FROM agent_memory_assertions"
         " WHERE instance_key = %s AND audience_kind = 'team'", (bulk_instance,)).fetchall())
@@ -569,29 +503,6 @@ def test_fulltext_indexes_another_import_loads_without_are_left_to_it(
 
 # --- concurrent loaders ------------------------------------------------------------------------
 
-LOADER_ROWS = [
-    # an imported fact (pending), restated later by a person (activates it), repeated
-    # exactly (dedup), and the same text with other subject refs (same assertion)
-    {"content": "Nordlicht zahlt per Lastschrift.", "user_id": "anna", "visibility": "team",
-     "source_type": "fact"},
-    *[{"content": f"Notiz {i} zu Mandant M-{i % 7}.", "visibility": "workspace"}
-      for i in range(10)],
-    {"content": "Nordlicht zahlt per Lastschrift.", "user_id": "anna", "visibility": "team",
-     "source_type": "fact", "trust_class": "human_direct", "subject_refs": {"mandantId": "M-1"}},
-    {"content": "Notiz 3 zu Mandant M-3.", "visibility": "workspace"},
-    {"content": "nordlicht  ZAHLT per Lastschrift.", "user_id": "anna", "visibility": "team",
-     "source_type": "fact", "trust_class": "human_direct"},
-    *[{"content": f"Fakt {i}: Ablage im Ordner {i}.", "user_id": f"u{i % 3}",
-       "visibility": "team", "source_type": "fact", "trust_class": "human_direct"}
-      for i in range(8)],
-    {"content": "Fakt 2: Ablage im Ordner 2.", "user_id": "u2", "visibility": "team",
-     "source_type": "fact"},
-    {"content": "Notiz 9 zu Mandant M-2.", "visibility": "workspace",
-     "subject_refs": {"mandantId": "M-9"}},
-    {"content": "Notiz 9 zu Mandant M-2.", "visibility": "workspace"},
-]
-
-
 @pytest.mark.parametrize("batch_size", [1, 3, 7])
 def test_concurrent_loaders_end_in_the_state_of_a_single_loader(db, hash_settings, instance,
                                                                  batch_size):
@@ -602,27 +513,11 @@ def test_concurrent_loaders_end_in_the_state_of_a_single_loader(db, hash_setting
                    "assertions_created", "assertions_activated", "evidence", "batches"):
         assert getattr(many, field_) == getattr(single, field_), field_
     assert single.deduplicated == 4 and single.accepted == len(LOADER_ROWS) - 4
-    assert _snapshot(db, f"{instance}-x") == _snapshot(db, instance)
+    assert snapshot(db, f"{instance}-x") == snapshot(db, instance)
     # ... and a rerun deduplicates every row, whichever loader wrote it
     again = run(db, hash_settings, f"{instance}-x", LOADER_ROWS, batch_size=batch_size,
                 loaders=3)
     assert (again.accepted, again.deduplicated) == (0, len(LOADER_ROWS))
-
-
-def test_repeats_and_assertion_identities_meet_in_one_loader():
-    def row(content: str, subject: str = "") -> _Row:
-        r = _Row(1, {}, content, {}, "fact", "imported", "fact", None, {},
-                 content_hash(content), [])
-        r.ctx, r.audience, r.subject = AccessContext("i"), Audience("team", "i"), subject
-        return r
-
-    for count in (2, 3, 5):
-        for i in range(50):
-            text = f"Fakt {i} über Nordlicht."
-            loader = _loader_of(row(text), count)
-            assert _loader_of(row(f"  FAKT {i} über   nordlicht. "), count) == loader
-            assert _loader_of(row(text, subject="mandantid=M-1"), count) == loader
-    assert len({_loader_of(row(f"Fakt {i}."), 2) for i in range(50)}) == 2
 
 
 def test_a_row_the_database_refuses_is_rejected_alone_with_concurrent_loaders(
@@ -652,32 +547,6 @@ def test_a_failure_during_a_concurrent_load_keeps_the_committed_batches(db, hash
     assert _index_states(db) == {"hnsw"}
     assert all(fulltext_index_exists(db, name) for name in FULLTEXT_INDEXES)
     assert row_counts(db, instance)["agent_memories"] == 12  # the batches before the failure
-
-
-def test_worker_processes_prepare_what_a_thread_prepares(db, module_database_url, instance,
-                                                        monkeypatch):
-    def settings(processes: int) -> Settings:
-        return Settings(database_url=module_database_url, import_prepare_processes=processes,
-                        _env_file=None)  # type: ignore[call-arg]
-
-    used: list[int] = []
-    decide = bulk._prepare_processes
-    monkeypatch.setattr(bulk, "_prepare_processes",
-                        lambda *args: used.append(decide(*args)) or used[-1])
-    rows: list[Any] = [NumberedRow(i + 1, row) for i, row in enumerate(LOADER_ROWS)]
-    rows[5] = MalformedLine(6, "malformed JSON: test")
-    rows[9] = NumberedRow(10, {"content": "token: ghp_" + "a" * 36, "visibility": "workspace"})
-    threaded = run(db, settings(0), instance, rows, batch_size=2, loaders=1)
-    in_processes = run(db, settings(1), f"{instance}-p", iter(rows), batch_size=2, loaders=2)
-    assert used == [0, 1]
-    timing = {"load_seconds": 0, "seconds": 0, "rows_per_second": 0,
-              "load_rows_per_second": 0}
-    assert in_processes.as_dict() | timing == threaded.as_dict() | timing
-    assert [r.line for r in in_processes.rejected] == [6, 10]
-    assert _snapshot(db, f"{instance}-p") == _snapshot(db, instance)
-    # a short stream stays in a thread
-    run(db, settings(1), f"{instance}-s", iter(rows[:3]), batch_size=2)
-    assert used[-1] == 0
 
 
 def test_a_growing_import_refreshes_the_planner_statistics(db, hash_settings, instance):

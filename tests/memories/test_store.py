@@ -17,13 +17,9 @@ from memory_platform.memories.sharing import set_share_with_team
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.retrieval.memories import get_memory
 from memory_platform.retrieval.search import search_memories
-from tests.memories.support import (
-    OutageEmbedder,
-    TinyLocalEmbedder,
-    nothing_written,
-    row_counts,
-)
+from tests.memories.support import OutageEmbedder, TinyLocalEmbedder, nothing_written
 from tests.support.settings import hash_embedding_settings
+from tests.support.tables import row_counts
 
 FACT = "The VAT filing for Mandant Nord is due on the tenth of each month."
 

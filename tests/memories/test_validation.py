@@ -9,8 +9,9 @@ from memory_platform.access import AccessContext
 from memory_platform.errors import CredentialDetected, InvalidInput
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.settings import Settings
-from tests.memories.support import nothing_written, row_counts
+from tests.memories.support import nothing_written
 from tests.support.settings import hash_embedding_settings
+from tests.support.tables import row_counts
 
 PEM_BODY = "MIIEowIBAAKCAQEA7bq3Yx8mYl9kQ2vT5nLw3cZ0pRb6hJ1sXf4uG8eKa2dNq"
 OPENAI_KEY = "sk-proj-4f9XkQ2mZ8rT1vB7nL3wYc6HdJ5eRt0u"

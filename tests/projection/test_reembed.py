@@ -15,7 +15,7 @@ from memory_platform.access import AccessContext
 from memory_platform.embeddings.generations import active_generation
 from memory_platform.embeddings.hashing import HashEmbeddingProvider
 from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.projection.reembed import reembed_backfill
+from memory_platform.projection.reembed import reembed_backfill, reembed_until_done
 from memory_platform.settings import Settings
 from tests.memories.support import OutageEmbedder, TinyLocalEmbedder
 
@@ -122,6 +122,52 @@ def test_the_limit_bounds_a_run_and_the_rest_is_reported_as_backlog(conn, settin
     assert seen == [3, 5]  # batches of reembed_batch_size=3, the last one cut to the limit
 
 
+def test_until_done_repeats_runs_until_the_backlog_is_empty_and_reports_totals(conn,
+                                                                               settings):
+    for i in range(7):
+        write(conn, settings, f"Until-done note number {i}.", embedder=OutageEmbedder())
+    write(conn, settings, "Until-done fact.", embedder=OutageEmbedder(), fact=True)
+    seen = []
+
+    result = reembed_until_done(conn, settings, limit=3, embedder=TARGET,
+                                progress=lambda r: seen.append((r.assertions_embedded,
+                                                                r.chunks_converted)))
+
+    assert (result.assertions_embedded, result.chunks_converted) == (1, 8)
+    assert (result.remaining, result.batches, result.error) == (0, 4, None)
+    assert (result.instance_key, result.generation_key) == (INSTANCE, TARGET_KEY)
+    assert seen == [(1, 0), (1, 2), (1, 5), (1, 8)]  # running totals over runs of 3 rows
+    assert set(chunk_keys(conn)) == {TARGET_KEY}
+
+
+def test_until_done_stops_at_a_provider_failure_with_the_totals_so_far(conn, settings):
+    for i in range(5):
+        write(conn, settings, f"Flaky provider note {i}.", embedder=OutageEmbedder())
+    calls = []
+
+    class FailsOnThirdBatch(HashEmbeddingProvider):
+        def embed_documents(self, texts):
+            calls.append(len(texts))
+            if len(calls) == 3:
+                raise OutageEmbedder().embed_documents(texts)
+            return super().embed_documents(texts)
+
+    result = reembed_until_done(conn, settings, limit=2, embedder=FailsOnThirdBatch(16))
+
+    assert "HTTP 503" in result.error
+    assert (result.chunks_converted, result.remaining_chunks) == (4, 1)
+
+
+def test_the_default_run_limit_comes_from_the_settings(conn, settings):
+    for i in range(4):
+        write(conn, settings, f"Default limit note {i}.", embedder=OutageEmbedder())
+    limited = settings.model_copy(update={"reembed_run_limit": 2})
+
+    result = reembed_backfill(conn, limited, embedder=TARGET)
+
+    assert (result.chunks_converted, result.remaining_chunks) == (2, 2)
+
+
 def test_a_provider_failure_leaves_the_rows_untouched_and_reports_it(conn, settings):
     write(conn, settings, "Old-model note.", embedder=TinyLocalEmbedder())
     write(conn, settings, "Keyword-only note.", embedder=OutageEmbedder())
@@ -183,7 +229,8 @@ def test_concurrent_workers_split_the_backlog_without_converting_a_row_twice(
     assert set(chunk_keys(conn)) == {TARGET_KEY}
 
 
-def test_cli_reembed_all_works_off_the_whole_backlog(conn, settings, database_url, monkeypatch):
+def test_cli_reembed_until_done_works_off_the_whole_backlog(conn, settings, database_url,
+                                                            monkeypatch):
     for i in range(5):
         write(conn, settings, f"CLI backlog note {i}.", embedder=OutageEmbedder())
     monkeypatch.setenv("MEMORY_DATABASE_URL", database_url)
@@ -194,8 +241,8 @@ def test_cli_reembed_all_works_off_the_whole_backlog(conn, settings, database_ur
 
     get_settings.cache_clear()
     try:
-        result = CliRunner().invoke(main, ["embeddings", "reembed", "--limit", "2", "--all",
-                                           "--provider", "hash"])
+        result = CliRunner().invoke(main, ["embeddings", "reembed", "--limit", "2",
+                                           "--until-done", "--provider", "hash"])
     finally:
         get_settings.cache_clear()
     assert result.exit_code == 0, result.output

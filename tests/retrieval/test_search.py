@@ -17,7 +17,7 @@ from memory_platform.access import AccessContext
 from memory_platform.embeddings.generations import index_name
 from memory_platform.errors import InvalidInput
 from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval.search import query_terms, search_memories, stamp_retrieved
+from memory_platform.retrieval.search import search_memories, stamp_retrieved
 from memory_platform.settings import Settings
 from tests.memories.support import OutageEmbedder
 from tests.support.settings import hash_embedding_settings
@@ -280,16 +280,6 @@ def test_english_inflections_meet(db, settings, ctx):
         deployed]
 
 
-@pytest.mark.parametrize(("question", "terms"), [
-    ("What, when and where is the VAT deadline?", ["vat", "deadline"]),
-    ("Who knows how and why the invoice was paid?", ["knows", "invoice", "paid"]),
-    ("Wer weiß, wann und wo die Frist ist?", ["weiß", "frist"]),
-    ("Warum und wie wurde die Rechnung bezahlt?", ["rechnung", "bezahlt"]),
-])
-def test_question_words_and_stopwords_are_dropped_from_the_query(question, terms):
-    assert query_terms(question) == terms
-
-
 def test_a_memory_sharing_only_question_words_is_not_found(db, settings, ctx):
     _store(db, settings, ctx, "Wer, wie, was: wieso, weshalb, warum? Who, what, when, why?")
     wanted = _store(db, settings, ctx, "The falcon budget is reviewed every quarter.")
@@ -360,7 +350,7 @@ def test_hnsw_path_finds_what_the_exact_scan_finds(db, make_settings, ctx):
 
 
 def test_search_leaves_the_callers_transaction_settings_alone(db, settings, ctx, corpus):
-    # Inside a caller's transaction the hot-path settings must not leak into what it runs next.
+    # Inside a caller's transaction the search settings must not leak into what it runs next.
     with db.transaction():
         before = db.execute("SELECT current_setting('enable_seqscan'),"
                             " current_setting('plan_cache_mode')").fetchone()
@@ -371,39 +361,3 @@ def test_search_leaves_the_callers_transaction_settings_alone(db, settings, ctx,
     # and the prepared statement still serves the next search of the same shape
     again = search_memories(db, settings, ctx, "VAT filing Mandant Nord", stamp=False)
     assert [h.memory_id for h in again] == [h.memory_id for h in hits]
-
-
-def test_callers_of_one_shape_share_a_statement_but_see_only_their_own_rows(db, settings,
-                                                                           monkeypatch):
-    # The statement text is composed once per context shape and reused: the users' values
-    # must travel as parameters, never in the text, and never from the previous caller.
-    from memory_platform.retrieval import search
-
-    instance = f"shape-{uuid.uuid4().hex[:12]}"
-    users = [AccessContext(instance, user_id=f"user-{i}-{uuid.uuid4().hex[:6]}")
-             for i in range(3)]
-    mine = {u.user_id: _store(db, settings, u, f"Private locker code of {u.user_id} is 4711.",
-                              visibility="private") for u in users}
-    monkeypatch.setattr(search, "_STATEMENTS", {})
-    for _ in range(2):  # the second round runs the cached statements
-        for user in users:
-            hits = search_memories(db, settings, user, "locker code 4711", stamp=False)
-            assert [h.memory_id for h in hits] == [mine[user.user_id]]
-    assert len(search._STATEMENTS) == 1  # three users, one shape, one text
-    for statement in search._STATEMENTS.values():
-        assert all(u.user_id.encode() not in statement.text for u in users)
-        assert instance.encode() not in statement.text
-        assert set(statement.roles) <= {"instance", "user", "channels", "scopes", "terms",
-                                        "generating", "qv", "keyword_cap"}
-
-
-def test_the_vector_arms_limit_is_a_literal(db, settings, ctx, corpus, monkeypatch):
-    # With `LIMIT $n` the generic plan assumed a tenth of the visible rows and sorted all of
-    # them exactly instead of walking the HNSW index (130 ms instead of 4 ms at 100,000).
-    from memory_platform.retrieval import search
-
-    monkeypatch.setattr(search, "_STATEMENTS", {})
-    search_memories(db, settings, ctx, "VAT filing Mandant Nord", limit=6, stamp=False)
-    (statement,) = search._STATEMENTS.values()
-    assert b"::halfvec(1536)) LIMIT 8" in statement.text
-    assert "vector_cap" not in statement.roles

@@ -1,12 +1,13 @@
-"""The hot-path settings block: in force inside, the caller's values afterwards, whether the
-block ends normally or fails, inside or outside the caller's transaction."""
+"""The search settings block (planner_settings): in force inside, the caller's values
+afterwards, whether the block ends normally or fails, inside or outside the caller's
+transaction."""
 
 from __future__ import annotations
 
 import pytest
 from psycopg.pq import TransactionStatus
 
-from memory_platform.retrieval.hot_path import hot_path
+from memory_platform.retrieval.planner import planner_settings
 
 
 def _current(db) -> tuple[str, str, str]:
@@ -19,7 +20,7 @@ def test_the_settings_hold_inside_the_block_only(db):
     with db.transaction():
         db.execute("SET LOCAL hnsw.ef_search = 77")
         before = _current(db)
-        with hot_path(db, 64):
+        with planner_settings(db, 64):
             inside = _current(db)
         after = _current(db)
     assert inside == ("off", "force_generic_plan", "64")
@@ -27,7 +28,7 @@ def test_the_settings_hold_inside_the_block_only(db):
 
 
 def test_outside_a_transaction_the_block_is_one(db):
-    with hot_path(db, 64):
+    with planner_settings(db, 64):
         assert db.info.transaction_status == TransactionStatus.INTRANS
         inside = _current(db)
     assert db.info.transaction_status == TransactionStatus.IDLE
@@ -38,7 +39,7 @@ def test_outside_a_transaction_the_block_is_one(db):
 def test_a_failing_block_leaves_the_callers_settings(db):
     with db.transaction():
         before = _current(db)
-        with pytest.raises(ZeroDivisionError), hot_path(db, 64):
+        with pytest.raises(ZeroDivisionError), planner_settings(db, 64):
             db.execute("SELECT 1")
             raise ZeroDivisionError
         assert _current(db) == before
@@ -46,7 +47,7 @@ def test_a_failing_block_leaves_the_callers_settings(db):
 
 def test_the_candidate_list_stays_within_pgvectors_limit(db):
     # A caller asking for more rows than pgvector's largest list gets the iterative scan's.
-    with hot_path(db, 5000):
+    with planner_settings(db, 5000):
         assert _current(db)[2] == "1000"
 
 
@@ -65,7 +66,7 @@ def test_a_placeholder_setting_from_before_pgvector_loaded_is_given_back_as_its_
         assert fresh.execute("SELECT current_setting('hnsw.iterative_scan', true)"
                              ).fetchone()[0] == ""
         with fresh.transaction():
-            with hot_path(fresh, 40):
+            with planner_settings(fresh, 40):
                 fresh.execute("SELECT '[1,0]'::vector <=> '[0,1]'::vector")  # loads pgvector
             assert fresh.execute("SELECT current_setting('hnsw.iterative_scan')"
                                  ).fetchone()[0] == "off"

@@ -1,6 +1,7 @@
 """The pure rules of the write path, shared by ``store_memory`` (one write) and
 ``import_memories`` (bulk): what a write may carry, which scope and subject refs its row gets,
-which texts are embedded, and how a fact's canonical assertion starts out.
+which texts are embedded, and how a fact's canonical assertion starts out. The memory scope of
+an assertion's projection row is here too, beside the write path's, so the two read together.
 
 No database access here: both paths apply exactly these functions, so a row imported in bulk
 cannot differ from the same row written one at a time.
@@ -91,17 +92,25 @@ def memory_scope(audience: Audience, ctx: AccessContext, source_type: str) -> st
     return "user"
 
 
+def projection_memory_scope(audience_kind: str) -> str:
+    """The memory scope of an assertion's projection row: it belongs to no session and to no
+    single speaker outside a private audience, so a private assertion is the user's, a
+    channel one the channel's, and everything else (team, workspace) the workspace's."""
+    return {"private": "user", "channel": "channel"}.get(audience_kind, "workspace")
+
+
 def dedup_lock_key(instance_key: str, audience: Audience, digest: str, subject: str) -> str:
     """Advisory-lock name that serialises writers of the same memory in the same audience."""
     return f"memory-dedup:{instance_key}:{audience.kind}:{audience.key}:{digest}:{subject}"
 
 
-def embedding_texts(source_type: str, content: str, chunks: list[Chunk]) -> list[str]:
-    """The texts embedded for a memory: its chunks, plus for a multi-chunk fact the whole
-    text (the assertion's own vector, the last one). A single-chunk fact's assertion reuses
-    its chunk's vector, which is then also the last one."""
+def embedding_texts(content: str, chunks: list[Chunk], *, asserted: bool) -> list[str]:
+    """The texts embedded for a memory: its chunks, plus for a multi-chunk memory that carries
+    an assertion (a fact, or an assertion's projection) the whole text (the assertion's own
+    vector, the last one). A single-chunk assertion reuses its chunk's vector, which is then
+    also the last one."""
     texts = [c.content for c in chunks]
-    if source_type in ASSERTION_SOURCE_TYPES and len(chunks) > 1:
+    if asserted and len(chunks) > 1:
         texts.append(content)
     return texts
 

@@ -2,7 +2,9 @@
 
 Every run lands in the platform's Dagster instance (DAGSTER_HOME from the settings, run
 storage in PostgreSQL), so it shows in the UI's run list with its materialisations, checks
-and logs. Two ways to start one:
+and logs. Only partitions the database knows are launched
+(:func:`memory_platform.dreaming.targets.known_partitions`), so a typo never becomes a Dagster
+partition. Two ways to start a run:
 
 * :func:`execute_dreams` runs in this process, in the foreground (the CLI): one audience
   partition is a run of ``dream_audience_job`` for that partition; several are
@@ -29,23 +31,30 @@ from typing import Any
 
 from dagster import DagsterInstance
 
-from memory_platform.assets.partitions import AUDIENCES
-from memory_platform.dreaming.partitions import Partition
+from memory_platform.assets.dreaming import (
+    DREAM_AUDIENCE_JOB,
+    DREAM_BATCH_JOB,
+    asset_run_config,
+    batch_run_config,
+)
+from memory_platform.db.connection import connect
+from memory_platform.definitions import build_definitions
+from memory_platform.dreaming.runs import Trigger
 from memory_platform.dreaming.schedule import batches
-from memory_platform.orchestration.home import DREAMING_RUN_TAG, prepare_dagster_home
-from memory_platform.orchestration.jobs import batch_run_config
+from memory_platform.dreaming.targets import known_partitions, parse_partition_keys
+from memory_platform.orchestration.home import DREAMING_RUN_TAG, dagster_instance
+from memory_platform.orchestration.partitions import register_partitions
 from memory_platform.settings import Settings
 
-__all__ = ["LaunchedRun", "RunReport", "dagster_instance", "execute_dreams",
-           "launch_dream_run", "plan_runs"]
+__all__ = ["LaunchedRun", "RunReport", "execute_dreams", "launch_dream_run", "plan_runs",
+           "refuse_unknown_partitions"]
 
 log = logging.getLogger(__name__)
 
 LOCATION_NAME = "memory_platform"        # workspace.yaml
 REPOSITORY_NAME = "__repository__"       # the implicit repository of a Definitions object
-SINGLE_JOB = "dream_audience_job"
-BATCH_JOB = "dream_batch"
-_QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# Failures are reported by the caller (RunReport.error, the dream rows), not as stack traces.
+_QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 # Dagster's in-process execution is not safe for concurrent runs in one process: every run
 # start re-runs logging.config.dictConfig (holding logging's module lock, then each handler's
@@ -86,46 +95,37 @@ class LaunchedRun:
                 "partitionKeys": self.partition_keys}
 
 
-def dagster_instance(settings: Settings) -> DagsterInstance:
-    """The platform's instance (writes DAGSTER_HOME/dagster.yaml for the settings first)."""
-    return DagsterInstance.from_config(str(prepare_dagster_home(settings)))
+def refuse_unknown_partitions(settings: Settings, partition_keys: Sequence[str]) -> None:
+    """InvalidInput for malformed keys, NotFound for partitions the database of
+    ``settings`` does not know (nothing is launched or registered then)."""
+    with connect(settings, autocommit=True) as conn:
+        known_partitions(conn, partition_keys)
 
 
 def plan_runs(partition_keys: Sequence[str], *, model: str | None = None,
-              dry_run: bool = False, trigger: str = "manual",
+              dry_run: bool = False, trigger: Trigger = "manual",
               batch_size: int) -> list[PlannedRun]:
-    """One asset-job run for a single partition; batches of ``batch_size`` otherwise."""
-    keys = list(dict.fromkeys(partition_keys))
-    for key in keys:
-        Partition.from_partition_key(key)          # ValueError for a malformed key
+    """One asset-job run for a single partition; batches of ``batch_size`` otherwise
+    (InvalidInput for malformed keys)."""
+    keys = [p.partition_key for p in parse_partition_keys(partition_keys)]
     tags = {DREAMING_RUN_TAG: "true", "memory-platform/trigger": trigger}
     if len(keys) == 1:
-        config: dict[str, Any] = {"dry_run": dry_run, "trigger": trigger}
-        if model:
-            config["model"] = model
-        return [PlannedRun(SINGLE_JOB, keys, {"ops": {"dream_audience": {"config": config}}},
+        return [PlannedRun(DREAM_AUDIENCE_JOB, keys,
+                           asset_run_config(model=model, dry_run=dry_run, trigger=trigger),
                            {**tags, "dagster/partition": keys[0]}, keys[0])]
-    return [PlannedRun(BATCH_JOB, chunk,
+    return [PlannedRun(DREAM_BATCH_JOB, chunk,
                        batch_run_config(chunk, model=model, dry_run=dry_run, trigger=trigger),
                        {**tags, "memory-platform/partitions": str(len(chunk))})
             for chunk in batches(keys, batch_size)]
 
 
-def _job(name: str, resources: dict[str, Any] | None):
-    from memory_platform.definitions import build_definitions, defs
-
-    definitions = defs if resources is None else build_definitions(resources)
-    return definitions.resolve_job_def(name)
-
-
 def _execute(instance: DagsterInstance, run: PlannedRun, run_id: str | None,
-             resources: dict[str, Any] | None, quiet: bool):
+             settings: Settings, resources: dict[str, Any] | None, quiet: bool):
     if run.partition_key is not None:
-        missing = not instance.has_dynamic_partition(AUDIENCES, run.partition_key)
-        if missing:
-            instance.add_dynamic_partitions(AUDIENCES, [run.partition_key])
+        register_partitions(instance, [run.partition_key])
     config = {**run.run_config, **(_QUIET if quiet else {})}
-    return _job(run.job_name, resources).execute_in_process(
+    job = build_definitions(resources, settings).resolve_job_def(run.job_name)
+    return job.execute_in_process(
         run_config=config, instance=instance, partition_key=run.partition_key,
         run_id=run_id, tags=run.tags, raise_on_error=False)
 
@@ -141,13 +141,16 @@ def _failure(result) -> str | None:
     return "the run failed (see its logs in the Dagster UI)"
 
 
-def execute_dreams(instance: DagsterInstance, partition_keys: Sequence[str], *,
-                   batch_size: int, model: str | None = None, dry_run: bool = False,
-                   trigger: str = "manual", resources: dict[str, Any] | None = None,
-                   quiet: bool = True,
+def execute_dreams(settings: Settings, instance: DagsterInstance,
+                   partition_keys: Sequence[str], *, batch_size: int, model: str | None = None,
+                   dry_run: bool = False, trigger: Trigger = "manual",
+                   resources: dict[str, Any] | None = None, quiet: bool = True,
                    on_run: Callable[[int, int, PlannedRun], None] | None = None,
                    on_done: Callable[[RunReport], None] | None = None) -> list[RunReport]:
-    """Dream ``partition_keys`` through Dagster in this process, run after run."""
+    """Dream ``partition_keys`` through Dagster in this process, run after run (refused
+    before any run when a key is malformed or unknown: see
+    :func:`refuse_unknown_partitions`). ``quiet``: Dagster's console log stays silent."""
+    refuse_unknown_partitions(settings, partition_keys)
     planned = plan_runs(partition_keys, model=model, dry_run=dry_run, trigger=trigger,
                         batch_size=batch_size)
     reports = []
@@ -155,7 +158,7 @@ def execute_dreams(instance: DagsterInstance, partition_keys: Sequence[str], *,
         if on_run:
             on_run(number, len(planned), run)
         started = time.perf_counter()
-        result = _execute(instance, run, None, resources, quiet)
+        result = _execute(instance, run, None, settings, resources, quiet)
         report = RunReport(result.run_id, run.job_name, run.partition_keys, result.success,
                            round(time.perf_counter() - started, 3), _failure(result))
         reports.append(report)
@@ -180,8 +183,7 @@ def _submit(settings: Settings, run: PlannedRun) -> str:
     if run.partition_key is not None:
         instance = dagster_instance(settings)
         try:
-            if not instance.has_dynamic_partition(AUDIENCES, run.partition_key):
-                instance.add_dynamic_partitions(AUDIENCES, [run.partition_key])
+            register_partitions(instance, [run.partition_key])
         finally:
             instance.dispose()
     return client.submit_job_execution(
@@ -191,7 +193,7 @@ def _submit(settings: Settings, run: PlannedRun) -> str:
 
 def launch_dream_run(settings: Settings, partition_keys: Sequence[str], *,
                      model: str | None = None, dry_run: bool = False,
-                     trigger: str = "manual", mode: str = "auto",
+                     trigger: Trigger = "manual", mode: str = "auto",
                      resources: dict[str, Any] | None = None,
                      instance: DagsterInstance | None = None) -> LaunchedRun:
     """Start ONE Dagster run for ``partition_keys`` and answer its id without waiting.
@@ -201,10 +203,12 @@ def launch_dream_run(settings: Settings, partition_keys: Sequence[str], *,
     ``dagster_port``. All keys go into one run (the API's request is one operator action);
     very long lists belong to the schedule or ``dream run --all-eligible``. In-process runs
     of one process execute one at a time (see ``_IN_PROCESS_RUNS``); a run queued behind
-    another is answered at once and appears in Dagster when it starts."""
+    another is answered at once and appears in Dagster when it starts. Malformed or unknown
+    keys are refused first (:func:`refuse_unknown_partitions`)."""
     keys = list(dict.fromkeys(partition_keys))
     if not keys:
         raise ValueError("no partition to dream")
+    refuse_unknown_partitions(settings, keys)
     (run,) = plan_runs(keys, model=model, dry_run=dry_run, trigger=trigger,
                        batch_size=len(keys))
     if mode == "auto":
@@ -223,7 +227,7 @@ def launch_dream_run(settings: Settings, partition_keys: Sequence[str], *,
         with _IN_PROCESS_RUNS:
             started.set()
             try:
-                _execute(target, run, run_id, resources, True)
+                _execute(target, run, run_id, settings, resources, True)
             except Exception:  # the run's own events record Dagster failures
                 log.exception("in-process Dream run %s could not execute", run_id)
             finally:

@@ -1,16 +1,16 @@
-"""What chunk and assertion search share on the hot path: the exact-or-HNSW gate and the
-planner settings their statements run under.
+"""How the vector searches of chunks and assertions are planned: the exact-or-HNSW gate, and
+the settings their statements run under.
 
 The gate: a bounded count of the rows the caller may see (:func:`bounded_count`, a CTE named
 ``visible_count``) decides which of two arms runs (:func:`gate`): an exact scan of a small
 visible set (a filtered HNSW scan can return fewer rows than asked for), or the HNSW index
 with pgvector's iterative scan.
 
-The settings:
-Indexes only (a scan of a searched table is never cheaper than its btree, GIN or HNSW index
-here), the prepared generic plan, no parallel fan-out, and an HNSW scan that keeps going
-until enough rows pass the statement's filter (pgvector's iterative scan, relaxed order:
-the statements sort their candidates by the full-precision distance afterwards).
+The settings (:func:`planner_settings`): indexes only (a scan of a searched table is never
+cheaper than its btree, GIN or HNSW index here), the prepared generic plan, no parallel
+fan-out, and an HNSW scan that keeps going until enough rows pass the statement's filter
+(pgvector's iterative scan, relaxed order: the statements sort their candidates by the
+full-precision distance afterwards).
 
 The settings are transaction-local. Inside a caller's open transaction the search runs in a
 savepoint, whose release would keep them, so the block hands the caller its own values back.
@@ -60,8 +60,8 @@ def gate(exact: bool, exact_max: int) -> sql.Composable:
 
 
 @contextmanager
-def hot_path(conn: psycopg.Connection, ef_search: int) -> Iterator[None]:
-    """Run the block in a transaction (a savepoint in the caller's) under the hot-path
+def planner_settings(conn: psycopg.Connection, ef_search: int) -> Iterator[None]:
+    """Run the block in a transaction (a savepoint in the caller's) under the search
     settings, with ``ef_search`` HNSW candidates per scan step (at most pgvector's maximum:
     the iterative scan goes on past it when a caller asks for more rows). A failing block
     rolls the settings back with it; a caller's still-open transaction gets its values back."""

@@ -1,8 +1,8 @@
 """The indexes around a large import: HNSW and GIN swapped out for the load, built once after.
 
-A vector insert into an HNSW graph is ~20x slower than a COPY without it, and row-by-row GIN
-maintenance costs the load several times a bulk GIN build. For an import that is large
-relative to what the indexes already hold, :mod:`memory_platform.memories.bulk` swaps them
+Maintaining an HNSW graph or a GIN index row by row costs a load far more than one bulk build
+at the end (docs/benchmarks.md). For an import that is large relative to what the indexes
+already hold (:func:`indexes_to_rebuild`, :func:`fulltext_to_rebuild`), the import swaps them
 out with the functions here and builds them at the end. Advisory locks keep two imports from
 swapping the same index; an import killed half-way leaves placeholders (HNSW) or missing
 indexes (GIN) that the next import, or the repair functions, rebuild.
@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from itertools import chain, islice
+from typing import TypeVar
 
 import psycopg
 from psycopg import sql
@@ -21,6 +23,8 @@ from memory_platform.embeddings.generations import ensure_vector_indexes, index_
 from memory_platform.settings import Settings
 
 log = logging.getLogger(__name__)
+
+_Item = TypeVar("_Item")
 
 _PLACEHOLDER_LOCK = "memory-import-index:"
 
@@ -206,3 +210,57 @@ def repair_fulltext_indexes(conn: psycopg.Connection, settings: Settings) -> boo
         return True
     finally:
         index_unlock(conn, FULLTEXT_LOCK)
+
+
+# --- planning: which indexes an import swaps out ---------------------------------------------
+
+# Auto mode looks ahead at most this many rows to learn an import's size when it is not
+# given; a longer stream of unknown size keeps the index (slower, never wrong).
+LOOKAHEAD_MAX_ROWS = 100_000
+
+
+def import_size(conn: psycopg.Connection, settings: Settings, key: str,
+                items: Iterator[_Item], known: int | None,
+                ) -> tuple[int | None, Iterator[_Item]]:
+    """The import's size when it matters for auto mode: given, or learnt by a bounded
+    look-ahead (None: larger than anything the look-ahead would rebuild for). Answers the
+    items too, the looked-ahead ones first."""
+    if known is not None:
+        return known, items
+    threshold = settings.import_rebuild_index_min_rows
+    existing = rows_in_index(conn, "agent_memory_chunks", key, LOOKAHEAD_MAX_ROWS + 1)
+    bound = max(threshold, existing) + 1
+    if bound > LOOKAHEAD_MAX_ROWS:
+        return None, items
+    head = list(islice(items, bound))
+    return len(head), chain(head, items)
+
+
+def indexes_to_rebuild(conn: psycopg.Connection, settings: Settings, key: str,
+                       known: int | None) -> list[str]:
+    """Auto mode: rebuild an index of the key when the import has more than
+    ``import_rebuild_index_min_rows`` rows and more than the index already holds (the
+    chunk index decides; the assertion-vector index follows it by the same test)."""
+    if known is None or known <= settings.import_rebuild_index_min_rows:
+        return []
+    tables = []
+    for table in BULK_INDEX_TABLES:
+        if known > rows_in_index(conn, table, key, known + 1):
+            tables.append(table)
+        elif table == "agent_memory_chunks":
+            return []
+    return tables
+
+
+def fulltext_to_rebuild(conn: psycopg.Connection, settings: Settings, known: int | None,
+                        forced: bool | None) -> list[str]:
+    """The full-text indexes to drop for the load: with the HNSW swap (forced or auto),
+    each whose table holds fewer rows than the import brings."""
+    if not settings.import_rebuild_fulltext or forced is False:
+        return []
+    if forced:
+        return list(FULLTEXT_INDEXES)
+    if known is None:
+        return []
+    return [name for name, (table, _) in FULLTEXT_INDEXES.items()
+            if known > rows_in_table(conn, table, known + 1)]

@@ -75,7 +75,7 @@ async def read_json(request: Request, model: type[Model]) -> Model:
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media != "application/json":
         raise ApiError(415, "unsupported_media_type", "send the body as application/json")
-    raw = await read_body(request, request.app.state.settings.api_max_body_bytes)
+    raw = await read_body(request, request.state.settings.api_max_body_bytes)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

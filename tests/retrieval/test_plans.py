@@ -1,11 +1,14 @@
-"""Assertion search: the vector arm's gate (an exact scan of a small visible set, the HNSW
-index for a large one), the HNSW path against exact search, the recall rule on both paths,
-and the caller's transaction settings.
+"""Tests that pin a plan shape: which of the exact and the HNSW sub-plan a vector arm runs,
+what each returns, and how the chunk search statement is cached and written. They reach into
+private names on purpose (the assertion vector arm ``_semantic_ids``, the statement cache
+``search._STATEMENTS``): a refactor that changes a plan breaks them knowingly.
 
 One corpus serves the module: a few hundred facts written through ``store_memory`` into every
 audience, of which some are made unrecallable afterwards (superseded, rejected, back to
 review, expired) while their vectors stay, and facts of another instance: the nearest
-neighbours of many queries are rows the reader must never get back."""
+neighbours of many queries are rows the reader must never get back. The recall rule and the
+caller's transaction settings are checked on both plans over it.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +25,9 @@ from memory_platform.access import AccessContext
 from memory_platform.embeddings.factory import get_provider
 from memory_platform.embeddings.generations import index_name
 from memory_platform.memories.store import MemoryWrite, store_memory
+from memory_platform.retrieval import search
 from memory_platform.retrieval.assertions import _semantic_ids, search_assertions
+from memory_platform.retrieval.search import search_memories
 from memory_platform.settings import Settings
 from tests.support.settings import hash_embedding_settings
 
@@ -212,14 +217,14 @@ def test_no_path_returns_an_assertion_the_reader_may_not_recall(db, settings, hn
 # --- the caller's transaction ------------------------------------------------------------
 
 
-_HOT_PATH_SETTINGS = ("enable_seqscan", "plan_cache_mode", "max_parallel_workers_per_gather",
+_SEARCH_SETTINGS = ("enable_seqscan", "plan_cache_mode", "max_parallel_workers_per_gather",
                       "hnsw.iterative_scan", "hnsw.ef_search")
 
 
 def _current(db) -> tuple[str, ...]:
     return db.execute("SELECT array_agg(current_setting(name, true) ORDER BY n)"
                       "  FROM unnest(%s::text[]) WITH ORDINALITY AS s(name, n)",
-                      (list(_HOT_PATH_SETTINGS),)).fetchone()[0]
+                      (list(_SEARCH_SETTINGS),)).fetchone()[0]
 
 
 def test_search_hands_the_callers_transaction_its_settings_back(db, hnsw, corpus):
@@ -230,3 +235,40 @@ def test_search_hands_the_callers_transaction_its_settings_back(db, hnsw, corpus
         after = _current(db)
     assert hits and after == before
     assert before[0] == "on" and before[-1] == "77"
+
+
+# --- the chunk search statement ----------------------------------------------------------
+
+
+def test_callers_of_one_shape_share_a_statement_but_see_only_their_own_rows(db, settings,
+                                                                           monkeypatch):
+    # The statement text is composed once per context shape and reused: the users' values
+    # must travel as parameters, never in the text, and never from the previous caller.
+    instance = f"shape-{uuid.uuid4().hex[:12]}"
+    users = [AccessContext(instance, user_id=f"user-{i}-{uuid.uuid4().hex[:6]}")
+             for i in range(3)]
+    mine = {u.user_id: store_memory(db, settings, u, MemoryWrite(
+                f"Private locker code of {u.user_id} is 4711.", source_type="manual",
+                visibility="private")).id
+            for u in users}
+    monkeypatch.setattr(search, "_STATEMENTS", {})
+    for _ in range(2):  # the second round runs the cached statements
+        for user in users:
+            hits = search_memories(db, settings, user, "locker code 4711", stamp=False)
+            assert [h.memory_id for h in hits] == [mine[user.user_id]]
+    assert len(search._STATEMENTS) == 1  # three users, one shape, one text
+    for statement in search._STATEMENTS.values():
+        assert all(u.user_id.encode() not in statement.text for u in users)
+        assert instance.encode() not in statement.text
+        assert set(statement.roles) <= {"instance", "user", "channels", "scopes", "terms",
+                                        "generating", "qv", "keyword_cap"}
+
+
+def test_the_vector_arms_limit_is_a_literal(db, settings, corpus, monkeypatch):
+    # With `LIMIT $n` the generic plan assumed a tenth of the visible rows and sorted all of
+    # them exactly instead of walking the HNSW index (docs/benchmarks.md).
+    monkeypatch.setattr(search, "_STATEMENTS", {})
+    search_memories(db, settings, corpus.ada, "VAT filing Mandant Nord", limit=6, stamp=False)
+    (statement,) = search._STATEMENTS.values()
+    assert b"::halfvec(1536)) LIMIT 8" in statement.text
+    assert "vector_cap" not in statement.roles

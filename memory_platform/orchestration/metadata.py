@@ -17,33 +17,38 @@ from psycopg.rows import dict_row
 from memory_platform.dreaming.checks import CheckOutcome
 from memory_platform.dreaming.engine import DreamResult
 from memory_platform.dreaming.inputs import POOLS
+from memory_platform.dreaming.summary import DreamStats
+from memory_platform.orchestration.keys import (
+    ASSERTION_PROJECTIONS,
+    DREAM_ASSERTIONS,
+    DREAM_INPUTS,
+    DREAM_PROPOSALS,
+    WIKI_PROPOSALS,
+)
 
-__all__ = ["DREAM_ASSETS", "PHASES", "asset_metadata", "check_metadata",
+__all__ = ["PHASES", "asset_metadata", "check_metadata", "failure_metadata",
            "materialized_assets", "md_table"]
-
-DREAM_ASSETS = ("dream_inputs", "dream_proposals", "dream_assertions",
-                "assertion_projections", "wiki_proposals")
 
 # The engine phases (DreamResult.stats["durations"]) each asset stands for.
 PHASES = {
-    "dream_inputs": ("select",),
-    "dream_proposals": ("resolve", "generate", "validate", "policy_preview"),
-    "dream_assertions": ("promote", "safety"),
-    "assertion_projections": ("outbox",),
-    "wiki_proposals": ("wiki_and_enqueue",),
+    DREAM_INPUTS: ("select",),
+    DREAM_PROPOSALS: ("resolve", "generate", "validate", "policy_preview"),
+    DREAM_ASSERTIONS: ("promote", "safety"),
+    ASSERTION_PROJECTIONS: ("outbox",),
+    WIKI_PROPOSALS: ("wiki_and_enqueue",),
 }
 
 # What each asset writes besides its own dream row (shown on the materialisation, because
 # the tables a Dream both reads and writes cannot be drawn as downstream assets: a cycle).
 WRITES = {
-    "dream_inputs": "agent_memory_dreams (the running row, before generation)",
-    "dream_proposals": "agent_memory_dreams.proposals_json (dry runs: only this)",
-    "dream_assertions": "agent_memory_sources, agent_memory_assertions, "
-                        "agent_memory_assertion_evidence, agent_memory_assertion_reviews, "
-                        "agent_memory_ingestion_outbox",
-    "assertion_projections": "agent_memories (projections), agent_memory_chunks, "
-                             "agent_memory_assertion_embeddings, agent_memory_relations",
-    "wiki_proposals": "wiki_change_proposals (state draft, never published)",
+    DREAM_INPUTS: "agent_memory_dreams (the running row, before generation)",
+    DREAM_PROPOSALS: "agent_memory_dreams.proposals_json (dry runs: only this)",
+    DREAM_ASSERTIONS: "agent_memory_sources, agent_memory_assertions, "
+                      "agent_memory_assertion_evidence, agent_memory_assertion_reviews, "
+                      "agent_memory_ingestion_outbox",
+    ASSERTION_PROJECTIONS: "agent_memories (projections), agent_memory_chunks, "
+                           "agent_memory_assertion_embeddings, agent_memory_relations",
+    WIKI_PROPOSALS: "wiki_change_proposals (state draft, never published)",
 }
 
 MAX_TABLE_ROWS = 40
@@ -59,10 +64,10 @@ def materialized_assets(result: DreamResult) -> list[str]:
     if result.status == "failed":
         return []
     durations = result.stats.get("durations", {})
-    out = ["dream_inputs"]
+    out = [DREAM_INPUTS]
     if "validate" in durations or ("generate" in durations and result.status == "skipped"):
-        out.append("dream_proposals")
-    for asset in ("dream_assertions", "assertion_projections", "wiki_proposals"):
+        out.append(DREAM_PROPOSALS)
+    for asset in (DREAM_ASSERTIONS, ASSERTION_PROJECTIONS, WIKI_PROPOSALS):
         if any(phase in durations for phase in PHASES[asset]):
             out.append(asset)
     return out
@@ -125,11 +130,6 @@ def _common(result: DreamResult) -> dict[str, MetadataValue]:
     }
 
 
-def _rejected_total(stats: dict[str, Any]) -> int:
-    rejected = stats.get("rejected") or {}
-    return sum(rejected.values()) if isinstance(rejected, dict) else int(rejected or 0)
-
-
 def _inputs(result: DreamResult) -> dict[str, MetadataValue]:
     stats = result.stats
     inputs, candidates = stats.get("inputs", {}), stats.get("candidates", {})
@@ -152,7 +152,7 @@ def _proposals(result: DreamResult) -> dict[str, MetadataValue]:
         "proposed_assertions": _int(proposed.get("assertions")),
         "proposed_wiki_proposals": _int(proposed.get("wikiProposals")),
         "accepted": _int(stats.get("accepted")),
-        "rejected": _int(_rejected_total(stats)),
+        "rejected": _int(DreamStats.from_stats(stats).rejected),
         "rejected_by_reason": MetadataValue.json(rejected if isinstance(rejected, dict)
                                                  else {}),
     }
@@ -232,7 +232,7 @@ def _assertions(conn: psycopg.Connection, result: DreamResult) -> dict[str, Meta
         "activated": _int(stats.get("activated")),
         "deferred": _int(stats.get("deferred")),
         "rejected_by_safety": _int(safety.get("rejected")),
-        "rejected": _int(_rejected_total(stats)),
+        "rejected": _int(DreamStats.from_stats(stats).rejected),
         "promoted_assertions": MetadataValue.md(table),
         "assertion_ids": MetadataValue.json([str(a) for a in result.assertion_ids]),
     }
@@ -278,11 +278,11 @@ def asset_metadata(conn: psycopg.Connection, result: DreamResult) -> dict[str, d
     """Metadata per materialised Dream asset (see :func:`materialized_assets`)."""
     durations = result.stats.get("durations", {})
     specific = {
-        "dream_inputs": lambda: _inputs(result),
-        "dream_proposals": lambda: _proposals(result),
-        "dream_assertions": lambda: _assertions(conn, result),
-        "assertion_projections": lambda: _projections(result),
-        "wiki_proposals": lambda: _wiki(conn, result),
+        DREAM_INPUTS: lambda: _inputs(result),
+        DREAM_PROPOSALS: lambda: _proposals(result),
+        DREAM_ASSERTIONS: lambda: _assertions(conn, result),
+        ASSERTION_PROJECTIONS: lambda: _projections(result),
+        WIKI_PROPOSALS: lambda: _wiki(conn, result),
     }
     out: dict[str, dict[str, Any]] = {}
     for asset in materialized_assets(result):
@@ -290,8 +290,8 @@ def asset_metadata(conn: psycopg.Connection, result: DreamResult) -> dict[str, d
         out[asset] = {**_common(result), **specific[asset](), **_seconds(durations, phases),
                       **_diagnostics(result, phases),
                       "writes": MetadataValue.text(WRITES[asset])}
-    if "dream_inputs" in out:
-        out["dream_inputs"]["phase_seconds"] = MetadataValue.json(durations)
+    if DREAM_INPUTS in out:
+        out[DREAM_INPUTS]["phase_seconds"] = MetadataValue.json(durations)
     return out
 
 
@@ -310,15 +310,3 @@ def failure_metadata(result: DreamResult) -> dict[str, MetadataValue]:
     """What a failed Dream step reports (the dream row keeps the rest)."""
     phases = tuple(dict.fromkeys(str(d.get("phase")) for d in result.diagnostics))
     return {**_common(result), **_diagnostics(result, phases)}
-
-
-def dream_summary(result: DreamResult) -> dict[str, Any]:
-    """A small JSON-able summary (CLI output, logs)."""
-    stats = result.stats
-    return {"partition": result.partition.partition_key, "dreamId": str(result.dream_id),
-            "status": result.status, "model": result.model, "dryRun": result.dry_run,
-            "inputs": stats.get("inputsTotal", 0), "accepted": stats.get("accepted", 0),
-            "activated": stats.get("activated", 0), "rejected": _rejected_total(stats),
-            "deferredEmbeddings": stats.get("deferredEmbeddings", 0),
-            "seconds": stats.get("durations", {}).get("total")}
-

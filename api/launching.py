@@ -1,0 +1,54 @@
+"""The API's port to the Dream launcher: the one call it makes to start a Dream run.
+
+The launcher is injected into the app (``create_app(launcher=...)``); the API never imports
+the orchestrator. The composition root (``memory-platform api``) hands it the Dagster
+launcher; an app built without one answers a launch request 503.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Protocol
+
+from api.errors import ApiError
+from memory_platform.errors import MemoryPlatformError
+from memory_platform.settings import Settings
+
+log = logging.getLogger("api")
+
+
+class LaunchedRun(Protocol):
+    run_id: str
+    mode: str          # 'queued' (the orchestrator's daemon starts it) | 'in_process'
+
+
+class DreamLauncher(Protocol):
+    def __call__(self, settings: Settings, partition_keys: Sequence[str], *,
+                 model: str | None, dry_run: bool) -> LaunchedRun:
+        """Start ONE run for ``partition_keys`` and answer at once, without waiting for it.
+        Domain errors (e.g. ``Conflict``) are answered as such; anything else is a failure
+        to launch."""
+        ...
+
+
+def launch_dreams(launcher: DreamLauncher | None, settings: Settings,
+                  partition_keys: Sequence[str], *, model: str | None,
+                  dry_run: bool) -> LaunchedRun:
+    """The run ``launcher`` started; 503 ``launch_unavailable`` without a launcher, 503
+    ``launch_failed`` (with the launcher's reason) when it raises anything but a domain
+    error."""
+    if launcher is None:
+        raise ApiError(503, "launch_unavailable",
+                       "this API process has no Dream launcher: start it with "
+                       "`memory-platform api` (or `memory-platform dev`), or run "
+                       "`memory-platform dream run`")
+    try:
+        return launcher(settings, partition_keys, model=model, dry_run=dry_run)
+    except MemoryPlatformError:
+        raise
+    except Exception as exc:
+        log.exception("launching a Dream run for %s failed", list(partition_keys))
+        raise ApiError(503, "launch_failed",
+                       f"Dagster did not accept the run: {type(exc).__name__}: {exc}"[:500],
+                       {"partitions": list(partition_keys)}) from exc

@@ -1,0 +1,129 @@
+"""The HTTP API's one route table.
+
+Each operation is declared once: method, path, handler, the API-key scope it needs, its
+input model (a JSON body or the query string), its response model and success status. The
+Starlette routes (one ``Mount`` per prefix), the scope check (:class:`api.auth.RequireScope`
+on each route that declares a scope) and ``/openapi.json`` all derive from this table.
+
+A handler is called as ``handler(request)``, or ``handler(request, input)`` when the operation
+declares a body or query model (read strictly by ``api.input``). It answers its response
+model (sent with the declared status), or a ready ``Response`` when it chooses the status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+
+from api import openapi, schemas
+from api.auth import RequireScope
+from api.input import read_json, read_query
+from api.metrics import metrics_page
+from api.responses import model_response
+from api.routes import context, dreams, feedback, health, internal, memory
+
+READ, WRITE, ADMIN = "memory:read", "memory:write", "admin"
+
+
+@dataclass(frozen=True)
+class Operation:
+    method: str
+    path: str                                   # below its section's prefix
+    handler: Callable[..., Awaitable[Any]]
+    summary: str
+    scope: str | None = None                    # None: public
+    body: type[BaseModel] | None = None
+    query: type[BaseModel] | None = None
+    response: type[BaseModel] | None = None
+    status: int = 200
+
+    def route(self) -> Route:
+        async def endpoint(request: Request) -> Response:
+            inputs = []
+            if self.body is not None:
+                inputs.append(await read_json(request, self.body))
+            if self.query is not None:
+                inputs.append(read_query(request, self.query))
+            answer = await self.handler(request, *inputs)
+            return answer if isinstance(answer, Response) else model_response(answer,
+                                                                               self.status)
+
+        guard = [Middleware(RequireScope, needs=self.scope)] if self.scope else None
+        return Route(self.path, endpoint, methods=[self.method], middleware=guard,
+                     name=f"{self.method} {self.path}")
+
+
+@dataclass(frozen=True)
+class Section:
+    prefix: str                                 # '' for routes at the root
+    operations: tuple[Operation, ...]
+
+    def routes(self) -> list[BaseRoute]:
+        routes: list[BaseRoute] = [op.route() for op in self.operations]
+        return [Mount(self.prefix, routes=routes)] if self.prefix else routes
+
+
+async def openapi_document(_: Request) -> JSONResponse:
+    return JSONResponse(openapi.build_document(TABLE))
+
+
+TABLE: tuple[Section, ...] = (
+    Section("", (
+        Operation("GET", "/healthz", health.healthz, "Liveness (database round trip)"),
+        Operation("GET", "/readyz", health.readyz, "Readiness (database and migrations current)"),
+        Operation("GET", "/metrics", metrics_page, "Prometheus metrics"),
+    )),
+    Section("/api/v1", (
+        Operation("GET", "/memory", memory.search, "Semantic search over visible memories",
+                  READ, query=schemas.SearchParams, response=schemas.SearchResponse),
+        Operation("POST", "/memory", memory.create,
+                  "Store a memory (201 created, 200 when deduplicated)", WRITE,
+                  body=schemas.MemoryCreate, response=schemas.StoreResponse, status=201),
+        Operation("GET", "/memory/{memory_id}", memory.get_one, "Exact retrieval of one memory",
+                  READ, response=schemas.MemoryOut),
+        Operation("POST", "/context/search", context.search,
+                  "Unified search: assertions, memories, session history, graph", READ,
+                  body=schemas.ContextSearch, response=schemas.ContextSearchResponse),
+        Operation("GET", "/context/{item_id:path}", context.get_one,
+                  "One context item with its provenance", READ,
+                  response=schemas.ContextItemOut),
+        Operation("POST", "/feedback/injected", feedback.injected,
+                  "Record the assertions a run injected", WRITE,
+                  body=schemas.InjectedFeedback, response=schemas.InjectedResponse),
+        Operation("POST", "/feedback/cited", feedback.cited,
+                  "Run the cited sensor over a run's final answer", WRITE,
+                  body=schemas.CitedFeedback, response=schemas.CitedResponse),
+    )),
+    Section("/internal", (
+        Operation("GET", "/memory/status", internal.status,
+                  "Memory, ledger, embedding, outbox status", ADMIN,
+                  response=schemas.StatusResponse),
+        Operation("POST", "/memory/reembed", internal.reembed, "One bounded re-embedding batch",
+                  ADMIN, body=schemas.ReembedRequest, response=schemas.ReembedResponse),
+        Operation("GET", "/memory/dreams", dreams.list_route,
+                  "Dream rows of the key's instance, newest first", ADMIN,
+                  query=schemas.DreamListParams, response=schemas.DreamListResponse),
+        Operation("POST", "/memory/dreams", dreams.launch_route,
+                  "Launch Dreaming for one partition or all eligible ones (202; 200 with "
+                  "runId null when nothing is eligible; 503 when this process cannot launch)",
+                  ADMIN, body=schemas.DreamLaunch, response=schemas.DreamLaunchResponse,
+                  status=202),
+        Operation("POST", "/memory/dreams/{dream_id}/rollback", dreams.rollback_route,
+                  "Roll back one Dream: compensate what no person decided, report what is "
+                  "protected", ADMIN, response=schemas.DreamRollbackResponse),
+    )),
+)
+
+
+def routes() -> list[BaseRoute]:
+    """The app's Starlette routes, in table order, and ``/openapi.json`` (the document of
+    the table, not listed in itself)."""
+    return [*(route for section in TABLE for route in section.routes()),
+            Route("/openapi.json", openapi_document, methods=["GET"])]

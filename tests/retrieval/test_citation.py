@@ -1,0 +1,112 @@
+"""The cited sensor's text rule: informative tokens, and whether a response cites an
+assertion."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_platform.retrieval.feedback.citation import citation_keys, cites, informative_tokens
+from memory_platform.settings import Settings
+
+TEXT = "The quarterly VAT filing for Mandant Nord is due on the tenth of each month."
+CITING_RESPONSE = "Reminder: Nord's quarterly VAT filing is due on the 10th, as every month."
+UNRELATED_RESPONSE = "The office kitchen gets a new coffee machine on Monday."
+
+
+@pytest.fixture
+def defaults() -> Settings:
+    """The shipped defaults."""
+    return Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+def _is_cited(assertion_text: str, response_text: str, settings: Settings) -> bool:
+    """The sensor's decision for one assertion, as record_response takes it."""
+    return cites(citation_keys(assertion_text), citation_keys(response_text), settings)
+
+
+# --- text normalisation ------------------------------------------------------------------
+
+
+def test_informative_tokens_strip_markdown_and_keep_link_and_code_text():
+    text = ("## Deployment\n\n- Run **`helm upgrade`** via the [release runbook]"
+            "(https://wiki.example.com/runbook)\n```bash\nkubectl rollout\n```")
+    assert informative_tokens(text) == [
+        "deployment", "run", "helm", "upgrade", "release", "runbook", "kubectl", "rollout"]
+
+
+def test_informative_tokens_drop_german_and_english_stopwords():
+    assert informative_tokens("Die Rechnung wird von uns immer erst geschickt") == [
+        "rechnung", "erst", "geschickt"]
+    assert informative_tokens("It would have been sent to them by the accountant") == [
+        "sent", "accountant"]
+
+
+def test_informative_tokens_fold_umlauts_and_case():
+    assert informative_tokens("Grüße an Frau MÜLLER aus der Straße") == [
+        "gruesse", "frau", "mueller", "strasse"]
+
+
+def test_informative_tokens_drop_very_short_tokens_but_keep_numbers():
+    assert informative_tokens("Go to DB 7 at 19 o'clock") == ["19", "oclock"]
+
+
+# --- the cited sensor --------------------------------------------------------------------
+
+
+def test_an_english_response_restating_the_assertion_cites_it(defaults):
+    assert _is_cited(TEXT, CITING_RESPONSE, defaults)
+
+
+def test_an_unrelated_english_response_does_not_cite(defaults):
+    assert not _is_cited(TEXT, UNRELATED_RESPONSE, defaults)
+
+
+def test_a_german_response_cites_across_inflection_and_umlaut_spelling(defaults):
+    assertion = "Die Umsatzsteuervoranmeldung für Mandant Müller wird monatlich eingereicht."
+    response = "Für den Mandanten Mueller reichen wir die Umsatzsteuervoranmeldung monatlich ein."
+    assert _is_cited(assertion, response, defaults)
+
+
+def test_an_unrelated_german_response_does_not_cite(defaults):
+    assertion = "Die Umsatzsteuervoranmeldung für Mandant Müller wird monatlich eingereicht."
+    response = "Das Teammeeting am Montag wurde auf Dienstag verschoben, bitte Kalender prüfen."
+    assert not _is_cited(assertion, response, defaults)
+
+
+def test_a_markdown_heavy_response_cites_through_its_markup(defaults):
+    response = (
+        "### Reminder\n\n"
+        "> **Mandant _Nord_**: the [quarterly](https://wiki/vat) `VAT` *filing*\n"
+        "1. is ~~late~~ **due** on the 10th\n"
+        "```\nfiling: monthly\n```"
+    )
+    assert _is_cited(TEXT, response, defaults)
+
+
+def test_overlap_made_only_of_stopwords_is_no_citation(defaults):
+    assertion = "Alice will always be there for the standup after lunch."
+    response = "They will always be there for us after that, as it should be."
+    assert not _is_cited(assertion, response, defaults)
+
+
+def test_fewer_than_three_shared_informative_tokens_are_no_citation(defaults):
+    # both informative tokens of the assertion occur: containment 1.0, overlap only 2
+    assert not _is_cited("Deadline: Friday.", "The deadline is Friday, right?", defaults)
+
+
+def test_a_few_shared_tokens_of_a_long_assertion_are_no_citation(defaults):
+    assertion = ("Mandant Nord files quarterly VAT returns through Datev, reviewed by Petra "
+                 "before the accountant signs them.")
+    response = "Mandant Nord needs its quarterly numbers."
+    assert not _is_cited(assertion, response, defaults)
+
+
+def test_the_containment_threshold_comes_from_settings(defaults):
+    assertion = ("Mandant Nord files quarterly VAT returns through Datev, reviewed by Petra "
+                 "before the accountant signs them.")
+    response = "Mandant Nord needs its quarterly numbers."
+    # 3 of 11 informative assertion tokens occur: 0.27 is below 0.5 but above 0.25
+    lenient = defaults.model_copy(update={"cited_containment_threshold": 0.25})
+    assert _is_cited(assertion, response, lenient)
+
+
