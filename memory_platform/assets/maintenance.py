@@ -12,7 +12,7 @@ from dagster import (
 
 from memory_platform.assets.ledger import OUTBOX_TABLE
 from memory_platform.orchestration.home import WRITER_POOL
-from memory_platform.projection.outbox import OutboxResult, process_outbox
+from memory_platform.projection.outbox import process_outbox_until_idle
 from memory_platform.resources import EmbeddingsResource, PostgresResource, run_settings
 
 __all__ = ["outbox_job"]
@@ -27,16 +27,8 @@ _MAX_BATCHES = 20          # bounded: the sensor launches another run for the re
 def process_projection_outbox(context: OpExecutionContext, postgres: PostgresResource,
                               embeddings: EmbeddingsResource) -> dict[str, int]:
     settings = run_settings(postgres, embeddings)
-    total = OutboxResult()
     with postgres.connection(settings) as conn:
-        for _ in range(_MAX_BATCHES):
-            result = process_outbox(conn, settings, limit=_BATCH)
-            total.claimed += result.claimed
-            total.done += result.done
-            total.failed += result.failed
-            total.outcomes += result.outcomes
-            if result.claimed < _BATCH:
-                break
+        total = process_outbox_until_idle(conn, settings, batch=_BATCH, max_batches=_MAX_BATCHES)
     summary = total.summary()
     context.log_event(AssetObservation(
         asset_key=OUTBOX_TABLE,

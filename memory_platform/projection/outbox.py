@@ -74,6 +74,10 @@ class OutboxResult:
         return {"claimed": self.claimed, "done": self.done, "failed": self.failed,
                 "deferredEmbeddings": len(self.deferred_embeddings)}
 
+    def __add__(self, other: OutboxResult) -> OutboxResult:
+        return OutboxResult(self.claimed + other.claimed, self.done + other.done,
+                            self.failed + other.failed, self.outcomes + other.outcomes)
+
 
 Handler = Callable[[psycopg.Connection, Settings, Job, EmbeddingProvider | None], JobOutcome]
 HANDLERS: dict[str, Handler] = {}
@@ -230,3 +234,16 @@ def process_outbox(
             result.failed += 1
         result.outcomes.append(outcome)
     return result
+
+
+def process_outbox_until_idle(conn: psycopg.Connection, settings: Settings, *,
+                              batch: int = 100, max_batches: int = 20) -> OutboxResult:
+    """Batches of :func:`process_outbox` until fewer than ``batch`` jobs are due, at most
+    ``max_batches`` (bounded work per call: the caller comes back for the rest)."""
+    total = OutboxResult()
+    for _ in range(max_batches):
+        result = process_outbox(conn, settings, limit=batch)
+        total += result
+        if result.claimed < batch:
+            break
+    return total

@@ -8,11 +8,11 @@ from typing import Any
 from memory_platform.resources.embeddings import EmbeddingsResource
 from memory_platform.resources.model import MaintenanceModelResource
 from memory_platform.resources.overrides import env_or_none
-from memory_platform.resources.postgres import PostgresResource, close_pools
+from memory_platform.resources.postgres import PostgresResource
 from memory_platform.settings import Settings
 
 __all__ = ["EmbeddingsResource", "MaintenanceModelResource", "PostgresResource",
-           "close_pools", "default_resources", "run_settings"]
+           "default_resources", "run_settings"]
 
 
 def default_resources() -> dict[str, Any]:

@@ -10,16 +10,9 @@ import psycopg
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from memory_platform.db.connection import close_process_pools, process_pool
+from memory_platform.db.connection import process_pool
 from memory_platform.resources.overrides import with_overrides
 from memory_platform.settings import Settings, get_settings
-
-__all__ = ["PostgresResource", "close_pools"]
-
-
-def close_pools() -> None:
-    """Close the pools the resources opened in this process (tests that switch databases)."""
-    close_process_pools()
 
 
 class PostgresResource(ConfigurableResource):

@@ -338,7 +338,7 @@ def test_launch_through_the_real_dagster_launcher(server_url, shared_database_ur
     deployment, so the environment says what the app's settings say."""
     from dagster import DagsterRunStatus
 
-    from memory_platform.resources import close_pools
+    from memory_platform.db.connection import close_process_pools
 
     env = {"MEMORY_DATABASE_URL": shared_database_url, "MEMORY_EMBEDDING_PROVIDER": "hash",
            "MEMORY_HASH_EMBEDDING_DIMENSIONS": "64", "MEMORY_API_KEY_CACHE_SECONDS": "0",
@@ -379,6 +379,6 @@ def test_launch_through_the_real_dagster_launcher(server_url, shared_database_ur
             assert dream["partitionKey"] == key and dream["status"] == "completed"
             assert dream["model"] == "extractive" and dream["stats"]["accepted"] >= 3
     finally:
-        close_pools()
+        close_process_pools()
         get_settings.cache_clear()
         drop_database(server_url, env["MEMORY_DAGSTER_DATABASE_NAME"])
