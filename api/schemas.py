@@ -227,7 +227,9 @@ class DreamListParams(BaseModel):
     rejected)."""
 
     model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
-    limit: int = Field(50, ge=1, le=1000, description="Newest dream rows answered.")
+    limit: int | None = Field(None, ge=1, le=1000,
+                              description="Newest dream rows answered (default: the "
+                              "dream_list_limit setting).")
 
 
 class DreamLaunch(Strict):

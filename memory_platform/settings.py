@@ -109,6 +109,11 @@ class Settings(BaseSettings):
         128, ge=1, le=2048,
         description="Chunks/assertions re-embedded per transaction (rows locked meanwhile).",
     )
+    dream_list_limit: int = Field(
+        50, ge=1, le=1000,
+        description="Newest dream rows a listing answers (`dream list`, GET "
+        "/internal/memory/dreams) when it names no limit.",
+    )
     reembed_run_limit: int = Field(
         200, ge=1, le=5000,
         description="Rows (assertions, then chunks) one re-embedding run converts: a POST "

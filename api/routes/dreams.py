@@ -36,8 +36,9 @@ from memory_platform.dreaming.targets import target_partitions
 
 
 async def list_route(request: Request, params: DreamListParams) -> DreamListResponse:
+    limit = params.limit or request.state.settings.dream_list_limit
     rows = await with_connection(request, list_dreams, instance_key=api_key(request).instance_key,
-                                 limit=params.limit)
+                                 limit=limit)
     return DreamListResponse(dreams=[DreamOut.model_validate(dream_row_view(r)) for r in rows])
 
 

@@ -200,17 +200,17 @@ def _short_time(value: str | None) -> str:
 @dream.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 @click.option("--instance", default=None, help="Only this instance (default: all).")
-@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True,
-              help="Newest rows shown.")
+@click.option("--limit", type=click.IntRange(1, 1000), default=None,
+              help="Newest rows shown (default: MEMORY_DREAM_LIST_LIMIT, 50).")
 def dream_list(as_json: bool, instance: str | None, limit: int) -> None:
     """List dream rows, newest first: id, partition, status, exact model, times and key
     stats (inputs, accepted, activated, rejected)."""
     from memory_platform.dreaming.runs import list_dreams
     from memory_platform.dreaming.summary import dream_row_view
 
+    limit = limit or get_settings().dream_list_limit
     with platform_connection() as conn:
-        rows = [dream_row_view(r) for r in list_dreams(conn, instance_key=instance,
-                                                       limit=limit)]
+        rows = [dream_row_view(r) for r in list_dreams(conn, instance_key=instance, limit=limit)]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return

@@ -135,7 +135,7 @@ _LISTED = """
 
 
 def list_dreams(conn: psycopg.Connection, *, instance_key: str | None = None,
-                limit: int = 50) -> list[dict[str, Any]]:
+                limit: int) -> list[dict[str, Any]]:
     """The most recent dream rows (newest first), optionally of one instance."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(

@@ -360,7 +360,7 @@ def test_list_dreams_shows_the_newest_first(db, settings, instance):
     first = run_dream_partition(db, settings, team(instance), model="extractive", dry_run=True)
     second = run_dream_partition(db, settings, team(instance), model="extractive")
 
-    rows = list_dreams(db, instance_key=instance)
+    rows = list_dreams(db, instance_key=instance, limit=50)
 
     assert [r["id"] for r in rows] == [second.dream_id, first.dream_id]
     assert rows[0]["stats_json"]["activated"] == 4
