@@ -18,9 +18,10 @@ from api.auth import ApiKeys
 from api.errors import EXCEPTION_HANDLERS
 from api.launching import DreamLauncher
 from api.metrics import Metrics
+from api.routes.health import ProbeConnection
 from api.threads import database_threads
 from memory_platform.db import migrations
-from memory_platform.db.connection import open_pool
+from memory_platform.db.connection import open_api_pool
 from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.embeddings.factory import get_provider
 from memory_platform.retrieval.stamping import RetrievalStamper
@@ -39,6 +40,7 @@ class AppState(TypedDict):
     api_keys: ApiKeys
     metrics: Metrics
     launcher: DreamLauncher | None
+    probe: ProbeConnection
 
 
 def _refuse_edited_migrations(pool: ConnectionPool, settings: Settings) -> None:
@@ -57,16 +59,19 @@ def create_app(settings: Settings | None = None, *,
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[AppState]:
         embedder = await run_in_threadpool(get_provider, settings)
-        pool = await run_in_threadpool(open_pool, settings)
+        pool = await run_in_threadpool(open_api_pool, settings)
         stamper = RetrievalStamper(pool)
         threads = database_threads(settings.pool_max_size)
+        probe = ProbeConnection(pool.conninfo)
         try:
             await run_in_threadpool(_refuse_edited_migrations, pool, settings)
             yield AppState(settings=settings, pool=pool, embedder=embedder, stamper=stamper,
                            database_threads=threads,
-                           api_keys=ApiKeys(pool, settings.api_key_cache_seconds),
-                           metrics=metrics, launcher=launcher)
+                           api_keys=ApiKeys(pool, settings),
+                           metrics=metrics, launcher=launcher,
+                           probe=probe)
         finally:
+            await run_in_threadpool(probe.close)
             await run_in_threadpool(threads.shutdown)
             await run_in_threadpool(stamper.close)
             await run_in_threadpool(pool.close)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import psycopg
 import pydantic
+from psycopg_pool import PoolTimeout, TooManyRequests
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -80,6 +82,35 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.status_code, code, str(exc.detail), headers=exc.headers)
 
 
+# Seconds a client is asked to wait when every database connection stayed busy.
+BUSY_RETRY_AFTER_SECONDS = 1
+
+
+async def _database_busy(request: Request, exc: Exception) -> JSONResponse:
+    """No pool connection came free in time (``PoolTimeout``) or the pool's queue is full
+    (``TooManyRequests``): the server is overloaded, not broken; the client may retry."""
+    log.warning("database busy on %s %s: %s", request.method, request.url.path,
+                type(exc).__name__)
+    return error_response(503, "database_busy",
+                          "every database connection is busy; retry after "
+                          f"{BUSY_RETRY_AFTER_SECONDS} s",
+                          {"retryAfterSeconds": BUSY_RETRY_AFTER_SECONDS},
+                          headers={"Retry-After": str(BUSY_RETRY_AFTER_SECONDS)})
+
+
+async def _query_timeout(request: Request, exc: Exception) -> JSONResponse:
+    """A statement ran past the API's ``statement_timeout`` or waited past its
+    ``lock_timeout`` (settings ``api_statement_timeout_ms``, ``api_lock_timeout_ms``):
+    PostgreSQL cancelled it and the request's transaction was rolled back."""
+    log.warning("query timeout on %s %s: %s", request.method, request.url.path,
+                type(exc).__name__)
+    return error_response(503, "query_timeout",
+                          "the database query took too long and was cancelled (its "
+                          "transaction rolled back); narrow the request or retry later",
+                          {"retryAfterSeconds": BUSY_RETRY_AFTER_SECONDS},
+                          headers={"Retry-After": str(BUSY_RETRY_AFTER_SECONDS)})
+
+
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error on %s %s", request.method, request.url.path)
     return error_response(500, "internal_error", "unexpected server error; see the server log")
@@ -90,5 +121,9 @@ EXCEPTION_HANDLERS = {
     MemoryPlatformError: _domain_error,
     pydantic.ValidationError: _validation_error,
     HTTPException: _http_error,
+    PoolTimeout: _database_busy,
+    TooManyRequests: _database_busy,
+    psycopg.errors.QueryCanceled: _query_timeout,
+    psycopg.errors.LockNotAvailable: _query_timeout,
     Exception: _unexpected,
 }

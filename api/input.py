@@ -1,8 +1,28 @@
-"""Reading request input safely: size limit, media type, strict UTF-8, strict JSON, model."""
+"""Reading request input safely: size limit, media type, strict UTF-8, strict JSON, the
+character rules, then the model.
+
+Character rules, applied to every string of a JSON body (keys included, at any depth) and to
+every query parameter (names and values) before the model sees it:
+
+* nowhere: NUL, unpaired surrogates (PostgreSQL cannot store them), and the C0/C1 control
+  characters (U+0001-U+001F, U+007F-U+009F) other than tab, line feed and carriage return;
+* free text (:data:`FREE_TEXT`, the top-level fields a person writes: content, title, query,
+  responseText) may hold tab, line feed and carriage return;
+* everything else is an identifier, a key or a reference (context fields, run ids, subject
+  refs, partition keys, parameter names): no control character at all, and no invisible
+  format character (Unicode Cf, e.g. zero-width space, soft hyphen, bidi overrides, BOM) or
+  line/paragraph separator, so two keys that look the same are the same key.
+
+A refusal is ``400 invalid_characters`` naming the field and the character; nothing is read
+further, so nothing is written.
+"""
 
 from __future__ import annotations
 
+import gc
 import json
+import re
+import unicodedata
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -12,12 +32,113 @@ from api.errors import ApiError
 
 Model = TypeVar("Model", bound=BaseModel)
 
+MAX_DEPTH = 32
+# Most JSON values (objects, arrays, strings, numbers) in one body: far above what any
+# request model takes, and a bound on the work of checking them on the event loop.
+MAX_VALUES = 2000
+
+# Top-level fields of request bodies and query strings that hold text a person writes.
+FREE_TEXT = frozenset({"content", "title", "query", "responseText"})
+
+_FREE_TEXT_REFUSED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+# Unicode 14 (Python 3.11) Cf, Zl and Zp; tests/api/test_bad_input.py checks the class
+# against unicodedata, so a newer Unicode version cannot leave one out unnoticed.
+_INVISIBLE = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
+              "\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd"
+              "\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+              "\U000e0001\U000e0020-\U000e007f")
+_IDENTIFIER_REFUSED = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff" + _INVISIBLE + "]")
+
+
+def refused_character(value: str, *, free_text: bool) -> str | None:
+    """The first character ``value`` may not hold (free text or identifier rules), or None."""
+    found = (_FREE_TEXT_REFUSED if free_text else _IDENTIFIER_REFUSED).search(value)
+    return found.group() if found else None
+
+
+def _describe(char: str) -> str:
+    code = f"U+{ord(char):04X}"
+    if char == "\x00":
+        return f"a NUL character ({code})"
+    if "\ud800" <= char <= "\udfff":
+        return f"an unpaired surrogate ({code})"
+    name = unicodedata.name(char, "")
+    if unicodedata.category(char) == "Cc":
+        return f"the control character {code}"
+    return f"the invisible character {code}" + (f" ({name})" if name else "")
+
+
+def _refuse(field: str, char: str, *, key: bool = False) -> ApiError:
+    where = f"a key of {field}" if key else field
+    return ApiError(400, "invalid_characters",
+                    f"{where} contains {_describe(char)}; identifiers and keys take no "
+                    "control or invisible characters, text fields only tab and line breaks",
+                    {"field": field, "character": f"U+{ord(char):04X}"})
+
+
+def _check(value: object, path: str, depth: int, free_text: bool, root: str,
+           budget: list[int]) -> None:
+    """Raise the refusal of the first string under ``value`` that breaks the rules (or of a
+    body deeper than MAX_DEPTH or with more than MAX_VALUES values: ``budget``)."""
+    if depth > MAX_DEPTH:
+        raise ApiError(400, "malformed_json", f"JSON nested deeper than {MAX_DEPTH} levels")
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ApiError(400, "too_many_values",
+                       f"{root} holds more than {MAX_VALUES} JSON values", {"limit": MAX_VALUES})
+    if isinstance(value, str):
+        char = refused_character(value, free_text=free_text)
+        if char is not None:
+            raise _refuse(path or root, char)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            char = refused_character(key, free_text=False)
+            if char is not None:
+                raise _refuse(path or root, char, key=True)
+            inner = f"{path}.{key}" if path else key
+            _check(item, inner, depth + 1, not path and key in FREE_TEXT, root, budget)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check(item, f"{path}[{index}]", depth + 1, False, root, budget)
+
+
+def check_characters(data: dict[str, object], root: str) -> None:
+    """Refuse (400 invalid_characters) the first string of ``data`` that breaks the
+    character rules: keys everywhere and values below the top level are identifiers, the
+    top-level :data:`FREE_TEXT` values are text. ``root`` names the whole (``(body)``,
+    ``(query)``) when a top-level key is refused. More than MAX_VALUES values: 400
+    too_many_values."""
+    _check(data, "", 0, False, root, [MAX_VALUES])
+
+
+def _parsed(text: str) -> dict[str, object]:
+    """The JSON object of ``text`` (strict: no NaN or Infinity, finite numbers), its
+    characters and size checked, with the cyclic garbage collector paused meanwhile. A parse
+    makes only trees, freed by reference counting; collecting while a body of thousands of
+    small arrays is parsed or walked would promote them and then walk the whole heap, on
+    the event loop (80 ms a body instead of 5 ms: docs/benchmarks.md, hostile input)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        try:
+            data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite)
+        except RecursionError as exc:
+            raise ApiError(400, "malformed_json",
+                           f"JSON nested deeper than {MAX_DEPTH} levels") from exc
+        except (json.JSONDecodeError, ValueError) as exc:
+            raise ApiError(400, "malformed_json",
+                           f"request body is not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ApiError(400, "malformed_json", "request body must be a JSON object")
+        check_characters(data, "(body)")
+        return data
+    finally:
+        if enabled:
+            gc.enable()
+
 
 def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not valid JSON")
-
-
-MAX_DEPTH = 32
 
 
 def _finite(text: str) -> float:
@@ -25,36 +146,6 @@ def _finite(text: str) -> float:
     if value in (float("inf"), float("-inf")):
         raise ValueError(f"number {text[:20]} is out of range")
     return value
-
-
-def _unstorable(value: object, path: str = "", depth: int = 0) -> str | None:
-    """Path of the first string PostgreSQL cannot store (NUL, lone surrogates), if any."""
-    if depth > MAX_DEPTH:
-        raise ApiError(400, "malformed_json", f"JSON nested deeper than {MAX_DEPTH} levels")
-    if isinstance(value, str):
-        if "\x00" in value or any("\ud800" <= c <= "\udfff" for c in value):
-            return path or "(value)"
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found = (_unstorable(key, path, depth + 1)
-                     or _unstorable(item, f"{path}.{key}" if path else key, depth + 1))
-            if found:
-                return found
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            found = _unstorable(item, f"{path}[{index}]", depth + 1)
-            if found:
-                return found
-    return None
-
-
-def _reject_unstorable(data: object) -> None:
-    where = _unstorable(data)
-    if where:
-        raise ApiError(400, "invalid_characters",
-                       f"{where} contains a NUL character or an unpaired surrogate",
-                       {"field": where})
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -81,17 +172,7 @@ async def read_json(request: Request, model: type[Model]) -> Model:
     except UnicodeDecodeError as exc:
         raise ApiError(400, "invalid_encoding",
                        f"request body is not valid UTF-8 (byte {exc.start})") from exc
-    try:
-        data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite)
-    except RecursionError as exc:
-        raise ApiError(400, "malformed_json",
-                       f"JSON nested deeper than {MAX_DEPTH} levels") from exc
-    except (json.JSONDecodeError, ValueError) as exc:
-        raise ApiError(400, "malformed_json", f"request body is not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ApiError(400, "malformed_json", "request body must be a JSON object")
-    _reject_unstorable(data)
-    return model.model_validate(data)
+    return model.model_validate(_parsed(text))
 
 
 def read_query(request: Request, model: type[Model]) -> Model:
@@ -101,5 +182,5 @@ def read_query(request: Request, model: type[Model]) -> Model:
         raise ApiError(400, "validation_error", f"parameter given twice: {duplicated[0]}",
                        [{"field": k, "problem": "given more than once"} for k in duplicated])
     values = dict(params)
-    _reject_unstorable(values)
+    check_characters(values, "(query)")
     return model.model_validate(values)

@@ -6,7 +6,9 @@ Three narrow tools call the HTTP API (``MEMORY_API_URL``, default ``http://127.0
   key with ``memory:read``);
 * ``memory_store``, listed only when the separate ``MEMORY_WRITE_TOKEN`` is set (an API key with
   ``memory:write``); durable mutation is an explicit operator opt-in even when the adapter is
-  installed globally. The write token is sent only by ``memory_store``.
+  installed globally. The write token is sent only by ``memory_store``, which marks every
+  write as the agent's (``X-Memory-Writer: agent``): it waits for review, it is not active at
+  once.
 
 Each result is the API's JSON as text, every memory wrapped with ``"trust": "untrusted-data"``.
 An API failure (4xx/5xx, unreachable server) becomes an MCP tool error carrying the API's error
@@ -40,6 +42,9 @@ DEFAULT_API_URL = "http://127.0.0.1:8080"
 DEFAULT_TIMEOUT_SECONDS = 30.0
 MEMORY_PATH = "/api/v1/memory"
 DEFAULT_SEARCH_LIMIT = 6
+# Every write of this server is the agent's inference, not the user's own statement: the API
+# then files it for review instead of activating it (the header can only lower trust).
+AGENT_WRITER_HEADERS = {"X-Memory-Writer": "agent"}
 
 log = logging.getLogger("memory_platform.mcp")
 
@@ -99,20 +104,22 @@ class MemoryApi:
 
     async def call(self, method: str, path: str, token: str, *,
                    params: Mapping[str, Any] | None = None,
-                   body: Mapping[str, Any] | None = None) -> str:
+                   body: Mapping[str, Any] | None = None,
+                   headers: Mapping[str, str] | None = None) -> str:
         """The response body (JSON text) of a successful call; a ToolError otherwise."""
+        sent = {"Authorization": f"Bearer {token}", "Accept": "application/json",
+                **(headers or {})}
         if self.http is None:  # outside the server's lifespan (tests calling tools directly)
             async with httpx.AsyncClient(base_url=self.base_url, timeout=self.timeout) as http:
-                return await self._send(http, method, path, token, params, body)
-        return await self._send(self.http, method, path, token, params, body)
+                return await self._send(http, method, path, sent, params, body)
+        return await self._send(self.http, method, path, sent, params, body)
 
-    async def _send(self, http: httpx.AsyncClient, method: str, path: str, token: str,
-                    params: Mapping[str, Any] | None, body: Mapping[str, Any] | None) -> str:
+    async def _send(self, http: httpx.AsyncClient, method: str, path: str,
+                    headers: Mapping[str, str], params: Mapping[str, Any] | None,
+                    body: Mapping[str, Any] | None) -> str:
         try:
-            response = await http.request(
-                method, path, params=params, json=body,
-                headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
-            )
+            response = await http.request(method, path, params=params, json=body,
+                                          headers=dict(headers))
         except httpx.HTTPError as exc:
             reason = self._scrub(str(exc)) or type(exc).__name__
             raise ToolError(f"memory API unreachable at {self.base_url}: {reason}") from None
@@ -209,7 +216,8 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
                                     "explicitPrivate": explicitPrivate}
             if subjectRefs:
                 body["subjectRefs"] = subjectRefs
-            return await api.call("POST", MEMORY_PATH, write_token, body=body)
+            return await api.call("POST", MEMORY_PATH, write_token, body=body,
+                                  headers=AGENT_WRITER_HEADERS)
 
         server.add_tool(memory_store, name="memory_store", title="Store a memory",
                         description=STORE_DESCRIPTION,

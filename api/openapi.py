@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 _ERRORS = {
     "400": "Malformed JSON, wrong types, unknown fields, bad parameters",
     "401": "Missing, unknown or revoked API key",
-    "403": "The key lacks the scope this route needs",
+    "403": "The key lacks the scope this route needs, or its user may not act in the "
+           "channel, room or session the request names",
     "404": "No visible item with that id",
     "413": "Body larger than the configured limit",
     "415": "Body is not application/json",
@@ -56,7 +57,9 @@ def build_document(sections: Iterable[Section]) -> dict[str, Any]:
                                   "operationId": f"{method}_{path}"}
             if operation.scope:
                 op["security"] = [{"bearer": []}]
-                op["description"] = f"Needs the `{operation.scope}` scope."
+                names = (operation.scope,) if isinstance(operation.scope, str) \
+                    else operation.scope
+                op["description"] = f"Needs the {' or '.join(f'`{n}`' for n in names)} scope."
             params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
                       for n in _PATH_PARAMETER.findall(operation.path)]
             if operation.query is not None:

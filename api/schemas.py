@@ -23,8 +23,14 @@ class Strict(BaseModel):
 
 
 class CallerContext(Strict):
-    """Conversation context a request may add. The user always comes from the API key."""
+    """Conversation context a request claims. A user key acts as its own user and may name a
+    channel or room only where that user is a member, a session only where the user takes
+    part (403 otherwise); ``userId`` is for runtime keys only (400 from a user key)."""
 
+    user_id: str | None = Field(
+        None, alias="userId", min_length=1, max_length=200,
+        description="Runtime keys only: the user the request acts for (omitted: no user, a "
+        "system context).")
     session_key: str | None = Field(None, alias="sessionKey", min_length=1, max_length=200)
     group_room_id: str | None = Field(None, alias="groupRoomId", min_length=1, max_length=200)
     channel_thread_key: str | None = Field(None, alias="channelThreadKey", min_length=1,
@@ -71,6 +77,60 @@ class InjectedFeedback(Strict):
 class CitedFeedback(Strict):
     run_id: str = Field(alias="runId", min_length=1, max_length=200)
     response_text: str = Field(alias="responseText", min_length=1, max_length=100_000)
+    context: CallerContext | None = None
+
+
+class ActingUser(BaseModel):
+    """Query-string parameter of an exact retrieval: the acting user of a runtime key."""
+
+    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+    user_id: str | None = Field(
+        None, alias="userId", min_length=1, max_length=200,
+        description="Runtime keys only: the user the request acts for.")
+
+
+def _channel_key() -> Any:
+    return Field(alias="channelKey", min_length=1, max_length=200,
+                 description="A channelThreadKey or a groupRoomId.")
+
+
+def _user_id() -> Any:
+    return Field(alias="userId", min_length=1, max_length=200)
+
+
+def _session_key() -> Any:
+    return Field(alias="sessionKey", min_length=1, max_length=200)
+
+
+class ChannelMemberIn(Strict):
+    channel_key: str = _channel_key()
+    user_id: str = _user_id()
+
+
+class ChannelMemberParams(BaseModel):
+    """Query string naming one membership (both parameters required)."""
+
+    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+    channel_key: str = _channel_key()
+    user_id: str = _user_id()
+
+
+class ChannelMemberFilter(BaseModel):
+    """Query string of a membership listing: optionally one channel and/or one user."""
+
+    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+    channel_key: str | None = Field(None, alias="channelKey", min_length=1, max_length=200)
+    user_id: str | None = Field(None, alias="userId", min_length=1, max_length=200)
+
+
+class SessionParticipantIn(Strict):
+    session_key: str = _session_key()
+    user_id: str = _user_id()
+
+
+class SessionParticipantParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+    session_key: str = _session_key()
 
 
 class ReembedRequest(Strict):
@@ -149,6 +209,41 @@ class ReembedResponse(BaseModel):
     error: str | None = None
 
 
+class ChannelMemberOut(BaseModel):
+    channel_key: str = Field(serialization_alias="channelKey")
+    user_id: str = Field(serialization_alias="userId")
+    added_by: str = Field(serialization_alias="addedBy")
+    created_at: str = Field(serialization_alias="createdAt")
+
+
+class ChannelMemberChange(BaseModel):
+    channel_key: str = Field(serialization_alias="channelKey")
+    user_id: str = Field(serialization_alias="userId")
+    changed: bool = Field(description="Added: the membership is new (201; 200 when it "
+                          "existed). Removed: always true (404 when there was none).")
+
+
+class ChannelMembersResponse(BaseModel):
+    members: list[ChannelMemberOut]
+
+
+class SessionParticipantOut(BaseModel):
+    session_key: str = Field(serialization_alias="sessionKey")
+    user_id: str = Field(serialization_alias="userId")
+    role: Literal["owner", "participant"]
+    created_at: str = Field(serialization_alias="createdAt")
+
+
+class SessionParticipantAdded(BaseModel):
+    session_key: str = Field(serialization_alias="sessionKey")
+    user_id: str = Field(serialization_alias="userId")
+    added: bool = Field(description="The user was not taking part yet (201; 200 otherwise).")
+
+
+class SessionParticipantsResponse(BaseModel):
+    participants: list[SessionParticipantOut]
+
+
 class _Report(BaseModel):
     """A part of the operator report, validated from ``memory_status`` (camelCase keys): a
     key the model does not know is an error, so the document cannot fall behind."""
@@ -200,6 +295,20 @@ class OutboxStatus(_Report):
     oldest_age_seconds: float | None = Field(alias="oldestAgeSeconds")
 
 
+class BrokenIndex(_Report):
+    index: str
+    table: str
+    kind: str
+    state: str
+    generation_key: str | None = Field(alias="generationKey")
+
+
+class IndexStatus(_Report):
+    healthy: bool
+    broken: list[BrokenIndex]
+    repair: str | None
+
+
 class StatusResponse(_Report):
     instance: str
     memories: MemoryCounts
@@ -209,6 +318,7 @@ class StatusResponse(_Report):
     embeddings: EmbeddingStatus
     outbox: OutboxStatus
     feedback: dict[str, int]
+    indexes: IndexStatus
 
 
 class ErrorBody(BaseModel):

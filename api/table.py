@@ -27,9 +27,11 @@ from api.auth import RequireScope
 from api.input import read_json, read_query
 from api.metrics import metrics_page
 from api.responses import model_response
-from api.routes import context, dreams, feedback, health, internal, memory
+from api.routes import context, dreams, feedback, health, internal, members, memory
 
-READ, WRITE, ADMIN = "memory:read", "memory:write", "admin"
+READ, WRITE, ADMIN, RUNTIME = "memory:read", "memory:write", "admin", "runtime"
+# Membership is managed by operators and by the agent runtime.
+MEMBERSHIP = (ADMIN, RUNTIME)
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,7 @@ class Operation:
     path: str                                   # below its section's prefix
     handler: Callable[..., Awaitable[Any]]
     summary: str
-    scope: str | None = None                    # None: public
+    scope: str | tuple[str, ...] | None = None  # None: public; a tuple: any one of them
     body: type[BaseModel] | None = None
     query: type[BaseModel] | None = None
     response: type[BaseModel] | None = None
@@ -87,12 +89,12 @@ TABLE: tuple[Section, ...] = (
                   "Store a memory (201 created, 200 when deduplicated)", WRITE,
                   body=schemas.MemoryCreate, response=schemas.StoreResponse, status=201),
         Operation("GET", "/memory/{memory_id}", memory.get_one, "Exact retrieval of one memory",
-                  READ, response=schemas.MemoryOut),
+                  READ, query=schemas.ActingUser, response=schemas.MemoryOut),
         Operation("POST", "/context/search", context.search,
                   "Unified search: assertions, memories, session history, graph", READ,
                   body=schemas.ContextSearch, response=schemas.ContextSearchResponse),
         Operation("GET", "/context/{item_id:path}", context.get_one,
-                  "One context item with its provenance", READ,
+                  "One context item with its provenance", READ, query=schemas.ActingUser,
                   response=schemas.ContextItemOut),
         Operation("POST", "/feedback/injected", feedback.injected,
                   "Record the assertions a run injected", WRITE,
@@ -100,6 +102,25 @@ TABLE: tuple[Section, ...] = (
         Operation("POST", "/feedback/cited", feedback.cited,
                   "Run the cited sensor over a run's final answer", WRITE,
                   body=schemas.CitedFeedback, response=schemas.CitedResponse),
+        Operation("GET", "/channels/members", members.list_members,
+                  "Channel and room members of the key's instance", MEMBERSHIP,
+                  query=schemas.ChannelMemberFilter, response=schemas.ChannelMembersResponse),
+        Operation("POST", "/channels/members", members.add_member,
+                  "Make a user a member of a channel or room (201; 200 when already one)",
+                  MEMBERSHIP, body=schemas.ChannelMemberIn,
+                  response=schemas.ChannelMemberChange, status=201),
+        Operation("DELETE", "/channels/members", members.remove_member,
+                  "End a user's membership of a channel or room (404 when there was none)",
+                  MEMBERSHIP, query=schemas.ChannelMemberParams,
+                  response=schemas.ChannelMemberChange),
+        Operation("GET", "/sessions/participants", members.list_participants,
+                  "Who takes part in a session of the key's instance", MEMBERSHIP,
+                  query=schemas.SessionParticipantParams,
+                  response=schemas.SessionParticipantsResponse),
+        Operation("POST", "/sessions/participants", members.add_participant,
+                  "Record that a user takes part in a session (201; 200 when already)",
+                  MEMBERSHIP, body=schemas.SessionParticipantIn,
+                  response=schemas.SessionParticipantAdded, status=201),
     )),
     Section("/internal", (
         Operation("GET", "/memory/status", internal.status,

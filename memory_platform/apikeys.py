@@ -1,15 +1,25 @@
-"""Developer API keys: high-entropy bearer tokens bound to one user and instance.
+"""API keys: high-entropy bearer tokens of one instance, of two kinds (docs/security.md).
 
-A token looks like ``mpk_<public id>_<secret>``. Only the public id (to find the row) and a
-SHA-256 of the whole token are stored; the token itself is shown once, at creation. Lookup
-is by public id, and the hash comparison is constant-time (``hmac.compare_digest``), so
-neither the database index nor the comparison leaks anything about the secret.
+* A **user key** acts as its one user (``user_id``). Marked ``agent``, it is an agent's key:
+  what it writes is the agent's inference, not the user's own statement.
+* A **runtime key** (scope ``runtime``, no user) is the instance's trusted agent runtime: it
+  names the acting user per request and may register memberships and sessions.
+
+Besides its kind a key holds the route scopes it was given (``memory:read``,
+``memory:write``, ``admin``).
+
+A token looks like ``mpk_<12 hex public id>_<43 url-safe secret>``. Only the public id (to
+find the row) and a SHA-256 of the whole token are stored; the token itself is shown once, at
+creation. Lookup is by public id, and the hash comparison is constant-time
+(``hmac.compare_digest``), so neither the database index nor the comparison leaks anything
+about the secret. :func:`well_formed` decides the shape without the database.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,69 +29,128 @@ import psycopg
 
 from memory_platform.errors import InvalidInput, NotFound
 
-SCOPES = ("memory:read", "memory:write", "admin")
+ROUTE_SCOPES = ("memory:read", "memory:write", "admin")
+RUNTIME_SCOPE = "runtime"
+SCOPES = (*ROUTE_SCOPES, RUNTIME_SCOPE)
+
 _PREFIX = "mpk_"
+_PUBLIC_HEX = 12
+_SECRET_BYTES = 32                                # token_urlsafe(32): 43 characters
+TOKEN_SHAPE = re.compile(r"mpk_[0-9a-f]{12}_[A-Za-z0-9_-]{43}")
+PUBLIC_ID_LENGTH = len(_PREFIX) + _PUBLIC_HEX
+
+# Every statement answers the columns of an ApiKey in this order (see _key).
 
 
 @dataclass(frozen=True)
 class ApiKey:
     id: UUID
     instance_key: str
-    user_id: str
+    user_id: str | None                           # None: a runtime key
     name: str
     scopes: tuple[str, ...]
     token_prefix: str
     created_at: datetime
     last_used_at: datetime | None = None
     revoked_at: datetime | None = None
+    agent: bool = False                           # a user key whose writes are inference
+
+    @property
+    def runtime(self) -> bool:
+        """The instance's trusted runtime (no user of its own)."""
+        return RUNTIME_SCOPE in self.scopes
+
+    @property
+    def kind(self) -> str:
+        """``runtime``, ``agent`` or ``user``."""
+        return "runtime" if self.runtime else "agent" if self.agent else "user"
+
+
+@dataclass(frozen=True)
+class StoredKey:
+    """A live key as stored: the key and the hash its token must match."""
+
+    key: ApiKey
+    token_hash: str
+
+    def matches(self, token: str) -> bool:
+        return hmac.compare_digest(self.token_hash, _hash(token))
 
 
 def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def well_formed(token: str) -> bool:
+    """Whether ``token`` has the exact shape of a token this module makes."""
+    return TOKEN_SHAPE.fullmatch(token) is not None
+
+
+def public_id(token: str) -> str:
+    """The public id of a well-formed token (``mpk_<12 hex>``)."""
+    return token[:PUBLIC_ID_LENGTH]
+
+
 def parse_scopes(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """The route scopes of a comma-separated list (``runtime`` is a key kind, not one of
+    them: create a runtime key with ``runtime=True``)."""
     items = text.split(",") if isinstance(text, str) else list(text)
     scopes = tuple(dict.fromkeys(s.strip() for s in items if s.strip()))
-    unknown = [s for s in scopes if s not in SCOPES]
+    if RUNTIME_SCOPE in scopes:
+        raise InvalidInput("'runtime' is a key kind, not a scope to list: create a runtime "
+                           "key with --runtime (and no --user)")
+    unknown = [s for s in scopes if s not in ROUTE_SCOPES]
     if not scopes or unknown:
-        raise InvalidInput(f"scopes must be a non-empty subset of {', '.join(SCOPES)}"
+        raise InvalidInput(f"scopes must be a non-empty subset of {', '.join(ROUTE_SCOPES)}"
                            + (f"; unknown: {', '.join(unknown)}" if unknown else ""))
     return scopes
 
 
-def create_key(conn: psycopg.Connection, *, instance_key: str, user_id: str,
-               scopes: tuple[str, ...], name: str = "") -> tuple[ApiKey, str]:
-    """A new key and its token (the only time the token exists outside the caller)."""
-    if not user_id or not user_id.strip():
-        raise InvalidInput("an API key needs a user")
-    public = _PREFIX + secrets.token_hex(6)
-    token = f"{public}_{secrets.token_urlsafe(32)}"
+def create_key(conn: psycopg.Connection, *, instance_key: str, user_id: str | None,
+               scopes: tuple[str, ...], name: str = "", runtime: bool = False,
+               agent: bool = False) -> tuple[ApiKey, str]:
+    """A new key and its token (the only time the token exists outside the caller).
+
+    A user key needs ``user_id``; a runtime key (``runtime``) has none and holds the scope
+    ``runtime`` besides ``scopes``; ``agent`` marks a user key as an agent's."""
+    user = user_id.strip() if isinstance(user_id, str) else None
+    if runtime and user_id is not None:
+        raise InvalidInput("a runtime key acts for the user each request names: it has no "
+                           "user of its own (drop --user)")
+    if runtime and agent:
+        raise InvalidInput("--agent marks a user key; a runtime key marks agent writes per "
+                           "request (X-Memory-Writer: agent)")
+    if not runtime and not user:
+        raise InvalidInput("a user key needs a user (--user), or create a runtime key "
+                           "with --runtime")
+    route_scopes = parse_scopes(list(scopes))
+    granted = (*route_scopes, RUNTIME_SCOPE) if runtime else route_scopes
+    public = _PREFIX + secrets.token_hex(_PUBLIC_HEX // 2)
+    token = f"{public}_{secrets.token_urlsafe(_SECRET_BYTES)}"
     row = conn.execute(
         """
-        INSERT INTO api_keys (instance_key, user_id, name, token_prefix, token_hash, scopes)
-        VALUES (%s, %s, %s, %s, %s, %s)
-        RETURNING id, instance_key, user_id, name, scopes, token_prefix, created_at,
+        INSERT INTO api_keys (instance_key, user_id, name, token_prefix, token_hash, scopes,
+                              agent)
+        VALUES (%s, %s, %s, %s, %s, %s, %s)
+        RETURNING id, instance_key, user_id, name, scopes, agent, token_prefix, created_at,
                   last_used_at, revoked_at
         """,
-        (instance_key, user_id.strip(), name, public, _hash(token), list(scopes)),
+        (instance_key, user, name, public, _hash(token), list(granted), agent),
     ).fetchone()
     return _key(row), token
 
 
 def _key(row) -> ApiKey:
-    ident, instance, user, name, scopes, prefix, created, used, revoked = row
-    return ApiKey(ident, instance, user, name, tuple(scopes), prefix, created, used, revoked)
+    ident, instance, user, name, scopes, agent, prefix, created, used, revoked = row
+    return ApiKey(ident, instance, user, name, tuple(scopes), prefix, created, used, revoked,
+                  agent)
 
 
-def verify_token(conn: psycopg.Connection, token: str) -> ApiKey | None:
-    """The live key this token belongs to, or None (unknown, malformed, revoked, expired)."""
-    if not token.startswith(_PREFIX) or token.count("_") < 2 or len(token) > 200:
-        return None
-    public = token[: token.index("_", len(_PREFIX))]
+def live_key(conn: psycopg.Connection, public: str) -> StoredKey | None:
+    """The live (not revoked, not expired) key with this public id, or None."""
     row = conn.execute(
         """
-        SELECT id, instance_key, user_id, name, scopes, token_prefix, created_at,
+        SELECT id, instance_key, user_id, name, scopes, agent, token_prefix, created_at,
                last_used_at, revoked_at, token_hash
           FROM api_keys
          WHERE token_prefix = %s
@@ -90,20 +159,34 @@ def verify_token(conn: psycopg.Connection, token: str) -> ApiKey | None:
         """,
         (public,),
     ).fetchone()
-    if row is None or not hmac.compare_digest(row[9], _hash(token)):
-        return None
+    return None if row is None else StoredKey(_key(row[:10]), row[10])
+
+
+def touch(conn: psycopg.Connection, key: ApiKey) -> None:
+    """Record a use of ``key`` (at most once a minute)."""
     conn.execute(
         "UPDATE api_keys SET last_used_at = now() WHERE id = %s"
         " AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')",
-        (row[0],),
+        (key.id,),
     )
-    return _key(row[:9])
+
+
+def verify_token(conn: psycopg.Connection, token: str) -> ApiKey | None:
+    """The live key this token belongs to, or None (malformed, unknown, revoked, expired).
+    A malformed token never reaches the database."""
+    if not well_formed(token):
+        return None
+    stored = live_key(conn, public_id(token))
+    if stored is None or not stored.matches(token):
+        return None
+    touch(conn, stored.key)
+    return stored.key
 
 
 def list_keys(conn: psycopg.Connection, instance_key: str | None = None) -> list[ApiKey]:
     rows = conn.execute(
         """
-        SELECT id, instance_key, user_id, name, scopes, token_prefix, created_at,
+        SELECT id, instance_key, user_id, name, scopes, agent, token_prefix, created_at,
                last_used_at, revoked_at
           FROM api_keys
          WHERE %(instance)s::text IS NULL OR instance_key = %(instance)s
@@ -122,7 +205,7 @@ def revoke_key(conn: psycopg.Connection, key_id: str) -> ApiKey:
     row = conn.execute(
         """
         UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = %s
-        RETURNING id, instance_key, user_id, name, scopes, token_prefix, created_at,
+        RETURNING id, instance_key, user_id, name, scopes, agent, token_prefix, created_at,
                   last_used_at, revoked_at
         """,
         (ident,),

@@ -5,7 +5,7 @@ own share-with-team choice through :func:`set_share_with_team`), exactly as the 
 writes it; there is no SQL here except the optional ``--reset`` delete. The workspace:
 
 * four users: ``anna``, ``ben`` and ``chiara`` share their memories with the team, ``dora``
-  opts out (her direct sessions stay private);
+  opts out (her direct sessions stay private; in a room her rows would stay in the room);
 * the team room ``platform-team`` (a group room: every row lands in the team audience) with
   several human sessions whose flush/summary rows carry durable facts, preferences,
   decisions, constraints and procedures in German and English;
@@ -155,8 +155,8 @@ SESSIONS: tuple[DemoSession, ...] = (
                      "Migrationen werden nie editiert."),
         )),
     DemoSession(
-        "room:platform-team:oncall", "team room: on-call handover (Dora, English/German)",
-        user_id="dora", group_room_id=TEAM_ROOM, rows=(
+        "room:platform-team:oncall", "team room: on-call handover (Chiara, English/German)",
+        user_id="chiara", group_room_id=TEAM_ROOM, rows=(
             _summary("Alerts with severity critical must page the on-call engineer within "
                      "five minutes. We decided that PagerDuty is the only paging tool. "
                      "Incidents are always documented in the postmortem template within 48 "

@@ -1,10 +1,19 @@
-"""What an operator needs to judge an instance's memory at a glance (/internal/memory/status)."""
+"""What an operator needs to judge an instance's memory at a glance (/internal/memory/status).
+
+Besides counts it reports search indexes an interrupted import left broken (``indexes``):
+an empty HNSW placeholder or a dropped GIN index makes search scan instead of using the index
+until ``memory-platform db repair-indexes`` (or the next import) rebuilds it.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import psycopg
+
+from memory_platform.memories.bulk.indexes import broken_indexes
+
+REPAIR_COMMAND = "memory-platform db repair-indexes"
 
 
 def _grouped(conn, query: str, instance_key: str) -> dict[str, int]:
@@ -91,4 +100,15 @@ def memory_status(conn: psycopg.Connection, instance_key: str) -> dict[str, Any]
         "feedback": _grouped(conn, "SELECT event_type, count(*) FROM"
                              " agent_memory_retrieval_feedback WHERE instance_key = %s"
                              " GROUP BY 1", instance_key),
+        "indexes": index_report(conn, instance_key),
     }
+
+
+def index_report(conn: psycopg.Connection, instance_key: str) -> dict[str, Any]:
+    """Whether the search indexes the instance uses are sound; if not, which are broken and
+    how to repair them."""
+    broken = broken_indexes(conn, instance_key)
+    return {"healthy": not broken, "broken": broken,
+            "repair": None if not broken else
+            f"run `{REPAIR_COMMAND}` (or the next import rebuilds them); an import running "
+            "right now rebuilds its own when it finishes"}

@@ -8,6 +8,7 @@ default for these values: read them from :func:`get_settings`.
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -52,8 +53,21 @@ class Settings(BaseSettings):
         "waits for all of them (p95 of searches at 200/s on 2 cores: 29-35 ms with 10, "
         "18-29 ms with 4; docs/benchmarks.md). Set it from the database server's cores "
         "when that is another machine.")
+    pool_timeout_seconds: float = Field(
+        30.0, gt=0.0, description="Longest wait for a pool connection (psycopg_pool's "
+        "default); the API then answers 503 database_busy with Retry-After.")
+    pool_max_waiting: int = Field(
+        0, ge=0, description="Most requests queued for a pool connection (0: no limit); "
+        "beyond it the API answers 503 database_busy at once.")
     migrations_dir: Path = Field(PROJECT_ROOT / "migrations")
     instance_key: str = Field("default", description="Instance used when a caller names none.")
+    api_statement_timeout_ms: int = Field(
+        5000, ge=0, description="Longest statement of an API request (milliseconds; 0: no "
+        "limit). A request that exceeds it answers 503 query_timeout. Only the API's pool has "
+        "it: Dagster runs, the CLI and bulk imports are not limited.")
+    api_lock_timeout_ms: int = Field(
+        2000, ge=0, description="Longest wait of an API statement for a lock (milliseconds; "
+        "0: no limit); exceeding it answers 503 query_timeout.")
 
     # --- retrieval ------------------------------------------------------------------------
     retrieval_top_k: int = Field(6, ge=1, le=100)
@@ -73,6 +87,13 @@ class Settings(BaseSettings):
         description="A query word found in more than this share of all chunks (planner "
                     "statistics) scores candidates but does not generate them.",
     )
+    retrieval_common_terms_fallback: int = Field(
+        3, ge=1, le=24, description="When every word of a question is common, this many of the "
+        "least common still generate lexical candidates (within the scan cap).")
+    retrieval_lexical_scan_cap: int = Field(
+        2000, ge=10, description="Full-text matches a lexical arm (chunks, assertions, history, "
+        "graph claims) reads before filtering them by audience: bounds what a question of "
+        "common words costs, also in a database many instances share.")
     retrieval_context_limit: int = Field(
         8, ge=1, le=100, description="Items a context search answers when the caller names "
         "no limit."
@@ -171,6 +192,12 @@ class Settings(BaseSettings):
     feedback_rate_floor: int = Field(3, ge=1)
     cited_min_overlap_tokens: int = Field(3, ge=1)
     cited_containment_threshold: float = Field(0.5, gt=0.0, le=1.0)
+    cited_response_max_chars: int = Field(
+        16_000, ge=100, description="Longest responseText the cited sensor reads; a longer one "
+        "is refused (400) and records nothing.")
+    cited_max_candidates: int = Field(
+        200, ge=1, description="Injected assertions of one run the cited sensor compares with "
+        "the response (the first ones injected): bounds the text work of one report.")
     feedback_correction_window_hours: int = Field(
         72, ge=1, description="A conflict/supersede counts as a correction of an assertion "
         "injected at most this many hours earlier."
@@ -258,6 +285,19 @@ class Settings(BaseSettings):
     dream_input_max_chars: int = Field(
         4000, ge=200, description="Characters of one input shown to the model."
     )
+    dream_min_excerpt_chars: int = Field(
+        20, ge=1, description="Characters a Dream evidence excerpt needs at least."
+    )
+    dream_min_excerpt_words: int = Field(
+        3, ge=1,
+        description="Informative words (not stopwords, not very short) a Dream evidence "
+        "excerpt needs at least.",
+    )
+    dream_min_text_support: float = Field(
+        0.5, gt=0.0, le=1.0,
+        description="Share of a Dream assertion's informative words (folded, stemmed) that "
+        "must occur in its cited excerpts.",
+    )
     outbox_max_attempts: int = Field(
         5, ge=1, description="Attempts of an outbox job before it stays failed."
     )
@@ -313,6 +353,14 @@ class Settings(BaseSettings):
     api_key_cache_seconds: float = Field(
         5.0, ge=0.0, description="How long a verified API key is trusted without a lookup."
     )
+    api_key_unknown_cache_seconds: float = Field(
+        30.0, ge=0.0, description="How long a well-formed token whose public id names no live "
+        "key is refused without a lookup (bogus-token floods cost no database round trip).")
+    api_key_unknown_cache_size: int = Field(
+        10_000, ge=1, description="Most public ids the unknown-token cache remembers.")
+    api_key_lookup_concurrency: int = Field(
+        2, ge=1, description="Most API-key lookups in the database at once: a flood of "
+        "unknown tokens cannot take every pool connection from the routes.")
     dagster_port: int = Field(3000, ge=1, le=65535)
 
     @property
@@ -329,20 +377,42 @@ class Settings(BaseSettings):
         for name, value in self.model_dump().items():
             if isinstance(value, SecretStr):
                 secret = value.get_secret_value()
-                value = redact_url(secret) if name.endswith("_url") else "**********"
+                value = redact_url(secret) if name.endswith("_url") else MASK
+            elif isinstance(value, str) and name.endswith("_url"):
+                value = redact_url(value)  # base URLs may carry credentials too
             elif isinstance(value, Path):
                 value = str(value)
             shown[name] = value
         return shown
 
 
+MASK = "**********"
+# Parameter names whose values are secrets, in a URL's query string or a key=value DSN.
+_SECRET_NAME = r"[\w.-]*(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key)[\w.-]*"
+_QUERY_SECRET = re.compile(rf"(?P<name>(?:^|(?<=[&;])){_SECRET_NAME})=(?P<value>[^&;#]*)",
+                           re.IGNORECASE)
+_DSN_SECRET = re.compile(
+    rf"(?P<name>(?<![\w.-]){_SECRET_NAME})\s*=\s*(?P<value>'(?:[^'\\]|\\.)*'?|[^\s']*)",
+    re.IGNORECASE)
+
+
 def redact_url(url: str) -> str:
-    """Mask the password of a connection URL, keep the rest readable."""
+    """A connection string fit to show: the password of a URL's user info (an HTTP URL's
+    whole user info), every password/secret/token/API-key parameter of its query string,
+    and those of a key=value DSN (``host=db password=s3cret``) masked; the rest kept
+    readable."""
+    if "://" not in url:
+        return _DSN_SECRET.sub(lambda m: f"{m.group('name')}={MASK}", url)
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":**********@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    if at and ":" in userinfo:
+        parts = parts._replace(netloc=f"{userinfo.split(':', 1)[0]}:{MASK}@{hostport}")
+    elif at and parts.scheme.lower() in ("http", "https"):
+        parts = parts._replace(netloc=f"{MASK}@{hostport}")  # a token as the user name
+    if parts.query:
+        parts = parts._replace(query=_QUERY_SECRET.sub(
+            lambda m: f"{m.group('name')}={MASK}", parts.query))
+    return urlunsplit(parts)
 
 
 @lru_cache(maxsize=1)

@@ -15,8 +15,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 DOMAIN = [                                   # bottom first
     {"settings", "errors", "text"},
+    {"secrets"},
     {"db"},
     {"access"},
+    {"membership"},
+    {"trust"},
     {"embeddings", "llm"},
     {"ledger"},
     {"memories"},

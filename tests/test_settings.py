@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from memory_platform.cli import main
@@ -84,3 +85,45 @@ def test_config_show_prints_every_setting_without_secrets(monkeypatch):
     assert set(shown) == set(Settings.model_fields)
     assert shown["database_url"] == "postgresql://app:**********@db:5432/memory"
     assert shown["openai_api_key"] == "**********"
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("postgresql://memory@db/memory?password=s3cret",
+     "postgresql://memory@db/memory?password=**********"),
+    ("postgresql://memory@db/memory?sslmode=require&password=s3cret&connect_timeout=5",
+     "postgresql://memory@db/memory?sslmode=require&password=**********&connect_timeout=5"),
+    ("postgresql://memory@db/memory?sslpassword=s3cret",
+     "postgresql://memory@db/memory?sslpassword=**********"),
+    ("host=db user=memory password=s3cret dbname=memory",
+     "host=db user=memory password=********** dbname=memory"),
+    ("host=db password = 's3 cret' dbname=memory",
+     "host=db password=********** dbname=memory"),
+    ("postgresql://u:s3cret@h/d?password=s3cret",
+     "postgresql://u:**********@h/d?password=**********"),
+    ("postgresql://postgres@/memory?host=/tmp/sock&port=5432",
+     "postgresql://postgres@/memory?host=/tmp/sock&port=5432"),
+    ("https://user:s3cret@llm.example/v1", "https://user:**********@llm.example/v1"),
+    ("https://s3cret@llm.example/v1", "https://**********@llm.example/v1"),
+    ("https://llm.example/v1?api-key=s3cret", "https://llm.example/v1?api-key=**********"),
+])
+def test_f18_redaction_masks_query_string_and_dsn_passwords(url, shown):
+    assert redact_url(url) == shown
+
+
+def test_f18_config_show_masks_credentials_in_every_url(monkeypatch):
+    monkeypatch.setenv("MEMORY_DATABASE_URL", "postgresql://memory@db/memory?password=s3cret")
+    monkeypatch.setenv("MEMORY_OPENAI_BASE_URL", "https://proxy:hunter2@llm.example/v1")
+    monkeypatch.setenv("MEMORY_MAINTENANCE_BASE_URL", "https://llm.example/v1?token=hunter3")
+    from memory_platform.settings import get_settings
+
+    get_settings.cache_clear()
+    try:
+        result = CliRunner().invoke(main, ["config", "show", "--json"])
+    finally:
+        get_settings.cache_clear()
+    assert result.exit_code == 0, result.output
+    assert "s3cret" not in result.output and "hunter" not in result.output
+    shown = json.loads(result.output)
+    assert shown["database_url"] == "postgresql://memory@db/memory?password=**********"
+    assert shown["openai_base_url"] == "https://proxy:**********@llm.example/v1"
+    assert shown["maintenance_base_url"] == "https://llm.example/v1?token=**********"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
-from api.auth import access_context, api_key
-from api.schemas import ContextItemOut, ContextSearch, ContextSearchResponse
-from api.threads import with_connection
+from api.auth import with_caller
+from api.schemas import ActingUser, ContextItemOut, ContextSearch, ContextSearchResponse
 from memory_platform.retrieval.context import ContextItem, context_get, context_search
+from memory_platform.retrieval.question import embed_question
 
 
 def item_out(item: ContextItem, with_score: bool = True) -> ContextItemOut:
@@ -18,15 +19,15 @@ def item_out(item: ContextItem, with_score: bool = True) -> ContextItemOut:
 
 async def search(request: Request, body: ContextSearch) -> ContextSearchResponse:
     state = request.state
-    items = await with_connection(
-        request, context_search, state.settings, access_context(api_key(request), body.context),
-        body.query, depth=body.depth, intent=body.intent, limit=body.limit,
-        embedder=state.embedder, stamper=state.stamper,
-    )
+    question = await run_in_threadpool(embed_question, state.embedder, body.query)
+    items = await with_caller(
+        request, body.context,
+        lambda conn, ctx: context_search(
+            conn, state.settings, ctx, body.query, depth=body.depth, intent=body.intent,
+            limit=body.limit, question=question, stamper=state.stamper))
     return ContextSearchResponse(results=[item_out(i) for i in items])
 
 
-async def get_one(request: Request) -> ContextItemOut:
-    item = await with_connection(request, context_get, access_context(api_key(request)),
-                                 request.path_params["item_id"])
+async def get_one(request: Request, params: ActingUser) -> ContextItemOut:
+    item = await with_caller(request, params, context_get, request.path_params["item_id"])
     return item_out(item, with_score=False)

@@ -6,10 +6,9 @@ from uuid import UUID
 
 from starlette.requests import Request
 
-from api.auth import access_context, api_key
+from api.auth import with_caller
 from api.errors import ApiError
 from api.schemas import CitedFeedback, CitedResponse, InjectedFeedback, InjectedResponse
-from api.threads import with_connection
 from memory_platform.retrieval.feedback.events import record_response, record_visible_injection
 
 
@@ -22,17 +21,16 @@ def _uuids(values: list[str]) -> list[UUID]:
 
 
 async def injected(request: Request, body: InjectedFeedback) -> InjectedResponse:
-    ctx = access_context(api_key(request), body.context)
     ids = _uuids(body.assertion_ids)
-    counted, new = await with_connection(request, record_visible_injection, ctx, ids,
-                                         run_id=body.run_id)
+    counted, new = await with_caller(request, body.context, record_visible_injection, ids,
+                                     run_id=body.run_id)
     return InjectedResponse(run_id=body.run_id, counted=counted, recorded=new,
                             ignored=len(set(ids)) - counted)
 
 
 async def cited(request: Request, body: CitedFeedback) -> CitedResponse:
-    cited_ids = await with_connection(
-        request, record_response, api_key(request).instance_key, run_id=body.run_id,
+    cited_ids = await with_caller(
+        request, body.context, record_response, run_id=body.run_id,
         response_text=body.response_text, settings=request.state.settings,
     )
     return CitedResponse(run_id=body.run_id, cited=[str(i) for i in cited_ids])

@@ -1,11 +1,22 @@
 """Liveness and readiness (public).
 
-Both run on Starlette's thread pool rather than the database threads: a probe is not queued
-behind the requests waiting for those threads; it waits at most 5 s for a connection and
-answers 503 after that. It needs no fast path.
+Both run on Starlette's thread pool rather than the database threads, on one database
+connection of their own (:class:`ProbeConnection`), not one of the request pool: a probe is
+not queued behind requests waiting for threads or pool connections, so a saturated pool
+(every connection busy with slow searches) does not make /healthz wait or fail. The
+connection is opened on the first probe, reopened after a failure, limited to 5 s per
+connect and per statement; the lifespan opens and closes it with the app.
+
+Unauthenticated callers learn only a reason code (``database_unavailable``,
+``migrations_pending``, ``migrations_changed``, ``migrations_invalid``); the exception text
+(host, user, migration names) goes to the server log.
 """
 
 from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
 
 import psycopg
 from starlette.concurrency import run_in_threadpool
@@ -14,32 +25,76 @@ from starlette.responses import JSONResponse
 
 from memory_platform.db import migrations
 
+log = logging.getLogger("api.health")
 
-def _ping(pool) -> None:
-    with pool.connection(timeout=5) as conn:
-        conn.execute("SELECT 1")
+PROBE_TIMEOUT_SECONDS = 5
+
+
+class ProbeConnection:
+    """The probes' one connection to the database of ``conninfo`` (serialised by a lock)."""
+
+    def __init__(self, conninfo: str) -> None:
+        self.conninfo = conninfo
+        self.lock = threading.Lock()
+        self.conn: psycopg.Connection | None = None
+
+    def run(self, check: Callable[[psycopg.Connection], None]) -> None:
+        """``check(conn)`` on the probe connection (opened when needed); a failure closes the
+        connection, so the next probe connects afresh, and is raised."""
+        with self.lock:
+            try:
+                if self.conn is None or self.conn.closed:
+                    self.conn = psycopg.connect(self.conninfo, autocommit=True,
+                                                connect_timeout=PROBE_TIMEOUT_SECONDS)
+                    self.conn.execute("SELECT set_config('statement_timeout', %s, false)",
+                                      (f"{PROBE_TIMEOUT_SECONDS}s",))
+                check(self.conn)
+            except Exception:
+                self.close()
+                raise
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+def _ping(conn: psycopg.Connection) -> None:
+    conn.execute("SELECT 1")
+
+
+def _reason(exc: Exception) -> str:
+    """The public reason code of a failed probe."""
+    if isinstance(exc, migrations.PendingMigrations):
+        return "migrations_pending"
+    if isinstance(exc, migrations.ChecksumMismatch):
+        return "migrations_changed"
+    if isinstance(exc, migrations.MigrationError):
+        return "migrations_invalid"
+    return "database_unavailable"
 
 
 async def healthz(request: Request) -> JSONResponse:
     """The process serves and the database answers."""
     try:
-        await run_in_threadpool(_ping, request.state.pool)
+        await run_in_threadpool(request.state.probe.run, _ping)
     except Exception as exc:
-        return JSONResponse({"status": "unavailable", "database": type(exc).__name__},
+        log.warning("healthz: database unavailable: %s: %s", type(exc).__name__, exc)
+        return JSONResponse({"status": "unavailable", "reason": "database_unavailable"},
                             status_code=503)
     return JSONResponse({"status": "ok"})
 
 
-def _check_ready(pool, directory) -> None:
-    with pool.connection(timeout=5) as conn:
-        migrations.ensure_current(conn, directory)
 
 
 async def readyz(request: Request) -> JSONResponse:
     """Database reachable and the schema exactly at the code's migrations."""
     try:
-        await run_in_threadpool(_check_ready, request.state.pool,
-                                request.state.settings.migrations_dir)
+        directory = request.state.settings.migrations_dir
+        await run_in_threadpool(request.state.probe.run,
+                                lambda conn: migrations.ensure_current(conn, directory))
     except (psycopg.Error, migrations.MigrationError, TimeoutError) as exc:
-        return JSONResponse({"status": "not_ready", "reason": str(exc)}, status_code=503)
+        reason = _reason(exc)
+        log.warning("readyz: %s: %s: %s", reason, type(exc).__name__, exc)
+        return JSONResponse({"status": "not_ready", "reason": reason}, status_code=503)
     return JSONResponse({"status": "ready"})

@@ -1,4 +1,5 @@
-"""/internal/memory: the operator's status report and one bounded re-embedding batch."""
+"""/internal/memory: the operator's status report and one bounded re-embedding batch, both of
+the admin key's own instance."""
 
 from __future__ import annotations
 
@@ -19,5 +20,6 @@ async def status(request: Request) -> StatusResponse:
 async def reembed(request: Request, body: ReembedRequest) -> ReembedResponse:
     state = request.state
     result = await with_connection(request, reembed_backfill, state.settings,
-                                   limit=body.limit, embedder=state.embedder)
+                                   limit=body.limit, embedder=state.embedder,
+                                   instance_key=api_key(request).instance_key)
     return ReembedResponse.model_validate(result.as_dict())

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.auth import access_context, api_key
+from api.auth import api_key, with_caller, write_trust_class, writer_header
 from api.responses import model_response
-from api.schemas import MemoryCreate, MemoryOut, SearchParams, SearchResponse, StoreResponse
-from api.threads import with_connection
+from api.schemas import (
+    ActingUser,
+    MemoryCreate,
+    MemoryOut,
+    SearchParams,
+    SearchResponse,
+    StoreResponse,
+)
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.retrieval.memories import MemoryRecord, get_memory
+from memory_platform.retrieval.question import embed_question
 from memory_platform.retrieval.search import MemoryHit, search_memories
 
 
@@ -31,32 +39,40 @@ def memory_out(item: MemoryHit | MemoryRecord) -> MemoryOut:
 
 async def search(request: Request, params: SearchParams) -> SearchResponse:
     state = request.state
-    hits = await with_connection(
-        request, search_memories, state.settings, access_context(api_key(request), params),
-        params.query, limit=params.limit, scopes=(params.scope,) if params.scope else None,
-        embedder=state.embedder, stamper=state.stamper,
-    )
+    question = await run_in_threadpool(embed_question, state.embedder, params.query)
+    hits = await with_caller(
+        request, params,
+        lambda conn, ctx: search_memories(
+            conn, state.settings, ctx, params.query, limit=params.limit,
+            scopes=(params.scope,) if params.scope else None, question=question,
+            stamper=state.stamper))
     return SearchResponse(results=[memory_out(h) for h in hits])
 
 
-async def get_one(request: Request) -> MemoryOut:
-    ctx = access_context(api_key(request))
-    record = await with_connection(request, get_memory, ctx, request.path_params["memory_id"])
+async def get_one(request: Request, params: ActingUser) -> MemoryOut:
+    record = await with_caller(request, params, get_memory, request.path_params["memory_id"])
     return memory_out(record)
 
 
 async def create(request: Request, body: MemoryCreate) -> Response:
-    """201 with the new memory; 200 when the same content was already stored."""
-    key, state = api_key(request), request.state
-    write = MemoryWrite(
-        content=body.content, source_type="fact", memory_class="explicit",
-        visibility=body.visibility, explicit_private=body.explicit_private,
-        subject_refs=body.subject_refs, assertion_type=body.assertion_type, title=body.title,
-        trust_class="human_direct", metadata={"writtenVia": "api", "apiKeyId": str(key.id)},
-    )
-    stored = await with_connection(request, store_memory, state.settings,
-                                   access_context(key, body.context), write,
-                                   embedder=state.embedder)
+    """201 with the new memory; 200 when the same content was already stored. The write's
+    trust class follows the writer (``api.auth.write_trust_class``)."""
+    key, state, writer = api_key(request), request.state, writer_header(request)
+    metadata = {"writtenVia": "api", "apiKeyId": str(key.id), "keyKind": key.kind}
+    if writer:
+        metadata["writer"] = writer
+
+    def write(conn, ctx):
+        memory = MemoryWrite(
+            content=body.content, source_type="fact", memory_class="explicit",
+            visibility=body.visibility, explicit_private=body.explicit_private,
+            subject_refs=body.subject_refs, assertion_type=body.assertion_type,
+            title=body.title, trust_class=write_trust_class(key, ctx, writer),
+            metadata=metadata,
+        )
+        return store_memory(conn, state.settings, ctx, memory, embedder=state.embedder)
+
+    stored = await with_caller(request, body.context, write)
     response = StoreResponse(id=str(stored.id), audience=stored.audience.as_dict(),
                              deduplicated=stored.deduplicated,
                              assertion_id=str(stored.assertion_id) if stored.assertion_id else None,

@@ -14,9 +14,11 @@ import psycopg
 from bench.common import fresh_database, machine_info
 from bench.load import INSTANCE
 from bench.load.corpus import build_corpus, corpus_facts
+from bench.load.workload import channel_threads
 from memory_platform import apikeys
 from memory_platform.db import embedded
 from memory_platform.db.connection import start_embedded, with_database
+from memory_platform.membership import add_channel_member
 from memory_platform.settings import Settings
 
 
@@ -117,11 +119,15 @@ def prewarm(conn: psycopg.Connection) -> list[str]:
 
 
 def create_keys(conn: psycopg.Connection, users: int) -> list[str]:
-    """Tokens of new keys (memory:read + memory:write) for users ``user-000`` onwards."""
+    """Tokens of new keys (memory:read + memory:write) for users ``user-000`` onwards, each a
+    member of the corpus's channel threads (the workload names them)."""
     tokens = []
     for i in range(users):
-        _, token = apikeys.create_key(conn, instance_key=INSTANCE, user_id=f"user-{i:03d}",
+        user = f"user-{i:03d}"
+        _, token = apikeys.create_key(conn, instance_key=INSTANCE, user_id=user,
                                       scopes=("memory:read", "memory:write"),
                                       name="bench/api_load")
+        for thread in channel_threads():
+            add_channel_member(conn, INSTANCE, thread, user, added_by="bench")
         tokens.append(token)
     return tokens

@@ -63,6 +63,12 @@ class Req:
         return status in (200, 201) if self.route == WRITE else status == 200
 
 
+def channel_threads() -> list[str]:
+    """The channel threads of the synthetic corpus (its seed draws them first)."""
+    corpus_rng = random.Random(CORPUS_SEED)
+    return [f"C{corpus_rng.randint(100, 999)}/{1700000000 + i}.0001" for i in range(40)]
+
+
 class Workload:
     """Endless, reproducible streams of read and write requests over the corpus vocabulary."""
 
@@ -71,9 +77,7 @@ class Workload:
         self.tokens = tokens
         self.tag = tag
         self.people = [f"{f} {la}" for f in _FIRST for la in _LAST]
-        corpus_rng = random.Random(CORPUS_SEED)  # synthetic_corpus draws the threads first
-        self.threads = [f"C{corpus_rng.randint(100, 999)}/{1700000000 + i}.0001"
-                        for i in range(40)]
+        self.threads = channel_threads()
         self.writes = 0
 
     def _auth(self) -> dict[str, str]:

@@ -15,6 +15,7 @@ from memory_platform.cli.demo import demo
 from memory_platform.cli.dream import dream
 from memory_platform.cli.imports import embeddings, import_command
 from memory_platform.cli.keys import keys
+from memory_platform.cli.members import members, sessions
 from memory_platform.cli.serve import api_command, dev_command, mcp_command
 
 
@@ -25,6 +26,6 @@ def main() -> None:
     maintenance, Starlette API."""
 
 
-for command in (config, db, api_command, dev_command, bench, keys, mcp_command, import_command,
-                embeddings, dream, demo):
+for command in (config, db, api_command, dev_command, bench, keys, members, sessions,
+                mcp_command, import_command, embeddings, dream, demo):
     main.add_command(command)

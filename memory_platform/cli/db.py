@@ -1,4 +1,4 @@
-"""`memory-platform db`: migrations, status, URL, psql."""
+"""`memory-platform db`: migrations, status, URL, psql, index repair."""
 
 from __future__ import annotations
 
@@ -103,5 +103,45 @@ def db_psql(psql_args: tuple[str, ...]) -> None:
     )
     if not psql:
         raise click.ClickException("psql not found on PATH; install the PostgreSQL client")
+    target, password = psql_target(url)
     env = {**os.environ, "PGCONNECT_TIMEOUT": "10"}
-    sys.exit(subprocess.call([psql, url, *psql_args], env=env))
+    if password is not None:
+        env["PGPASSWORD"] = password
+    sys.exit(subprocess.call([psql, target, *psql_args], env=env))
+
+
+def psql_target(url: str) -> tuple[str, str | None]:
+    """The connection string psql gets on its command line, without the password (a
+    process's arguments are readable by every local user), and the password, which goes
+    to psql through ``PGPASSWORD`` in its environment."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    params = conninfo_to_dict(url)
+    password = params.pop("password", None)
+    return make_conninfo(**{k: v for k, v in params.items() if v is not None}), (
+        None if password is None else str(password))
+
+
+@db.command("repair-indexes")
+def db_repair_indexes() -> None:
+    """Rebuild search indexes an interrupted import left behind.
+
+    A large import swaps the HNSW vector indexes for empty placeholders and drops the GIN
+    full-text indexes while it loads, and builds them at the end; a killed import leaves
+    them so (search scans instead; /internal/memory/status lists them under "indexes").
+    This rebuilds them now (the next import would too); indexes an import is loading right
+    now are left to it."""
+    from memory_platform.cli.common import platform_connection
+    from memory_platform.memories.bulk.indexes import broken_indexes, repair_indexes
+
+    settings = get_settings()
+    with platform_connection(settings) as conn:
+        repaired = repair_indexes(conn, settings)
+        left = broken_indexes(conn)
+    for name in repaired:
+        click.echo(f"rebuilt {name}")
+    if left:
+        click.echo("still broken (an import is loading them): "
+                   + ", ".join(str(b["index"]) for b in left), err=True)
+        sys.exit(1)
+    click.echo(f"{len(repaired)} index(es) rebuilt; every search index is sound.")

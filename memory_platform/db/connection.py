@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -85,8 +86,25 @@ def _configure(conn: psycopg.Connection) -> None:
     conn.commit()
 
 
+def _configure_timeouts(statement_timeout_ms: int, lock_timeout_ms: int
+                        ) -> Callable[[psycopg.Connection], None]:
+    """Per-connection setup of :func:`_configure` plus session limits: no statement runs
+    longer than ``statement_timeout_ms`` and none waits longer than ``lock_timeout_ms`` for a
+    lock (0: no limit); PostgreSQL cancels it with ``QueryCanceled`` /
+    ``LockNotAvailable``."""
+
+    def configure(conn: psycopg.Connection) -> None:
+        conn.execute("SELECT set_config('statement_timeout', %s, false),"
+                     " set_config('lock_timeout', %s, false)",
+                     (f"{statement_timeout_ms}ms", f"{lock_timeout_ms}ms"))
+        _configure(conn)
+
+    return configure
+
+
 def open_pool(settings: Settings, *, autocommit: bool = False,
-              min_size: int | None = None, name: str = "memory-platform") -> ConnectionPool:
+              min_size: int | None = None, name: str = "memory-platform",
+              configure: Callable[[psycopg.Connection], None] = _configure) -> ConnectionPool:
     """A new pool on the platform database; the caller owns (and closes) it.
 
     ``autocommit``: for callers of functions that commit their own units of work and must
@@ -95,11 +113,23 @@ def open_pool(settings: Settings, *, autocommit: bool = False,
         database_url(settings),
         min_size=settings.pool_min_size if min_size is None else min_size,
         max_size=settings.pool_max_size,
+        timeout=settings.pool_timeout_seconds,
+        max_waiting=settings.pool_max_waiting,
         kwargs={"autocommit": True} if autocommit else None,
-        configure=_configure,
+        configure=configure,
         open=True,
         name=name,
     )
+
+
+def open_api_pool(settings: Settings) -> ConnectionPool:
+    """The HTTP API's pool: every connection limits its statements to
+    ``api_statement_timeout_ms`` and its lock waits to ``api_lock_timeout_ms``, so one
+    request cannot hold a connection (and the database's CPU) for long. Dagster runs, the CLI
+    and bulk imports open pools without these limits."""
+    return open_pool(settings, name="memory-platform-api",
+                     configure=_configure_timeouts(settings.api_statement_timeout_ms,
+                                                   settings.api_lock_timeout_ms))
 
 
 def process_pool(settings: Settings, *, autocommit: bool = False) -> ConnectionPool:

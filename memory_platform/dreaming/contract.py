@@ -4,7 +4,9 @@ The same schema goes into the system prompt (as text) and into the provider's re
 format (strict JSON schema), and the validator enforces it again on whatever comes back:
 exactly ``schemaVersion``, ``assertions`` and ``wikiProposals``; no unknown fields anywhere;
 caps on counts and field sizes so a reasoning model cannot exhaust its completion budget by
-repetition. Every assertion cites MEMORY_IDs of the partition with short verbatim excerpts.
+repetition. Every assertion cites MEMORY_IDs of the partition with short verbatim excerpts
+that carry the statement's words (the minimum is in the description; the validator checks
+it per item, so one weak citation rejects only its item).
 """
 
 from __future__ import annotations
@@ -32,7 +34,10 @@ def dream_schema(settings: Settings) -> dict[str, Any]:
         "properties": {
             "memoryId": {"type": "string", "description": "A MEMORY_ID of the inputs."},
             "excerpt": {"type": "string", "maxLength": EXCERPT_MAX_CHARS,
-                        "description": "Copied verbatim from that memory."},
+                        "description": "Copied verbatim from that memory: at least "
+                                       f"{settings.dream_min_excerpt_chars} characters and "
+                                       f"{settings.dream_min_excerpt_words} content words, "
+                                       "containing the words that support the statement."},
         },
     }
     evidence_list = {"type": "array", "items": evidence, "minItems": 1,

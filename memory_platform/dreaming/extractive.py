@@ -9,7 +9,8 @@ the sentences whose English or German cue words mark a durable statement:
 - procedure: first ... then, steps / zuerst ... dann, Schritt(e)
 - fact: is/are/has/uses / ist/sind/hat/nutzt together with a number or a named entity
 
-It skips questions, greetings, very short and very long sentences, sentences with
+It skips questions, greetings, very short and very long sentences, sentences too thin to
+ground anything (``grounding.informative_excerpt``: the validator's minimum), sentences with
 transient cues (today, right now, currently, working on / heute, gerade, jetzt, momentan)
 and duplicates (a repeated sentence becomes extra evidence instead). Every assertion is the
 sentence itself, cites its MEMORY_ID and carries the sentence (cut at a word boundary to
@@ -43,6 +44,7 @@ from memory_platform.dreaming.contract import (
     TITLE_MAX_CHARS,
     WIKI_BODY_MAX_CHARS,
 )
+from memory_platform.dreaming.grounding import informative_excerpt
 from memory_platform.llm.base import Completion, JsonRequest, ModelError
 from memory_platform.settings import Settings
 
@@ -307,6 +309,9 @@ class ExtractiveModel:
             for sentence_index, sentence in enumerate(split_sentences(content)):
                 sentences_seen += 1
                 reason = skip_reason(sentence)
+                if reason is None and not informative_excerpt(
+                        cut_at_word(sentence, EXCERPT_MAX_CHARS), settings):
+                    reason = "uninformative"
                 kind = None if reason else classify(sentence)
                 if reason is None and kind is None:
                     reason = "no_cue"

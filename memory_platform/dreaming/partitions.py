@@ -16,6 +16,7 @@ from memory_platform.access import AUDIENCE_KINDS, Audience
 
 _UNSAFE = re.compile(r"[%/|,\[\]\s\x00-\x1f\x7f]")
 _DOT_RUN = re.compile(r"\.{3,}")
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def _encode(part: str) -> str:
@@ -50,10 +51,19 @@ class Partition:
 
     @classmethod
     def from_partition_key(cls, partition_key: str) -> Partition:
+        """The partition of an encoded key; ValueError for a key that is not three parts or
+        whose decoded parts hold a character the database cannot store (NUL, an unpaired
+        surrogate: ``a%00b``)."""
         parts = partition_key.split("/")
         if len(parts) != 3:
             raise ValueError(f"a partition key is instance/kind/key, got {partition_key!r}")
-        return cls(*(unquote(p) for p in parts))
+        decoded = [unquote(p) for p in parts]
+        for name, part in zip(("instance", "kind", "key"), decoded, strict=True):
+            bad = _UNSTORABLE.search(part)
+            if bad:
+                raise ValueError(f"its {name} part decodes to the unstorable character "
+                                 f"U+{ord(bad.group()):04X}")
+        return cls(*decoded)
 
     def __str__(self) -> str:
         return self.partition_key

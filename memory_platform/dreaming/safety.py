@@ -23,6 +23,7 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
+from memory_platform.dreaming.grounding import unsafe_instruction
 from memory_platform.dreaming.inputs import NON_HUMAN_TRUST, DreamInput
 from memory_platform.dreaming.partitions import Partition
 from memory_platform.dreaming.promote import Promoted, same_text_assertion
@@ -30,7 +31,7 @@ from memory_platform.dreaming.validate import AcceptedAssertion
 from memory_platform.ledger import assertions as ledger
 from memory_platform.ledger.assertions import HUMAN_REVIEW_STATES
 from memory_platform.ledger.recall import APPROVED_ACTIVE, is_approved_active
-from memory_platform.memories.validation import find_credential
+from memory_platform.secrets import find_secret as find_credential
 from memory_platform.settings import Settings
 
 ACTIVATABLE_TYPES = ("fact", "preference", "decision", "constraint", "procedure")
@@ -52,16 +53,6 @@ WORKSPACE_NEEDS_REVIEW = "workspace_scope_needs_review"
 HUMAN_DECISION = "human_decision"
 ALREADY_ACTIVE = "already_active"
 
-_UNSAFE = re.compile(
-    r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+)?(?:previous|prior|above|earlier)"
-    r"\s+(?:instructions|prompts?|rules)\b"
-    r"|\b(?:reveal|print|leak)\s+(?:the\s+|your\s+)?system\s+prompt\b"
-    r"|\bignorier(?:e|en)?\s+(?:alle\s+)?(?:vorherigen|bisherigen|obigen)\s+anweisungen\b"
-    r"|\byou\s+are\s+now\s+(?:in\s+)?(?:developer|dan|jailbreak)\b"
-    r"|\bdisable\s+(?:the\s+)?(?:safety|security)\s+(?:checks?|filters?|guards?)\b"
-    r"|\brm\s+-rf\s+/",
-    re.IGNORECASE,
-)
 _TRANSIENT = re.compile(
     r"\b(?:right now|at the moment|for the moment|for now|this morning|this afternoon"
     r"|tonight|currently working on|im moment|gerade eben|heute abend|heute morgen)\b",
@@ -112,7 +103,7 @@ def judge(candidate: Candidate, settings: Settings) -> Verdict:
         return Verdict("reject", MISSING_EVIDENCE)
     if find_credential(c.text):
         return Verdict("reject", CONTAINS_CREDENTIAL)
-    if _UNSAFE.search(c.text):
+    if unsafe_instruction(c.text):
         return Verdict("reject", UNSAFE_INSTRUCTION)
     if c.transient or _TRANSIENT.search(c.text):
         return Verdict("reject", TRANSIENT)

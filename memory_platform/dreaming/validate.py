@@ -7,8 +7,10 @@ Two levels, both fail closed:
   patterns). The model did not follow the contract, so nothing of the output is trusted: the
   dream records the failure shape and no ledger row is written.
 * **item level**: grounding problems of one assertion or wiki proposal (an id that is not an
-  input of this partition, an excerpt that is not verbatim, an ``updates`` that is neither an
-  exact duplicate nor a high-confidence correction, a duplicate, a credential). That item is
+  input of this partition, an excerpt that is not verbatim or too short to mean anything, a
+  text its excerpts do not support, an ``updates`` that is neither an exact duplicate nor a
+  high-confidence correction, a duplicate, a credential or an instruction aimed at the model
+  in a text, excerpt or wiki body; the text rules are in ``grounding``). That item is
   rejected with a reason code; the others stand on their own.
 """
 
@@ -20,10 +22,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from uuid import UUID
 
-from memory_platform.dreaming import contract
+from memory_platform.dreaming import contract, grounding
 from memory_platform.dreaming.inputs import DreamInput
 from memory_platform.ledger.assertions import identity_hash
-from memory_platform.memories.validation import find_credential
+from memory_platform.secrets import find_secret as find_credential
 from memory_platform.settings import Settings
 from memory_platform.text import normalise
 
@@ -40,9 +42,13 @@ DUPLICATE_ASSERTION = "duplicate_assertion"
 CONTAINS_CREDENTIAL = "contains_credential"
 WIKI_REF_INVALID = "wiki_ref_invalid"
 WIKI_REF_REJECTED = "wiki_ref_rejected"
+EXCERPT_UNINFORMATIVE = "excerpt_uninformative"
+TEXT_NOT_SUPPORTED = "text_not_supported"
+UNSAFE_INSTRUCTION = "unsafe_instruction"
 ITEM_REASONS = (INVALID_MEMORY_ID, CITATION_OUTSIDE_PARTITION, EXCERPT_NOT_VERBATIM,
                 EXCERPT_EMPTY, EMPTY_TEXT, UPDATES_NOT_ALLOWED, DUPLICATE_ASSERTION,
-                CONTAINS_CREDENTIAL, WIKI_REF_INVALID, WIKI_REF_REJECTED)
+                CONTAINS_CREDENTIAL, WIKI_REF_INVALID, WIKI_REF_REJECTED,
+                EXCERPT_UNINFORMATIVE, TEXT_NOT_SUPPORTED, UNSAFE_INSTRUCTION)
 
 
 @dataclass(frozen=True)
@@ -227,7 +233,7 @@ def structural_problems(data: Any, settings: Settings) -> list[dict[str, Any]]:
 # --- item level ----------------------------------------------------------------------------
 
 
-def _evidence(items: list[dict[str, str]], inputs: dict[str, DreamInput]
+def _evidence(items: list[dict[str, str]], inputs: dict[str, DreamInput], settings: Settings
               ) -> tuple[tuple[Evidence, ...], tuple[str, dict[str, Any]] | None]:
     """The item's evidence, de-duplicated, or the first grounding problem."""
     out: list[Evidence] = []
@@ -245,6 +251,16 @@ def _evidence(items: list[dict[str, str]], inputs: dict[str, DreamInput]
         if excerpt not in source.content:
             return (), (EXCERPT_NOT_VERBATIM, {"evidence": i, "memoryId": memory_id,
                                                "excerpt": excerpt[:80]})
+        if not grounding.informative_excerpt(excerpt, settings):
+            return (), (EXCERPT_UNINFORMATIVE, {
+                "evidence": i, "memoryId": memory_id, "excerpt": excerpt[:80],
+                "minChars": settings.dream_min_excerpt_chars,
+                "minWords": settings.dream_min_excerpt_words})
+        if find_credential(excerpt):
+            return (), (CONTAINS_CREDENTIAL, {"evidence": i, "memoryId": memory_id,
+                                              "kind": find_credential(excerpt)})
+        if grounding.unsafe_instruction(excerpt):
+            return (), (UNSAFE_INSTRUCTION, {"evidence": i, "memoryId": memory_id})
         ev = Evidence(memory_id, excerpt)
         if ev not in out:
             out.append(ev)
@@ -259,9 +275,14 @@ def _assertion(index: int, item: dict[str, Any], inputs: dict[str, DreamInput],
     if find_credential(text):
         return Rejection("assertion", index, CONTAINS_CREDENTIAL,
                          {"kind": find_credential(text)})
-    evidence, problem = _evidence(item["evidence"], inputs)
+    evidence, problem = _evidence(item["evidence"], inputs, settings)
     if problem:
         return Rejection("assertion", index, problem[0], problem[1])
+    support = grounding.text_support(text, (e.excerpt for e in evidence))
+    if support < settings.dream_min_text_support:
+        return Rejection("assertion", index, TEXT_NOT_SUPPORTED,
+                         {"support": round(support, 2),
+                          "required": settings.dream_min_text_support})
     subject = (item["subject"] or "").strip() or None
     predicate = (item["predicate"] or "").strip() or None
     duplicate = any(inputs[e.memory_id].assertion_id is not None
@@ -282,12 +303,15 @@ def _assertion(index: int, item: dict[str, Any], inputs: dict[str, DreamInput],
 
 
 def _wiki(index: int, item: dict[str, Any], accepted: dict[int, AcceptedAssertion],
-          proposed: int, inputs: dict[str, DreamInput]) -> AcceptedWiki | Rejection:
+          proposed: int, inputs: dict[str, DreamInput], settings: Settings
+          ) -> AcceptedWiki | Rejection:
     body = item["bodyMarkdown"].strip()
     if not body or not item["title"].strip():
         return Rejection("wikiProposal", index, EMPTY_TEXT)
     if find_credential(body) or find_credential(item["title"]):
         return Rejection("wikiProposal", index, CONTAINS_CREDENTIAL)
+    if grounding.unsafe_instruction(body) or grounding.unsafe_instruction(item["title"]):
+        return Rejection("wikiProposal", index, UNSAFE_INSTRUCTION)
     refs = tuple(dict.fromkeys(item["assertionRefs"]))
     bad = [r for r in refs if r >= proposed]
     if bad:
@@ -295,7 +319,7 @@ def _wiki(index: int, item: dict[str, Any], accepted: dict[int, AcceptedAssertio
     rejected = [r for r in refs if r not in accepted]
     if rejected:
         return Rejection("wikiProposal", index, WIKI_REF_REJECTED, {"assertionRefs": rejected})
-    evidence, problem = _evidence(item["evidence"], inputs)
+    evidence, problem = _evidence(item["evidence"], inputs, settings)
     if problem:
         return Rejection("wikiProposal", index, problem[0], problem[1])
     return AcceptedWiki(index, item["title"].strip(), item["slug"], body, refs, evidence)
@@ -328,7 +352,7 @@ def validate_output(data: Any, inputs: list[DreamInput], settings: Settings) -> 
             accepted[index] = outcome
             result.assertions.append(outcome)
     for index, item in enumerate(data["wikiProposals"]):
-        outcome_w = _wiki(index, item, accepted, len(data["assertions"]), by_id)
+        outcome_w = _wiki(index, item, accepted, len(data["assertions"]), by_id, settings)
         if isinstance(outcome_w, Rejection):
             result.rejected.append(outcome_w)
         else:

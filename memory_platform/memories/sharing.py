@@ -4,12 +4,21 @@ Precedence, most private first:
 1. specialized-agent personal memory stays private;
 2. an explicit request to keep it private stays private;
 3. an explicit visibility (team, workspace, channel) is honoured when the context allows it;
-4. otherwise the context's default: an unlinked channel session writes ``channel``, a
-   linked channel or group room writes ``team``, a session without any identity (system,
-   background) writes ``workspace``, and an authenticated direct session writes owner-private,
-   unless the user shares memories with the team (opt-out, on by default), which turns the
-   default into ``team``. An unreadable preference (no profile row, query error) fails closed
-   to private. Existing rows never move when the preference changes: it is read at write time.
+4. otherwise the context's default:
+
+   * a linked channel session (a user in a channel thread or group room) writes ``team``,
+     unless the user explicitly opted out of sharing with the team: then ``channel`` (the
+     conversation it was said in, and the user), never the whole team;
+   * a user-less group room (internal Team Chat) writes ``team``, an unlinked channel
+     thread ``channel``;
+   * a session without any identity (system, background) writes ``workspace``;
+   * an authenticated direct session writes owner-private, unless the user shares memories
+     with the team (opt-out, on by default), which turns the default into ``team``.
+
+   A ``channelType`` alone (no thread, no room) is no channel: it changes no default. An
+   unreadable preference (no profile row, query error) fails closed to private for a direct
+   session; only an explicit ``false`` counts as an opt-out. Existing rows never move when
+   the preference changes: it is read at write time.
 """
 
 from __future__ import annotations
@@ -19,10 +28,11 @@ import psycopg
 from memory_platform.access import AccessContext, AccessError, AudienceKind
 
 
-def shares_with_team(conn: psycopg.Connection, ctx: AccessContext) -> bool:
-    """The user's share-with-team preference; False when it cannot be read."""
+def share_preference(conn: psycopg.Connection, ctx: AccessContext) -> bool | None:
+    """The user's share-with-team preference as stored: True, False (an explicit opt-out),
+    or None when there is no user, no profile row, or it cannot be read."""
     if not ctx.user_id:
-        return False
+        return None
     try:
         with conn.transaction():  # a savepoint: a failing read must not doom the write
             row = conn.execute(
@@ -31,8 +41,13 @@ def shares_with_team(conn: psycopg.Connection, ctx: AccessContext) -> bool:
                 (ctx.instance_key, ctx.user_id),
             ).fetchone()
     except psycopg.Error:
-        return False
-    return bool(row and row[0])
+        return None
+    return None if row is None or row[0] is None else bool(row[0])
+
+
+def shares_with_team(conn: psycopg.Connection, ctx: AccessContext) -> bool:
+    """The user's share-with-team preference; False when it cannot be read."""
+    return share_preference(conn, ctx) is True
 
 
 def set_share_with_team(conn: psycopg.Connection, instance_key: str, user_id: str,
@@ -65,11 +80,12 @@ def resolve_visibility(
         raise AccessError("a channel memory needs a channel thread or group room")
     if requested is not None:
         return requested
-    if ctx.has_channel or ctx.channel_type:
-        if ctx.user_id or ctx.group_room_id:
-            return "team"
-        if ctx.has_channel:
-            return "channel"
+    if ctx.user_id and ctx.has_channel:
+        return "channel" if share_preference(conn, ctx) is False else "team"
+    if ctx.group_room_id:
+        return "team"
+    if ctx.channel_thread_key:
+        return "channel"
     if not ctx.user_id:
-        return "team" if ctx.channel_type else "workspace"
+        return "workspace"
     return "team" if shares_with_team(conn, ctx) else "private"

@@ -7,8 +7,11 @@ summaries all come through here, so none of them can skip a rule:
 2. resolve the audience (memories/sharing.py) and the memory scope;
 3. dedup: the same normalised content with the same subject refs in the same audience within
    the dedup window only touches the existing row's ``updated_at``;
-4. embed the chunks, outside the transaction (a provider failure keeps the write: the row
-   stays keyword-reachable and waits in the re-embed backlog);
+4. embed the chunks with no transaction open: what the connection has open by then (the
+   reads above, the caller's context resolution) is committed first, so a slow provider
+   never holds a transaction, a lock or a pooled session in a transaction (call it outside a
+   ``conn.transaction()`` block); a provider failure keeps the write: the row stays
+   keyword-reachable and waits in the re-embed backlog;
 5. in ONE transaction: source envelope, ``agent_memories`` row, chunks with vectors, and for
    facts a canonical assertion with verbatim evidence under the activation policy.
 """
@@ -22,9 +25,11 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from memory_platform.access import AccessContext, Audience, AudienceKind, audience_for
+from memory_platform.db.units import commit_if_idle
 from memory_platform.embeddings.base import EmbeddingProvider, embed_or_defer
 from memory_platform.embeddings.factory import get_provider
 from memory_platform.embeddings.generations import Generation, ensure_generation
@@ -36,6 +41,7 @@ from memory_platform.ledger.policy import (
     restatement_activates,
     write_path_decision,
 )
+from memory_platform.ledger.recall import TOLD
 from memory_platform.ledger.sources import ensure_source
 from memory_platform.memories.chunk_rows import insert_chunks
 from memory_platform.memories.chunking import Chunk, chunk_text
@@ -90,26 +96,47 @@ def _validate_kind(write: MemoryWrite) -> None:
     validate_kind(write.source_type, write.trust_class, write.assertion_type)
 
 
+# The live row a write repeats, among the rows the writer may learn of (F25): rows the writer
+# can recall (no assertion, or a told one; the audience is the writer's own) and the
+# writer's own rows whatever their assertion's state. A repeat of anybody else's unrecallable
+# row (pending, rejected, conflicted) is no dedup hit: it is written as a row of its own, so
+# the answer never confirms that row or its state.
+_DUPLICATE = sql.SQL("""
+    SELECT m.id, m.assertion_id, a.status
+      FROM agent_memories m
+      LEFT JOIN agent_memory_assertions a
+        ON a.instance_key = m.instance_key AND a.id = m.assertion_id
+     WHERE m.instance_key = %s
+       AND m.visibility_scope = %s
+       AND m.audience_key = %s
+       AND m.content_hash = %s
+       AND m.subject_key = %s
+       AND m.memory_state = 'active'
+       AND m.updated_at > now() - make_interval(hours => %s)
+       AND (m.assertion_id IS NULL OR {told} OR m.user_id IS NOT DISTINCT FROM %s)
+     ORDER BY m.updated_at DESC
+     LIMIT 1
+""").format(told=TOLD)
+
+
 def _find_duplicate(conn, ctx: AccessContext, audience: Audience, digest: str, subject: str,
                     window_hours: int):
     return conn.execute(
-        """
-        SELECT m.id, m.assertion_id, a.status
-          FROM agent_memories m
-          LEFT JOIN agent_memory_assertions a
-            ON a.instance_key = m.instance_key AND a.id = m.assertion_id
-         WHERE m.instance_key = %s
-           AND m.visibility_scope = %s
-           AND m.audience_key = %s
-           AND m.content_hash = %s
-           AND m.subject_key = %s
-           AND m.memory_state = 'active'
-           AND m.updated_at > now() - make_interval(hours => %s)
-         ORDER BY m.updated_at DESC
-         LIMIT 1
-        """,
-        (ctx.instance_key, audience.kind, audience.key, digest, subject, window_hours),
+        _DUPLICATE,
+        (ctx.instance_key, audience.kind, audience.key, digest, subject, window_hours,
+         ctx.user_id),
     ).fetchone()
+
+
+def _restates_own_fact(conn, ctx: AccessContext, assertion_id: uuid.UUID) -> bool:
+    """Whether the assertion was first stated by the writer: the user of its earliest memory
+    row is the writer's (both user-less counts too; the write's own new row is not in yet)."""
+    first = conn.execute(
+        "SELECT user_id FROM agent_memories WHERE instance_key = %s AND assertion_id = %s"
+        " ORDER BY created_at, id LIMIT 1",
+        (ctx.instance_key, assertion_id),
+    ).fetchone()
+    return first is not None and first[0] == ctx.user_id
 
 
 def _dedup_hit(conn, ctx: AccessContext, write: MemoryWrite, audience: Audience,
@@ -160,6 +187,8 @@ def store_memory(
     provider = embedder or get_provider(settings)
     texts = embedding_texts(content, chunks,
                             asserted=write.source_type in ASSERTION_SOURCE_TYPES)
+    # No transaction stays open (nor a lock held) while the provider is called.
+    commit_if_idle(conn)
     vectors = embed_or_defer(provider, texts, "memory write")
 
     with conn.transaction():
@@ -247,10 +276,13 @@ def _assert_fact(conn, ctx: AccessContext, write: MemoryWrite, content: str,
 def _activate_on_restatement(conn, ctx: AccessContext, write: MemoryWrite, audience: Audience,
                              assertion: ledger.AssertionRef) -> ledger.AssertionRef:
     """A fact already in the ledger but still undecided (e.g. an assistant's inference)
-    activates when a write that qualifies on its own restates it; decided ones stay as
-    they are (a human decision always stands)."""
+    activates when its own author restates it in a write that qualifies on its own; decided
+    ones stay as they are (a human decision always stands). Another user's restatement adds
+    evidence but activates nothing (F25): a fact nobody approved cannot be switched on by
+    guessing its text."""
     decision = write_path_decision(write.trust_class, write.assertion_type, audience.kind)
-    if not restatement_activates(assertion.review_state, decision):
+    if not restatement_activates(assertion.review_state, decision) \
+            or not _restates_own_fact(conn, ctx, assertion.id):
         return assertion
     ledger.record_decision(conn, instance_key=ctx.instance_key, assertion_id=assertion.id,
                            decision="activate", reviewer_kind="policy",

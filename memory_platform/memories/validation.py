@@ -1,73 +1,19 @@
 """What may be stored: non-empty text within the size limit, no control characters, and no
-credentials (secrets never enter memory: they would be retrieved into prompts)."""
+credentials in any stored string (secrets never enter memory: they would be retrieved into
+prompts; ``memory_platform.secrets`` recognises them)."""
 
 from __future__ import annotations
 
 import json
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from memory_platform.errors import CredentialDetected, InvalidInput
-
-# (name shown to the user, pattern). Names only: the matched secret is never echoed.
-_CREDENTIAL_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (name, re.compile(pattern, flags))
-    for name, pattern, flags in (
-        ("private key", r"-----BEGIN (?:[A-Z]+ )*PRIVATE KEY-----", 0),
-        ("OpenAI-style API key", r"\bsk-(?:proj-|live-|test-)?[A-Za-z0-9_-]{20,}", 0),
-        ("Stripe key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}", 0),
-        ("AWS access key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", 0),
-        ("AWS secret key", r"aws_secret_access_key\s*[:=]", re.IGNORECASE),
-        ("GitHub token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})", 0),
-        ("Slack token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}", 0),
-        ("Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b", 0),
-        ("JSON web token", r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", 0),
-        ("bearer token", r"\bbearer\s+[A-Za-z0-9._~+/-]{20,}=*", re.IGNORECASE),
-        ("URL with password", r"\b[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@", re.IGNORECASE),
-    )
-)
+from memory_platform.errors import InvalidInput
+from memory_platform.secrets import find_secret, refuse_secret
 
 _ALLOWED_CONTROLS = {"\n", "\t", "\r"}
-
-
-# "<label> [for the build server] is|ist|lautet|:|= <value>": a secret only when the value
-# looks like one, so "the password is required" or "das Passwort ist abgelaufen" stay fine.
-_LABELLED_SECRET = re.compile(
-    r"\b(?P<label>passwor[dt]|passwd|pwd|kennwort|api[\s_-]?(?:key|schlüssel|token)"
-    r"|access[\s_-]?token|auth[\s_-]?token|client[\s_-]?secret|secret[\s_-]?key|secret|token)"
-    r"\b(?:\s+(?:for|of|to|on|für|vom|von|des|der|die|das|zum|zur)\b[^.:=\n]{0,40}?)?"
-    r"\s*(?:[:=]|\s(?:is|ist|lautet|are|sind)\b:?)\s*"
-    r"[\'\"“„]?(?P<value>[^\s\'\"”“]{6,})",
-    re.IGNORECASE,
-)
-
-
-def _looks_secret(value: str) -> bool:
-    """Digits, symbols or inner capitals: how passwords and keys look, unlike words."""
-    value = value.rstrip(".,;!?)")
-    if len(value) < 6:
-        return False
-    return (any(c.isdigit() for c in value) or any(not c.isalnum() for c in value)
-            or not value[1:].islower())
-
-
-def find_credential(text: str) -> str | None:
-    """The kind of the first credential-looking string in ``text``, or None."""
-    for name, pattern in _CREDENTIAL_PATTERNS:
-        if pattern.search(text):
-            return name
-    for match in _LABELLED_SECRET.finditer(text):
-        if _looks_secret(match.group("value")):
-            label = match.group("label").lower()
-            return "password" if label.startswith(("pass", "pwd", "kenn")) else "API key or secret"
-    return None
-
-
-def _article(kind: str) -> str:
-    """'an' before the kinds spoken with a vowel first (AWS, API, OpenAI), else 'a' (a URL)."""
-    return "an" if kind[0] in "AEIO" else "a"
 
 
 def clean_content(text: object, *, max_chars: int, field: str = "content") -> str:
@@ -89,15 +35,26 @@ def clean_content(text: object, *, max_chars: int, field: str = "content") -> st
             f"{field} contains the control character U+{ord(bad):04X}",
             details={"field": field, "character": f"U+{ord(bad):04X}"},
         )
-    kind = find_credential(text)
-    if kind:
-        raise CredentialDetected(
-            f"{field} looks like it contains {_article(kind)} {kind}; secrets are never "
-            "stored in memory. "
-            "Remove the secret and store the rest.",
-            details={"field": field, "kind": kind},
-        )
+    _refuse_overlong_words(text, field)
+    refuse_secret(text, field=field)
     return text
+
+
+# PostgreSQL's full text search refuses a lexeme over 2,047 bytes, and a few letters grow when
+# lower-cased (U+023A: 2 -> 3 bytes), so a long enough run of them passes the raw check and
+# breaks the stored tsvector on some server versions. Words this long are blobs, never prose.
+MAX_WORD_BYTES = 1000
+_LONG_RUN = re.compile(r"[^\W_]{256,}")
+
+
+def _refuse_overlong_words(text: str, field: str) -> None:
+    for match in _LONG_RUN.finditer(text):
+        size = len(match.group().lower().encode())
+        if size > MAX_WORD_BYTES:
+            raise InvalidInput(
+                f"{field} holds a word of {size} bytes; the limit is {MAX_WORD_BYTES} (a blob "
+                "or an encoded value: store a reference to it instead)",
+                code="word_too_long", details={"field": field, "limit": MAX_WORD_BYTES})
 
 
 TITLE_MAX_CHARS = 300
@@ -111,20 +68,36 @@ def clean_title(title: object) -> str | None:
     return clean_content(title, max_chars=TITLE_MAX_CHARS, field="title")
 
 
-def _strings(value: Any):
+def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    """(field, text) of every string in a JSON value. A key comes first, named by its
+    parent's path (a key may be the secret); a string value comes as ``key: value``, so that
+    ``{"password": "Hunter22!"}`` reads like the sentence it is."""
     if isinstance(value, str):
-        yield value
+        yield path, value
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            yield str(key)
-            yield from _strings(item)
+            yield f"{path} (a key)", str(key)
+            if isinstance(item, str):
+                yield f"{path}.{key}", f"{key}: {item}"
+            else:
+                yield from _strings(item, f"{path}.{key}")
     elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _strings(item)
+        for index, item in enumerate(value):
+            yield from _strings(item, f"{path}[{index}]")
+
+
+def refuse_secrets(strings: list[tuple[str, str]]) -> None:
+    """CredentialDetected naming the first (field, text) that holds a secret. The texts are
+    checked together first: one pass for the common case of none."""
+    if find_secret("\n".join(text for _, text in strings)) is None:
+        return
+    for field, text in strings:
+        refuse_secret(text, field=field)
 
 
 def clean_metadata(metadata: object) -> dict[str, Any]:
-    """Caller metadata: a small JSON object whose strings PostgreSQL can store."""
+    """Caller metadata: a small JSON object whose strings PostgreSQL can store and that holds
+    no secret, in a key or in a value."""
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping):
@@ -137,8 +110,10 @@ def clean_metadata(metadata: object) -> dict[str, Any]:
     if len(encoded.encode("utf-8", "surrogatepass")) > METADATA_MAX_BYTES:
         raise InvalidInput(f"metadata is larger than {METADATA_MAX_BYTES} bytes",
                            details={"field": "metadata"})
-    for text in _strings(metadata):
+    strings = list(_strings(metadata, "metadata"))
+    for _, text in strings:
         if "\x00" in text or any("\ud800" <= c <= "\udfff" for c in text):
             raise InvalidInput("metadata contains a NUL character or an unpaired surrogate",
                                details={"field": "metadata"})
+    refuse_secrets(strings)
     return dict(metadata)

@@ -18,6 +18,7 @@ from memory_platform.errors import InvalidInput
 from memory_platform.ledger import assertions as ledger
 from memory_platform.memories.chunking import Chunk
 from memory_platform.memories.validation import clean_content
+from memory_platform.secrets import refuse_secret
 from memory_platform.text import canonical_json
 
 SOURCE_TYPES = ("prompt_file", "summary", "fact", "manual", "dream", "flush")
@@ -27,14 +28,25 @@ ASSERTION_SOURCE_TYPES = ("fact",)
 TRUST_CLASSES = ("human_direct", "human_channel", "assistant_inference", "automation",
                  "system", "imported")
 _MAX_REFS, _MAX_REF_KEY, _MAX_REF_VALUE = 32, 64, 512
+# Subject refs only the server sets (audience_refs): who said a shared fact, and the
+# conversation a channel row belongs to. A caller naming them could attribute a fact to
+# somebody else or tie it to a conversation it was not said in.
+RESERVED_SUBJECT_REFS = ("userId", "groupRoomId", "channelThreadKey")
 
 
 def clean_subject_refs(refs: object) -> dict[str, str]:
-    """Subject refs are a flat object of short string (or number) values."""
+    """Subject refs are a flat object of short string (or number) values; the reserved keys
+    (:data:`RESERVED_SUBJECT_REFS`) are refused: the server sets them from the context."""
     if refs is None:
         return {}
     if not isinstance(refs, Mapping):
         raise InvalidInput("subject_refs must be an object", details={"field": "subject_refs"})
+    reserved = [key for key in RESERVED_SUBJECT_REFS if key in refs]
+    if reserved:
+        raise InvalidInput(
+            f"subject_refs.{reserved[0]} is set by the server from the caller's identity and "
+            "conversation context; leave out " + ", ".join(RESERVED_SUBJECT_REFS),
+            code="reserved_subject_ref", details={"field": f"subject_refs.{reserved[0]}"})
     if len(refs) > _MAX_REFS:
         raise InvalidInput(f"subject_refs has more than {_MAX_REFS} keys",
                            details={"field": "subject_refs"})
@@ -43,10 +55,12 @@ def clean_subject_refs(refs: object) -> dict[str, str]:
         if not isinstance(key, str) or not key or len(key) > _MAX_REF_KEY:
             raise InvalidInput("subject_refs keys are non-empty strings of at most "
                                f"{_MAX_REF_KEY} characters", details={"field": "subject_refs"})
+        refuse_secret(key, field="subject_refs (a key)")
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise InvalidInput(f"subject_refs.{key} must be a string or number",
                                details={"field": f"subject_refs.{key}"})
         text = clean_content(str(value), max_chars=_MAX_REF_VALUE, field=f"subject_refs.{key}")
+        refuse_secret(f"{key}: {text}", field=f"subject_refs.{key}")
         cleaned[key] = text
     return cleaned
 
@@ -64,15 +78,20 @@ def validate_kind(source_type: str, trust_class: str, assertion_type: str) -> No
 
 
 def audience_refs(refs: dict[str, str], ctx: AccessContext, audience: Audience) -> dict[str, str]:
-    """The refs a row is stored with: shared facts keep who said them, even in the team
-    audience, and every row names its group room / channel thread. Mutates and answers
-    ``refs``."""
+    """The refs a row is stored with, from the caller's (already clean, so without reserved
+    keys) refs: a shared row (team, workspace, channel) keeps who said it (``userId``), and
+    only a channel row names its group room / channel thread: a team or workspace row is
+    read by the whole instance and must not disclose the conversation it came from (a
+    private row is its owner's, who knows both). Mutates and answers ``refs``."""
+    for key in RESERVED_SUBJECT_REFS:
+        refs.pop(key, None)
     if ctx.user_id and audience.kind != "private":
-        refs.setdefault("userId", ctx.user_id)
-    for key, value in (("groupRoomId", ctx.group_room_id),
-                       ("channelThreadKey", ctx.channel_thread_key)):
-        if value:
-            refs.setdefault(key, value)
+        refs["userId"] = ctx.user_id
+    if audience.kind == "channel":
+        for key, value in (("groupRoomId", ctx.group_room_id),
+                           ("channelThreadKey", ctx.channel_thread_key)):
+            if value:
+                refs[key] = value
     return refs
 
 

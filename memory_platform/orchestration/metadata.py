@@ -8,6 +8,7 @@ part of the Dream it stands for.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import psycopg
@@ -27,7 +28,7 @@ from memory_platform.orchestration.keys import (
 )
 
 __all__ = ["PHASES", "asset_metadata", "check_metadata", "failure_metadata",
-           "materialized_assets", "md_table"]
+           "materialized_assets", "md_table", "md_text"]
 
 # The engine phases (DreamResult.stats["durations"]) each asset stands for.
 PHASES = {
@@ -73,12 +74,26 @@ def materialized_assets(result: DreamResult) -> list[str]:
     return out
 
 
+# Characters that open inline Markdown (emphasis, code, links, images, autolinks and bare
+# URLs, e-mail links, raw HTML, entities, strikethrough, table cells) are backslash-escaped:
+# CommonMark then shows them as themselves. Memory and model text thus brings no markup of
+# its own into a cell; ids and codes (letters, digits, "-", "_" inside a word: it cannot
+# emphasise there) stay as they are.
+_MARKUP = re.compile(r"([\\`*\[\]()!<>|~&:@.#{}$^]|(?<![^\W_])_|_(?![^\W_]))")
+
+
+def md_text(value: Any) -> str:
+    """``value`` as literal inline Markdown (see ``_MARKUP``)."""
+    return _MARKUP.sub(r"\\\1", "" if value is None else str(value))
+
+
 def _cell(value: Any, limit: int = MAX_CELL_CHARS) -> str:
+    """A table cell: one line, at most ``limit`` characters, no Markdown of its own."""
     text = "" if value is None else str(value)
     text = " ".join(text.split())
     if len(text) > limit:
         text = text[: limit - 1] + "…"
-    return text.replace("\\", "\\\\").replace("|", "\\|") or " "
+    return md_text(text) or " "
 
 
 def md_table(headers: list[str], rows: list[list[Any]], *, empty: str = "_none_",

@@ -9,9 +9,12 @@ compared with the new one. This module works the backlog off in small batches:
 * active, approved assertions without an ``agent_memory_assertion_embeddings`` row of the
   target generation get one (older generations' rows stay: they are never compared).
 
-Each batch is one transaction that locks its rows with ``SKIP LOCKED`` before calling the
-provider, so concurrent workers (Dagster runs, CLI) split the backlog instead of colliding.
-A provider failure rolls the batch back (rows untouched) and ends the call with the error.
+Each batch is one committed unit (``db/units.py``) that locks its rows with ``SKIP LOCKED``
+before calling the provider, so concurrent workers (Dagster runs, CLI, the API) split the
+backlog instead of colliding; a batch's rows are locked only for that batch's provider call
+and its conversions are visible to everyone once it returns. A run touches only the instance
+it is given. A provider failure rolls the batch back (rows untouched) and ends the call with
+the error.
 Converted rows leave the backlog, so running it again is a no-op. :func:`reembed_backfill` is
 one bounded run; :func:`reembed_until_done` repeats runs until the backlog is empty.
 """
@@ -27,6 +30,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.types.json import Jsonb
 
+from memory_platform.db.units import commit_if_idle, committed_unit, require_idle
 from memory_platform.embeddings.base import EmbeddingError, EmbeddingProvider
 from memory_platform.embeddings.factory import get_provider
 from memory_platform.embeddings.generations import Generation, ensure_generation
@@ -118,9 +122,9 @@ def backlog(conn: psycopg.Connection, generation: Generation,
 
 def _embed_chunks(conn: psycopg.Connection, provider: EmbeddingProvider,
                   generation: Generation, size: int, after: int) -> tuple[int, int]:
-    """One transaction: lock up to ``size`` backlog chunks after id ``after`` (skipping rows
-    another worker holds), embed, update. Answers (converted, last id)."""
-    with conn.transaction(), conn.cursor() as cur:
+    """One committed unit: lock up to ``size`` backlog chunks after id ``after`` (skipping
+    rows another worker holds), embed, update. Answers (converted, last id)."""
+    with committed_unit(conn), conn.cursor() as cur:
         rows = cur.execute(
             f"SELECT id, content {_CHUNK_BACKLOG} AND id > %(after)s"
             " ORDER BY id LIMIT %(size)s FOR UPDATE SKIP LOCKED",
@@ -147,7 +151,7 @@ def _embed_assertions(conn: psycopg.Connection, provider: EmbeddingProvider,
                       ) -> tuple[int, uuid.UUID]:
     """Like :func:`_embed_chunks` for assertions. ``FOR NO KEY UPDATE`` is the weakest lock
     two workers conflict on; it does not block the key-share locks of new evidence rows."""
-    with conn.transaction(), conn.cursor() as cur:
+    with committed_unit(conn), conn.cursor() as cur:
         rows = cur.execute(
             f"SELECT a.id, a.assertion_text {_ASSERTION_BACKLOG} AND a.id > %(after)s"
             " ORDER BY a.id LIMIT %(size)s FOR NO KEY UPDATE OF a SKIP LOCKED",
@@ -173,16 +177,21 @@ def reembed_backfill(
     progress: Callable[[ReembedResult], None] | None = None,
 ) -> ReembedResult:
     """Convert up to ``limit`` (default ``settings.reembed_run_limit``) backlog rows of
-    ``instance_key`` (default: the settings' instance) to the configured provider's
-    generation, assertions first (few, and each is a recallable fact), then chunks, in
-    batches of ``batch_size`` (default ``settings.reembed_batch_size``). Needs a connection
-    outside a transaction: every batch commits on its own. ``progress`` sees the result so
-    far after every batch."""
+    ``instance_key`` (the caller's instance: an API key's own; only the CLI falls back to
+    the settings' instance) to the configured provider's generation, assertions first (few,
+    and each is a recallable fact), then chunks, in batches of ``batch_size`` (default
+    ``settings.reembed_batch_size``). Rows of other instances are never read or written.
+    Needs a connection outside a transaction (autocommit or idle): every batch commits on
+    its own, and nothing stays open between batches or after the run. ``progress`` sees the
+    result so far after every committed batch."""
+    require_idle(conn, "reembed_backfill")
     provider = embedder or get_provider(settings)
     instance = instance_key or settings.instance_key
     size = batch_size or settings.reembed_batch_size
     register_vector(conn)
-    generation = ensure_generation(conn, instance, provider)
+    commit_if_idle(conn)
+    with committed_unit(conn):
+        generation = ensure_generation(conn, instance, provider)
     result = ReembedResult(instance, generation.generation_key)
     budget = max(0, settings.reembed_run_limit if limit is None else limit)
     try:
@@ -212,6 +221,7 @@ def reembed_backfill(
         log.warning("re-embedding stopped, the batch is untouched: %s", exc)
         result.error = str(exc)
     result.remaining_chunks, result.remaining_assertions = backlog(conn, generation)
+    commit_if_idle(conn)
     return result
 
 

@@ -18,7 +18,6 @@ distance. The statement runs under the search settings of retrieval/planner.py.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, replace
 from typing import Any
 from uuid import UUID
@@ -27,7 +26,7 @@ import psycopg
 from psycopg import sql
 
 from memory_platform.access import AccessContext, audience_branches, audience_predicate
-from memory_platform.embeddings.base import EmbeddingError, EmbeddingProvider, key_of
+from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.embeddings.factory import get_provider
 from memory_platform.embeddings.generations import (
     cached_active_generation,
@@ -37,11 +36,13 @@ from memory_platform.embeddings.generations import (
 from memory_platform.retrieval.feedback.ranking import feedback_multiplier
 from memory_platform.retrieval.filters import CURRENT_APPROVED_ASSERTION
 from memory_platform.retrieval.fusion import reciprocal_rank
+from memory_platform.retrieval.lexicon import generating_terms
 from memory_platform.retrieval.planner import bounded_count, gate, planner_settings
+from memory_platform.retrieval.question import QueryVector, embed_question, vector_of
+from memory_platform.retrieval.statements import parameter_safe
 from memory_platform.retrieval.terms import or_tsquery, query_terms
 from memory_platform.settings import Settings
 
-log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class AssertionHit:
@@ -62,15 +63,21 @@ def recallable_assertion(ctx: AccessContext, alias: str = "a") -> sql.Composed:
     return sql.SQL("{} AND {}").format(audience_predicate(ctx, alias), CURRENT_APPROVED_ASSERTION)
 
 
-def _lexical(ctx: AccessContext, terms: list[str], cap: int) -> sql.Composed:
-    tsq = or_tsquery(terms)
+def _lexical(ctx: AccessContext, generating: list[str], terms: list[str], cap: int,
+             scan_cap: int) -> sql.Composed:
+    """The lexical arm: at most ``scan_cap`` assertions matching the ``generating`` terms
+    (whoever asks: the audience filter comes after the bounded scan), the recallable ones
+    ranked by all ``terms``."""
     return sql.SQL("""
         SELECT a.id
-          FROM agent_memory_assertions a
-         WHERE a.assertion_tsv @@ {tsq} AND {visible}
-         ORDER BY ts_rank(a.assertion_tsv, {tsq}, 0) DESC, a.id
+          FROM (SELECT * FROM agent_memory_assertions a
+                 WHERE a.assertion_tsv @@ {generating} LIMIT {scan_cap}) a
+         WHERE {visible}
+         ORDER BY ts_rank(a.assertion_tsv, {ranked}, 0) DESC, a.id
          LIMIT {cap}
-    """).format(tsq=tsq, visible=recallable_assertion(ctx), cap=sql.Literal(cap))
+    """).format(generating=or_tsquery(generating), scan_cap=sql.Literal(scan_cap),
+                visible=recallable_assertion(ctx), ranked=or_tsquery(terms),
+                cap=sql.Literal(cap))
 
 
 def _visible_count(ctx: AccessContext, bound: int) -> sql.Composed:
@@ -126,22 +133,17 @@ def _semantic(ctx: AccessContext, key: str, dims: int, cap: int, min_similarity:
 
 
 def _semantic_ids(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
-                  query: str, cap: int, provider: EmbeddingProvider) -> list[UUID]:
+                  question: QueryVector, cap: int) -> list[UUID]:
     """The vector arm's ranking; empty when the query has no vector of the instance's
     active generation (another model configured, or the provider failing)."""
-    key = key_of(provider)
     active = cached_active_generation(conn, ctx.instance_key)
-    if active is None or active.generation_key != key:
+    vector = vector_of(question, active.generation_key if active else None)
+    if vector is None:
         return []
-    try:
-        vector = provider.embed_query(query)
-    except EmbeddingError as exc:
-        log.warning("query embedding failed; lexical-only assertions: %s", exc)
-        return []
-    statement = _semantic(ctx, key, provider.dimensions, cap, settings.retrieval_min_score,
-                          settings.retrieval_exact_scan_max)
+    statement = _semantic(ctx, question.generation_key, question.dimensions, cap,
+                          settings.retrieval_min_score, settings.retrieval_exact_scan_max)
     with planner_settings(conn, max(settings.retrieval_hnsw_ef_search, cap)):
-        return [r[0] for r in conn.execute(statement, {"qv": vector})]
+        return [r[0] for r in conn.execute(parameter_safe(statement), {"qv": vector})]
 
 
 def search_assertions(
@@ -152,17 +154,26 @@ def search_assertions(
     *,
     limit: int | None = None,
     embedder: EmbeddingProvider | None = None,
+    question: QueryVector | None = None,
 ) -> list[AssertionHit]:
     """The best ``limit`` (default ``retrieval_top_k``) assertions ``ctx`` may recall for
     ``query``: the lexical and the vector ranking fused by reciprocal rank, times the feedback
-    multiplier."""
+    multiplier. ``question`` is the query's embedding, computed before the caller took
+    ``conn``; without it the query is embedded with ``embedder`` (default: the configured
+    provider) before the first statement. Common words generate lexical candidates only when
+    no word of the query is selective (retrieval/lexicon.py)."""
+    if question is None:
+        question = embed_question(embedder or get_provider(settings), query)
     limit = limit or settings.retrieval_top_k
     cap = max(limit * 4, 24)
     terms = query_terms(query)
-    lexical = [r[0] for r in conn.execute(_lexical(ctx, terms, cap))] if terms else []
+    generating = generating_terms(conn, terms, settings.retrieval_keyword_common_share,
+                                  settings.retrieval_common_terms_fallback)
+    lexical = ([r[0] for r in conn.execute(
+        _lexical(ctx, generating, terms, cap, settings.retrieval_lexical_scan_cap))]
+               if generating else [])
 
-    semantic = _semantic_ids(conn, settings, ctx, query, cap,
-                             embedder or get_provider(settings))
+    semantic = _semantic_ids(conn, settings, ctx, question, cap)
 
     ranks: dict[UUID, list[int | None]] = {}
     for arm, ids in enumerate((lexical, semantic)):
@@ -171,13 +182,13 @@ def search_assertions(
     if not ranks:
         return []
     rows = conn.execute(
-        sql.SQL("""
+        parameter_safe(sql.SQL("""
             SELECT a.id, a.assertion_text, a.assertion_type, a.audience_kind, a.audience_key,
                    a.confidence, a.subject_refs, a.injected_count, a.cited_count,
                    a.corrected_count
               FROM agent_memory_assertions a
              WHERE a.id = ANY(%s) AND {visible}
-        """).format(visible=recallable_assertion(ctx)),
+        """).format(visible=recallable_assertion(ctx))),
         (list(ranks),),
     ).fetchall()
     hits = []
@@ -198,8 +209,9 @@ def visible_assertion_ids(conn: psycopg.Connection, ctx: AccessContext,
                           ids: list[UUID]) -> list[UUID]:
     """The subset of ``ids`` that ``ctx`` may recall (feedback only counts those)."""
     rows = conn.execute(
-        sql.SQL("SELECT a.id FROM agent_memory_assertions a WHERE a.id = ANY(%s) AND {}")
-        .format(recallable_assertion(ctx)),
+        parameter_safe(
+            sql.SQL("SELECT a.id FROM agent_memory_assertions a WHERE a.id = ANY(%s) AND {}")
+            .format(recallable_assertion(ctx))),
         (ids,),
     )
     return [r[0] for r in rows]

@@ -4,9 +4,8 @@ One query searches every recall surface the caller may see and merges them:
 
 * canonical assertions (lexical + vector, :mod:`retrieval.assertions`);
 * durable memory chunks (hybrid, :mod:`retrieval.search`);
-* session history: lossless context messages and summaries (exact lexical), owner-scoped:
-  the caller's session always, another session only when it belongs to the same user, and
-  user-less (system/channel) items instance-wide;
+* session history: lossless context messages and summaries (exact lexical), owner-scoped
+  (:func:`history_visibility`);
 * knowledge-graph claims, when the graph has any.
 
 Results are fused with reciprocal-rank fusion over canonical identities (a memory that
@@ -25,15 +24,23 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
-from memory_platform.access import AccessContext, graph_predicate
+from memory_platform.access import (
+    AccessContext,
+    audience_predicate,
+    channel_keys,
+    graph_predicate,
+)
 from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.embeddings.factory import get_provider
 from memory_platform.errors import InvalidInput, NotFound
 from memory_platform.retrieval.assertions import recallable_assertion, search_assertions
 from memory_platform.retrieval.fusion import reciprocal_rank
+from memory_platform.retrieval.lexicon import generating_terms
 from memory_platform.retrieval.memories import get_memory, parse_uuid
+from memory_platform.retrieval.question import QueryVector, embed_question
 from memory_platform.retrieval.search import search_memories
 from memory_platform.retrieval.stamping import RetrievalStamper
+from memory_platform.retrieval.statements import parameter_safe
 from memory_platform.retrieval.terms import or_tsquery, query_terms
 from memory_platform.settings import Settings
 
@@ -53,15 +60,48 @@ class ContextItem:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def history_visibility(ctx: AccessContext, alias: str) -> sql.Composed:
-    """Owner-scoped session history: own session, own user's sessions, user-less items."""
+def history_visibility(ctx: AccessContext, alias: str,
+                       table: str = "agent_context_messages") -> sql.Composed:
+    """Owner-scoped session history (specification: "items of the caller's current session
+    are readable, items recorded for another user's session are private to that user, only
+    user-less system/channel items are instance-visible"). A message or summary is visible
+    when it is
+
+    * the caller's own (``user_id`` = the caller), in any of their sessions;
+    * of the caller's current session while the caller takes part in it
+      (``agent_session_participants``): every participant of a shared session reads all of
+      its items, also those of the other participants; a session the caller does not take
+      part in opens nothing beyond their own items (the check is here, in SQL, as well as
+      in ``trust.resolve_context``);
+    * user-less, and not bound to a channel the caller is not in: a user-less message with
+      a ``channel_thread_key`` only for callers in that thread or room; a user-less summary
+      only when its session has no such message (summaries name no channel themselves).
+
+    ``table`` is the table ``alias`` names (``agent_context_messages`` or
+    ``agent_context_summaries``)."""
     col = lambda name: sql.Identifier(alias, name)  # noqa: E731
-    branches = [sql.SQL("{} IS NULL").format(col("user_id"))]
-    if ctx.session_key:
-        branches.append(sql.SQL("{} = {}").format(col("session_key"),
-                                                  sql.Literal(ctx.session_key)))
+    channels = sql.Literal(channel_keys(ctx))
+    if table == "agent_context_messages":
+        unbound = sql.SQL("({} IS NULL OR {} = ANY({}))").format(
+            col("channel_thread_key"), col("channel_thread_key"), channels)
+    else:
+        unbound = sql.SQL(
+            "NOT EXISTS (SELECT 1 FROM agent_context_messages bound"
+            " WHERE bound.instance_key = {} AND bound.session_key = {}"
+            " AND bound.channel_thread_key IS NOT NULL"
+            " AND NOT bound.channel_thread_key = ANY({}))").format(
+            col("instance_key"), col("session_key"), channels)
+    branches = [sql.SQL("({} IS NULL AND {})").format(col("user_id"), unbound)]
     if ctx.user_id:
-        branches.append(sql.SQL("{} = {}").format(col("user_id"), sql.Literal(ctx.user_id)))
+        user = sql.Literal(ctx.user_id)
+        branches.append(sql.SQL("{} = {}").format(col("user_id"), user))
+        if ctx.session_key:
+            session = sql.Literal(ctx.session_key)
+            branches.append(sql.SQL(
+                "({} = {} AND EXISTS (SELECT 1 FROM agent_session_participants p"
+                " WHERE p.instance_key = {} AND p.session_key = {} AND p.user_id = {}))"
+            ).format(col("session_key"), session, sql.Literal(ctx.instance_key), session,
+                     user))
     return sql.SQL("({} = {} AND ({}))").format(
         col("instance_key"), sql.Literal(ctx.instance_key), sql.SQL(" OR ").join(branches))
 
@@ -72,42 +112,55 @@ def claim_visibility(ctx: AccessContext, alias: str = "k") -> sql.Composed:
                                                  sql.Identifier(alias, "status"))
 
 
-def _search_history(conn, ctx: AccessContext, terms: list[str], cap: int) -> list[ContextItem]:
-    if not terms:
+def _search_history(conn, ctx: AccessContext, terms: _LexicalTerms,
+                    cap: int) -> list[ContextItem]:
+    """Messages and summaries matching the generating terms, at most the scan cap of each
+    read whoever asks (the audience filter comes after), the visible ones ranked by all
+    terms."""
+    if not terms.generating:
         return []
-    tsq = or_tsquery(terms)
     rows = conn.execute(sql.SQL("""
-        (SELECT 'message', id, content, session_key, created_at,
-                ts_rank(content_tsv, {tsq}, 0) AS rank
-           FROM agent_context_messages msg
-          WHERE content_tsv @@ {tsq} AND {visible_messages}
+        (SELECT 'message', msg.id, msg.content, msg.session_key, msg.created_at,
+                ts_rank(msg.content_tsv, {ranked}, 0) AS rank
+           FROM (SELECT * FROM agent_context_messages
+                  WHERE content_tsv @@ {generating} LIMIT {scan_cap}) msg
+          WHERE {visible_messages}
           ORDER BY rank DESC LIMIT {cap})
         UNION ALL
-        (SELECT 'summary', id, content, session_key, created_at,
-                ts_rank(content_tsv, {tsq}, 0) AS rank
-           FROM agent_context_summaries summ
-          WHERE content_tsv @@ {tsq} AND {visible_summaries}
+        (SELECT 'summary', summ.id, summ.content, summ.session_key, summ.created_at,
+                ts_rank(summ.content_tsv, {ranked}, 0) AS rank
+           FROM (SELECT * FROM agent_context_summaries
+                  WHERE content_tsv @@ {generating} LIMIT {scan_cap}) summ
+          WHERE {visible_summaries}
           ORDER BY rank DESC LIMIT {cap})
         ORDER BY rank DESC
         LIMIT {cap}
-    """).format(tsq=tsq, visible_messages=history_visibility(ctx, "msg"),
-                visible_summaries=history_visibility(ctx, "summ"), cap=sql.Literal(cap)))
+    """).format(generating=or_tsquery(terms.generating), ranked=or_tsquery(terms.ranked),
+                scan_cap=sql.Literal(terms.scan_cap),
+                visible_messages=history_visibility(ctx, "msg"),
+                visible_summaries=history_visibility(ctx, "summ", "agent_context_summaries"),
+                cap=sql.Literal(cap)))
     return [ContextItem(f"{kind}:{ident}", kind, content,
                         details={"sessionKey": session, "createdAt": created.isoformat()})
             for kind, ident, content, session, created, _ in rows]
 
 
-def _search_claims(conn, ctx: AccessContext, terms: list[str], cap: int) -> list[ContextItem]:
-    if not terms:
+def _search_claims(conn, ctx: AccessContext, terms: _LexicalTerms,
+                   cap: int) -> list[ContextItem]:
+    """Graph claims matching the generating terms, at most the scan cap read whoever asks,
+    the visible ones ranked by all terms."""
+    if not terms.generating:
         return []
-    tsq = or_tsquery(terms)
     rows = conn.execute(sql.SQL("""
         SELECT k.id, k.assertion_text, k.predicate, k.confidence, k.visibility_scope
-          FROM agent_knowledge_claims k
-         WHERE k.claim_tsv @@ {tsq} AND {visible}
-         ORDER BY ts_rank(k.claim_tsv, {tsq}, 0) DESC
+          FROM (SELECT * FROM agent_knowledge_claims
+                 WHERE claim_tsv @@ {generating} LIMIT {scan_cap}) k
+         WHERE {visible}
+         ORDER BY ts_rank(k.claim_tsv, {ranked}, 0) DESC
          LIMIT {cap}
-    """).format(tsq=tsq, visible=claim_visibility(ctx), cap=sql.Literal(cap)))
+    """).format(generating=or_tsquery(terms.generating), ranked=or_tsquery(terms.ranked),
+                scan_cap=sql.Literal(terms.scan_cap), visible=claim_visibility(ctx),
+                cap=sql.Literal(cap)))
     return [ContextItem(f"claim:{ident}", "claim", text, confidence=float(confidence),
                         details={"predicate": predicate, "visibility": scope})
             for ident, text, predicate, confidence, scope in rows]
@@ -123,12 +176,16 @@ def context_search(
     intent: str | None = None,
     limit: int | None = None,
     embedder: EmbeddingProvider | None = None,
+    question: QueryVector | None = None,
     stamper: RetrievalStamper | None = None,
 ) -> list[ContextItem]:
     """The best ``limit`` items of every recall surface ``ctx`` may see, fused (see the module
     docstring). A deep search (``depth="deep"`` or the ``wiki_synthesis`` intent) asks each
     source for more candidates; ``limit`` defaults to ``retrieval_context_limit``, or
-    ``retrieval_context_deep_limit`` for a deep search."""
+    ``retrieval_context_deep_limit`` for a deep search. ``question`` is the query's
+    embedding, computed before the caller took ``conn``; without it the query is embedded
+    once, with ``embedder`` (default: the configured provider), before the first statement.
+    Every lexical arm reads a bounded number of matches (``retrieval_lexical_scan_cap``)."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("query is empty", details={"field": "query"})
     if depth not in ("normal", "deep"):
@@ -137,8 +194,9 @@ def context_search(
     limit = limit or (settings.retrieval_context_deep_limit if deep
                       else settings.retrieval_context_limit)
     per_source = limit * (3 if deep else 2)
-    provider = embedder or get_provider(settings)
-    terms = query_terms(query)
+    if question is None:
+        question = embed_question(embedder or get_provider(settings), query)
+    terms = _lexical_terms(conn, settings, query)
 
     sources: dict[str, list[ContextItem]] = {
         "assertions": [
@@ -146,7 +204,7 @@ def context_search(
                         details={"assertionType": h.assertion_type,
                                  "audience": {"kind": h.audience_kind, "key": h.audience_key}})
             for h in search_assertions(conn, settings, ctx, query, limit=per_source,
-                                       embedder=provider)
+                                       question=question)
         ],
         "memories": [
             ContextItem(_memory_identity(h.assertion_id, h.memory_id),
@@ -155,12 +213,29 @@ def context_search(
                                  "visibility": h.visibility_scope,
                                  "subjectRefs": h.subject_refs})
             for h in search_memories(conn, settings, ctx, query, limit=per_source,
-                                     embedder=provider, stamper=stamper)
+                                     question=question, stamper=stamper)
         ],
         "history": _search_history(conn, ctx, terms, per_source),
         "graph": _search_claims(conn, ctx, terms, per_source),
     }
     return fuse(sources, limit)
+
+
+@dataclass(frozen=True)
+class _LexicalTerms:
+    """The terms of the history and graph arms: the ones that generate candidates, the ones
+    that rank them, and how many matches an arm reads."""
+
+    generating: list[str]
+    ranked: list[str]
+    scan_cap: int
+
+
+def _lexical_terms(conn, settings: Settings, query: str) -> _LexicalTerms:
+    terms = query_terms(query)
+    generating = generating_terms(conn, terms, settings.retrieval_keyword_common_share,
+                                  settings.retrieval_common_terms_fallback)
+    return _LexicalTerms(generating, terms, settings.retrieval_lexical_scan_cap)
 
 
 def _memory_identity(assertion_id: UUID | None, memory_id: UUID) -> str:
@@ -200,18 +275,18 @@ def _parse_item_id(item_id: object) -> tuple[str, UUID]:
     return kind, parse_uuid(raw)
 
 
-def _evidence(conn, assertion_id: UUID) -> list[dict[str, Any]]:
-    rows = conn.execute(
-        """
+def _evidence(conn, ctx: AccessContext, assertion_id: UUID) -> list[dict[str, Any]]:
+    """The evidence of an assertion whose source the caller may see (F28): a channel
+    assertion read through the linked-user branch lists only the caller's own sources, not
+    the excerpts other writers of that channel contributed."""
+    rows = conn.execute(parameter_safe(sql.SQL("""
         SELECT e.excerpt, e.stance, s.id, s.source_kind, s.trust_class, s.memory_id,
                s.created_at
           FROM agent_memory_assertion_evidence e
           JOIN agent_memory_sources s ON s.instance_key = e.instance_key AND s.id = e.source_id
-         WHERE e.assertion_id = %s
+         WHERE e.assertion_id = %s AND {visible}
          ORDER BY s.created_at
-        """,
-        (assertion_id,),
-    )
+    """).format(visible=audience_predicate(ctx, "s"))), (assertion_id,))
     return [{"excerpt": excerpt, "stance": stance, "sourceId": str(source_id),
              "sourceKind": kind, "trustClass": trust,
              "memoryId": str(memory_id) if memory_id else None, "createdAt": at.isoformat()}
@@ -229,15 +304,15 @@ def context_get(conn: psycopg.Connection, ctx: AccessContext, item_id: object) -
                                    "createdAt": record.created_at.isoformat()}
         if record.assertion_id:
             details["assertionId"] = str(record.assertion_id)
-            details["evidence"] = _evidence(conn, record.assertion_id)
+            details["evidence"] = _evidence(conn, ctx, record.assertion_id)
         return ContextItem(f"memory:{ident}", "memory", record.content, details=details)
     if kind == "assertion":
-        row = conn.execute(sql.SQL("""
+        row = conn.execute(parameter_safe(sql.SQL("""
             SELECT a.assertion_text, a.assertion_type, a.confidence, a.audience_kind,
                    a.audience_key, a.review_state, a.created_at
               FROM agent_memory_assertions a
              WHERE a.id = %s AND {visible}
-        """).format(visible=recallable_assertion(ctx)), (ident,)).fetchone()
+        """).format(visible=recallable_assertion(ctx))), (ident,)).fetchone()
         if row is None:
             raise NotFound(f"no context item assertion:{ident}")
         text, atype, confidence, akind, akey, review, created = row
@@ -245,13 +320,13 @@ def context_get(conn: psycopg.Connection, ctx: AccessContext, item_id: object) -
                            details={"assertionType": atype, "reviewState": review,
                                     "audience": {"kind": akind, "key": akey},
                                     "createdAt": created.isoformat(),
-                                    "evidence": _evidence(conn, ident)})
+                                    "evidence": _evidence(conn, ctx, ident)})
     if kind in ("message", "summary"):
         table = "agent_context_messages" if kind == "message" else "agent_context_summaries"
-        row = conn.execute(sql.SQL("""
+        row = conn.execute(parameter_safe(sql.SQL("""
             SELECT h.content, h.session_key, h.created_at FROM {table} h
              WHERE h.id = %s AND {visible}
-        """).format(table=sql.Identifier(table), visible=history_visibility(ctx, "h")),
+        """).format(table=sql.Identifier(table), visible=history_visibility(ctx, "h", table))),
             (ident,)).fetchone()
         if row is None:
             raise NotFound(f"no context item {kind}:{ident}")
@@ -261,10 +336,10 @@ def context_get(conn: psycopg.Connection, ctx: AccessContext, item_id: object) -
                 "SELECT message_id FROM agent_context_summary_messages WHERE summary_id = %s",
                 (ident,))]
         return ContextItem(f"{kind}:{ident}", kind, row[0], details=details)
-    row = conn.execute(sql.SQL("""
+    row = conn.execute(parameter_safe(sql.SQL("""
         SELECT k.assertion_text, k.predicate, k.confidence, k.source_refs
           FROM agent_knowledge_claims k WHERE k.id = %s AND {visible}
-    """).format(visible=claim_visibility(ctx)), (ident,)).fetchone()
+    """).format(visible=claim_visibility(ctx))), (ident,)).fetchone()
     if row is None:
         raise NotFound(f"no context item claim:{ident}")
     return ContextItem(f"claim:{ident}", "claim", row[0], confidence=float(row[2]),

@@ -10,6 +10,9 @@ words find the candidates.
 Document frequencies come from the planner statistics PostgreSQL keeps for the chunk
 tsvector column (``pg_stats.most_common_elems``, refreshed by ANALYZE/autovacuum): lexemes
 not in that list are rarer than all of it. Without statistics every word is selective.
+When every word of a question is common, the arms that have no other source of candidates
+let the least common few generate them (:func:`generating_terms`); every lexical arm reads a
+bounded number of matches (``retrieval_lexical_scan_cap``) before it filters them by audience.
 Both lookups are cached per process: the statistics for a few minutes, a word's stems
 (English and German, as the column is indexed) until evicted.
 """
@@ -90,15 +93,28 @@ def selective_terms(conn: psycopg.Connection, terms: list[str], common_share: fl
                     ) -> list[str]:
     """The terms none of whose lexemes occurs in more than ``common_share`` of all chunks
     (a term that stems to nothing, e.g. a stopword in both languages, is dropped)."""
+    return generating_terms(conn, terms, common_share, fallback=0)
+
+
+def generating_terms(conn: psycopg.Connection, terms: list[str], common_share: float,
+                     fallback: int) -> list[str]:
+    """The terms that generate lexical candidates: the selective ones (see
+    :func:`selective_terms`); when none is, the ``fallback`` least common terms (in the
+    question's order), so a question of common words only still finds its matches where no
+    other arm would. A term that stems to nothing never generates."""
     if not terms:
         return []
     frequencies = lexeme_frequencies(conn)
     if not frequencies:
         return terms
     lexemes = stems(conn, terms)
-    return [t for t in terms
-            if lexemes.get(t) and all(frequencies.get(x, 0.0) <= common_share
-                                      for x in lexemes[t])]
+    share = {t: max(frequencies.get(x, 0.0) for x in lexemes[t])
+             for t in terms if lexemes.get(t)}
+    selective = [t for t in share if share[t] <= common_share]
+    if selective or not fallback:
+        return selective
+    rarest = set(sorted(share, key=share.__getitem__)[:fallback])
+    return [t for t in share if t in rarest]
 
 
 def forget() -> None:

@@ -13,6 +13,7 @@ from psycopg import sql
 from memory_platform.access import AccessContext
 from memory_platform.errors import NotFound
 from memory_platform.retrieval.filters import ASSERTION_JOIN, recallable_memory
+from memory_platform.retrieval.statements import parameter_safe
 
 
 @dataclass(frozen=True)
@@ -45,14 +46,14 @@ def get_memory(conn: psycopg.Connection, ctx: AccessContext, memory_id: object) 
     """The memory if ``ctx`` may recall it. An invisible and a missing id answer the same."""
     ident = parse_uuid(memory_id)
     row = conn.execute(
-        sql.SQL("""
+        parameter_safe(sql.SQL("""
             SELECT m.id, m.content, m.title, m.visibility_scope, m.audience_key, m.memory_scope,
                    m.source_type, m.subject_refs, m.metadata, m.assertion_id, a.status,
                    m.source_id, m.created_at, m.updated_at
               FROM agent_memories m
               {join}
              WHERE m.id = %s AND {visible}
-        """).format(join=ASSERTION_JOIN, visible=recallable_memory(ctx)),
+        """).format(join=ASSERTION_JOIN, visible=recallable_memory(ctx))),
         (ident,),
     ).fetchone()
     if row is None:

@@ -12,18 +12,19 @@ subject-ref boost and the feedback multiplier (assertion-backed rows) only reord
 passed. One hit per memory: its best chunk.
 
 Candidates come from a keyword arm (the question's terms OR-ed over German and English
-lexemes, retrieval/terms.py; common words only score, retrieval/lexicon.py) and a vector
-arm (an exact scan or the HNSW index, retrieval/planner.py). Both arms filter by the
-audience copy chunks carry; the statement's last part applies the full recall rule
-(retrieval/filters.py). The statement text depends only on the caller's context shape: it
-is composed once per shape and process and stays prepared. docs/architecture.md
+lexemes, retrieval/terms.py; common words only score, retrieval/lexicon.py; it reads at
+most ``retrieval_lexical_scan_cap`` matches) and a vector arm (an exact scan or the HNSW
+index, retrieval/planner.py) fed by the question's embedding, computed before any statement
+(retrieval/question.py). Both arms filter by the audience copy chunks carry; the
+statement's last part applies the full recall rule (retrieval/filters.py). The statement
+text depends only on the caller's context shape: it is composed once per shape and process
+and stays prepared. docs/architecture.md
 ("Retrieval") tells why it is built this way; docs/benchmarks.md has the figures.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,7 +32,6 @@ from datetime import datetime
 from typing import Any, NamedTuple
 from uuid import UUID
 
-import numpy as np
 import psycopg
 from psycopg import sql
 
@@ -44,7 +44,7 @@ from memory_platform.access import (
     context_params,
     placeholder,
 )
-from memory_platform.embeddings.base import EmbeddingError, EmbeddingProvider, key_of
+from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.embeddings.factory import get_provider
 from memory_platform.embeddings.generations import (
     cached_active_generation,
@@ -54,13 +54,12 @@ from memory_platform.embeddings.generations import (
 from memory_platform.errors import InvalidInput
 from memory_platform.retrieval.feedback.ranking import feedback_multiplier
 from memory_platform.retrieval.filters import ASSERTION_JOIN, recallable_memory
-from memory_platform.retrieval.lexicon import selective_terms
+from memory_platform.retrieval.lexicon import generating_terms, selective_terms
 from memory_platform.retrieval.planner import bounded_count, gate, planner_settings
+from memory_platform.retrieval.question import QueryVector, embed_question, vector_of
 from memory_platform.retrieval.stamping import RetrievalStamper
 from memory_platform.retrieval.terms import query_terms, tsquery
 from memory_platform.settings import Settings
-
-log = logging.getLogger(__name__)
 
 SUBJECT_BOOST_PER_MATCH, SUBJECT_BOOST_MAX = 0.1, 1.3
 
@@ -81,14 +80,6 @@ class MemoryHit:
     assertion_id: UUID | None
     provenance: dict[str, Any]
     created_at: datetime
-
-
-def _query_vector(provider: EmbeddingProvider, query: str) -> np.ndarray | None:
-    try:
-        return provider.embed_query(query)
-    except EmbeddingError as exc:
-        log.warning("query embedding failed; keyword-only results: %s", exc)
-        return None
 
 
 # --- the statement ----------------------------------------------------------------------
@@ -114,6 +105,7 @@ class _Shape:
     # (docs/benchmarks.md).
     vector_cap: int
     match_cap: int
+    scan_cap: int
     exact_max: int
 
 
@@ -137,12 +129,14 @@ def _statement(shape: _Shape, ctx: AccessContext,
     if statement is None:
         if len(_STATEMENTS) >= _STATEMENTS_MAX:
             _STATEMENTS.clear()
-        statement = _STATEMENTS[shape] = _numbered(_compose(shape, ctx, scopes).as_bytes(None))
+        statement = _STATEMENTS[shape] = _numbered(_compose(shape, ctx, scopes))
     return statement
 
 
-def _numbered(text: bytes) -> _Statement:
-    """``%(role)s`` -> ``$n`` (one number per role) and ``%%`` -> ``%``."""
+def _numbered(statement: sql.Composable) -> _Statement:
+    """The text of ``statement`` with ``%(role)s`` -> ``$n`` (one number per role) and
+    ``%%`` -> ``%``, rewritten in its SQL text and placeholders only: a literal (or an
+    identifier) is rendered as it is, whatever it contains."""
     roles: list[str] = []
 
     def number(match: re.Match[bytes]) -> bytes:
@@ -153,7 +147,14 @@ def _numbered(text: bytes) -> _Statement:
             roles.append(role)
         return b"$%d" % (roles.index(role) + 1)
 
-    return _Statement(_PLACEHOLDER.sub(number, text), tuple(roles))
+    def render(part: sql.Composable) -> bytes:
+        if isinstance(part, sql.Composed):
+            return b"".join(render(child) for child in part)
+        if isinstance(part, sql.SQL | sql.Placeholder):
+            return _PLACEHOLDER.sub(number, part.as_bytes(None))
+        return part.as_bytes(None)
+
+    return _Statement(render(statement), tuple(roles))
 
 
 def _compose(shape: _Shape, ctx: AccessContext,
@@ -161,7 +162,7 @@ def _compose(shape: _Shape, ctx: AccessContext,
     visible = _chunk_filter(ctx, scopes)
     arms: list[sql.Composable] = []
     if shape.keyword_arm:
-        arms.append(_keyword_arm(visible, shape.match_cap))
+        arms.append(_keyword_arm(visible, shape.match_cap, shape.scan_cap))
     if shape.key is not None:
         arms.extend(_vector_arms(visible, shape.key, shape.dims, shape.vector_cap,
                                  shape.exact_max))
@@ -192,23 +193,26 @@ def _scope_filter(alias: str, scopes: tuple[str, ...] | None) -> sql.Composable:
                                               sql.Placeholder("scopes"))
 
 
-def _keyword_arm(visible: sql.Composable, match_cap: int) -> sql.Composable:
-    # The GIN index alone finds the matches (OFFSET 0 keeps the audience conditions out of
-    # the index scan: ANDing the instance's audience bitmap costs more than it saves); the
-    # chunks' own audience columns then filter them, no join before the LIMIT. Only the
-    # first `match_cap` visible matches are ranked.
+def _keyword_arm(visible: sql.Composable, match_cap: int, scan_cap: int) -> sql.Composable:
+    # The GIN index alone finds the matches (the inner LIMIT keeps the audience conditions
+    # out of the index scan: ANDing the instance's audience bitmap costs more than it saves);
+    # the chunks' own audience columns then filter them, no join before the LIMIT. At most
+    # `scan_cap` matches are read whoever asks (a caller who sees few of them must not make
+    # the scan visit every instance's matches), and the first `match_cap` visible ones are
+    # ranked.
     return sql.SQL("""
         SELECT matches.id FROM (
             SELECT c.id, c.content_tsv
               FROM (SELECT * FROM agent_memory_chunks c
-                     WHERE c.content_tsv @@ {tsq} OFFSET 0) c
+                     WHERE c.content_tsv @@ {tsq} LIMIT {scan_cap}) c
              WHERE {visible}
              LIMIT {match_cap}
         ) matches
         ORDER BY ts_rank(matches.content_tsv, {tsq}, 0) DESC
         LIMIT {cap}
     """).format(tsq=_bound_tsquery("generating"), visible=visible,
-                match_cap=sql.Literal(match_cap), cap=sql.Placeholder("keyword_cap"))
+                scan_cap=sql.Literal(scan_cap), match_cap=sql.Literal(match_cap),
+                cap=sql.Placeholder("keyword_cap"))
 
 
 def _visible_count(ctx: AccessContext, scopes: tuple[str, ...] | None,
@@ -317,27 +321,34 @@ def search_memories(
     subject_refs: Mapping[str, str] | None = None,
     scopes: tuple[str, ...] | None = None,
     embedder: EmbeddingProvider | None = None,
+    question: QueryVector | None = None,
     stamp: bool = True,
     stamper: RetrievalStamper | None = None,
     explain: list[str] | None = None,
 ) -> list[MemoryHit]:
     """The best ``limit`` (default ``retrieval_top_k``) visible memories for ``query``: one
     hit per memory (its best chunk). ``scopes`` narrows the visibility scopes searched (it
-    never widens what is visible). Returned memories are stamped as retrieved: by
-    ``stamper`` (deferred, batched) when given, else right away on ``conn``; ``stamp=False``
-    skips it (benchmarks). ``explain`` (a list) receives the EXPLAIN ANALYZE plan of the
-    search statement (benchmarks, tuning)."""
+    never widens what is visible). ``question`` is the query's embedding
+    (:func:`~memory_platform.retrieval.question.embed_question`, computed before the caller
+    took ``conn``); without it the query is embedded with ``embedder`` (default: the
+    configured provider) before the first statement. Returned memories are stamped as
+    retrieved: by ``stamper`` (deferred, batched) when given, else right away on ``conn``;
+    ``stamp=False`` skips it (benchmarks). ``explain`` (a list) receives the EXPLAIN ANALYZE
+    plan of the search statement (benchmarks, tuning)."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("query is empty", details={"field": "query"})
+    if question is None:
+        question = embed_question(embedder or get_provider(settings), query)
     limit = limit or settings.retrieval_top_k
     terms = query_terms(query)
-    provider = embedder or get_provider(settings)
-    key = key_of(provider)
     active = cached_active_generation(conn, ctx.instance_key)
-    vector = _query_vector(provider, query) if active and active.generation_key == key else None
-    # Without a query vector the keyword arm is the only source: every word counts then.
+    vector = vector_of(question, active.generation_key if active else None)
+    # With a query vector, common words only score. Without one the keyword arm is the only
+    # source: the least common words generate candidates when no word is selective.
     generating = (selective_terms(conn, terms, settings.retrieval_keyword_common_share)
-                  if vector is not None else terms)
+                  if vector is not None else
+                  generating_terms(conn, terms, settings.retrieval_keyword_common_share,
+                                   settings.retrieval_common_terms_fallback))
     if not generating and vector is None:
         return []
     # Keyword candidates are cheap (GIN). Every vector candidate is HNSW work: a filtered walk
@@ -347,8 +358,10 @@ def search_memories(
     shape = _Shape(
         user=bool(ctx.user_id), team=ctx.has_team_access, channels=bool(channel_keys(ctx)),
         scoped=bool(scopes), keyword_arm=bool(generating), scored_terms=bool(terms),
-        key=key if vector is not None else None, dims=provider.dimensions, vector_cap=vector_cap,
+        key=question.generation_key if vector is not None else None,
+        dims=question.dimensions, vector_cap=vector_cap,
         match_cap=settings.retrieval_keyword_match_cap,
+        scan_cap=settings.retrieval_lexical_scan_cap,
         exact_max=settings.retrieval_exact_scan_max)
     statement = _statement(shape, ctx, scopes)
     values = {**context_params(ctx), "scopes": list(scopes or ()), "qv": vector,
@@ -362,7 +375,7 @@ def search_memories(
         cursor = psycopg.RawCursor(conn, row_factory=_candidate_row)
         rows = cursor.execute(statement.text, params, prepare=True).fetchall()
 
-    hits = _rank(rows, settings, limit, subject_refs or {}, provider.similarity_floor)
+    hits = _rank(rows, settings, limit, subject_refs or {}, question.similarity_floor)
     if stamp and hits:
         ids = [h.memory_id for h in hits]
         if stamper is not None:

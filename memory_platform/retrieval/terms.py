@@ -18,6 +18,10 @@ from memory_platform.retrieval.stopwords import ALL as STOPWORDS
 
 _WORD = re.compile(r"[^\W_]+")
 MAX_TERMS = 24
+# PostgreSQL's limit of a lexeme is 2,047 bytes, checked before it lower-cases a word (which
+# can grow it: "Ⱥ" is 2 bytes, "ⱥ" 3); some minor versions then fail the query or store a
+# malformed tsvector. No real word is longer than this: a longer one is a blob, never a term.
+MAX_TERM_BYTES = 255
 _TSQUERY = "(to_tsquery('english', {t}) || to_tsquery('german', {t}))"
 
 
@@ -28,10 +32,12 @@ def words(text: str) -> list[str]:
 
 def query_terms(query: str) -> list[str]:
     """Content words of a question: lowercased, stopwords and question words dropped, single
-    letters dropped (single digits kept), each once, at most :data:`MAX_TERMS`."""
+    letters dropped (single digits kept), words longer than :data:`MAX_TERM_BYTES` in UTF-8
+    dropped, each once, at most :data:`MAX_TERMS`."""
     seen: dict[str, None] = {}
     for word in words(query.lower()):
-        if word not in STOPWORDS and (len(word) > 1 or word.isdigit()):
+        if (word not in STOPWORDS and (len(word) > 1 or word.isdigit())
+                and len(word.encode()) <= MAX_TERM_BYTES):
             seen.setdefault(word, None)
     return list(seen)[:MAX_TERMS]
 

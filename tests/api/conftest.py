@@ -26,6 +26,7 @@ from api.app import create_app
 from api.launching import DreamLauncher
 from memory_platform.apikeys import create_key
 from memory_platform.db.connection import with_database
+from memory_platform.membership import add_channel_member, add_session_participant
 from memory_platform.settings import Settings
 from tests.conftest import create_database, drop_database
 
@@ -100,17 +101,34 @@ KeyMaker = Callable[..., str]
 
 
 def key_maker(database_url: str) -> KeyMaker:
-    """``make(user, scopes=..., instance=...)`` -> a live token, committed."""
+    """``make(user, scopes=..., instance=..., agent=...)`` -> a live token, committed; a
+    runtime key (no user) with ``make(None, runtime=True)``."""
 
-    def make(user: str = "alice", scopes: tuple[str, ...] = (READ, WRITE),
-             instance: str = "default") -> str:
+    def make(user: str | None = "alice", scopes: tuple[str, ...] = (READ, WRITE),
+             instance: str = "default", *, runtime: bool = False, agent: bool = False) -> str:
         with psycopg.connect(database_url) as connection:
             _, token = create_key(connection, instance_key=instance, user_id=user,
-                                  scopes=tuple(scopes))
+                                  scopes=tuple(scopes), runtime=runtime, agent=agent)
             connection.commit()
         return token
 
     return make
+
+
+def add_member(database_url: str, channel_key: str, *users: str,
+               instance: str = "default") -> None:
+    """Make ``users`` members of ``channel_key`` (a channelThreadKey or groupRoomId)."""
+    with psycopg.connect(database_url) as connection:
+        for user in users:
+            add_channel_member(connection, instance, channel_key, user, added_by="test")
+
+
+def join_session(database_url: str, session_key: str, *users: str,
+                 instance: str = "default") -> None:
+    """Record that ``users`` take part in ``session_key``."""
+    with psycopg.connect(database_url) as connection:
+        for user in users:
+            add_session_participant(connection, instance, session_key, user)
 
 
 @pytest.fixture

@@ -35,7 +35,14 @@ ADMIN_ROUTES = [
     ("GET", "/internal/memory/status", None),
     ("POST", "/internal/memory/reembed", {"limit": 10}),
 ]
-PROTECTED = READ_ROUTES + WRITE_ROUTES + ADMIN_ROUTES
+MEMBERSHIP_ROUTES = [
+    ("GET", "/api/v1/channels/members", None),
+    ("POST", "/api/v1/channels/members", {"channelKey": "slack:C1", "userId": "bob"}),
+    ("DELETE", "/api/v1/channels/members?channelKey=slack:C1&userId=bob", None),
+    ("GET", "/api/v1/sessions/participants?sessionKey=s-1", None),
+    ("POST", "/api/v1/sessions/participants", {"sessionKey": "s-1", "userId": "bob"}),
+]
+PROTECTED = READ_ROUTES + WRITE_ROUTES + ADMIN_ROUTES + MEMBERSHIP_ROUTES
 
 # Every test here only reads what it made itself: one database and one app for the module.
 pytestmark = pytest.mark.shared_app

@@ -3,12 +3,19 @@ nothing is written (row counts of every table a write touches are compared aroun
 
 from __future__ import annotations
 
+import json
+import sys
+import unicodedata
 import uuid
 from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
 
+from api.input import FREE_TEXT, refused_character
+from api.table import TABLE
+from memory_platform.apikeys import create_key
+from memory_platform.dreaming.partitions import Partition
 from tests.api.conftest import (
     ALL_SCOPES,
     assert_error,
@@ -137,15 +144,207 @@ def test_nul_and_lone_surrogates_in_other_routes_are_400(rejected, path, body):
 
 @pytest.mark.parametrize("char", ["\x07", "\x1b", "\x7f", "\x85", "\x0b", "\x0c"])
 def test_control_characters_in_content_are_400(rejected, char):
-    error = rejected("POST", "/api/v1/memory", 400, "invalid_input",
+    error = rejected("POST", "/api/v1/memory", 400, "invalid_characters",
                      json={"content": f"Colour codes {char}[31m are fun"})
     assert "control character" in error["message"]
+    assert error["details"] == {"field": "content", "character": f"U+{ord(char):04X}"}
 
 
 def test_control_characters_in_the_title_are_400(rejected):
-    rejected("POST", "/api/v1/memory", 400,
+    rejected("POST", "/api/v1/memory", 400, "invalid_characters",
              json={"content": "The pager escalates after ten minutes.",
                    "title": "On-call\x1b[2J"})
+
+
+def test_text_fields_keep_tabs_and_line_breaks(client, alice):
+    """Free text (content, title) may hold tab, line feed and carriage return."""
+    response = client.post("/api/v1/memory", headers=alice, json={
+        "content": "Deploy steps:\r\n\t1. freeze\n\t2. tag the release",
+        "title": "Deploy\tsteps"})
+    assert response.status_code == 201, response.text
+
+
+@pytest.mark.parametrize("char", ["\n", "\t", "\r", "\u200b", "\u202e", "\u00ad", "\ufeff",
+                                  "\u2028", "\U000e0041"])
+def test_identifiers_take_no_line_breaks_or_invisible_characters(rejected, char):
+    """A session key that looks like another one is another one: refused at the edge."""
+    error = rejected("POST", "/api/v1/memory", 400, "invalid_characters",
+                     json={"content": OK, "context": {"sessionKey": f"web:al{char}ice"}})
+    assert error["details"] == {"field": "context.sessionKey",
+                                "character": f"U+{ord(char):04X}"}
+
+
+def test_the_invisible_character_class_is_unicodes():
+    """Every Cf, Zl, Zp and Cc character of this Python's Unicode is refused in identifiers,
+    and every C0/C1 control but tab, line feed and carriage return in text."""
+    missed_identifier, missed_text = [], []
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        category = unicodedata.category(char)
+        if category in ("Cf", "Zl", "Zp", "Cc", "Cs") and \
+                refused_character(char, free_text=False) is None:
+            missed_identifier.append(f"U+{code:04X}")
+        if category in ("Cc", "Cs") and char not in "\t\n\r" and \
+                refused_character(char, free_text=True) is None:
+            missed_text.append(f"U+{code:04X}")
+    assert missed_identifier == [] and missed_text == []
+    assert refused_character("Grüße, naïve café 👩‍💻 مرحبا", free_text=False) == "\u200d"
+    assert refused_character("Grüße, naïve café 👩‍💻 مرحبا\n", free_text=True) is None
+
+
+# --- the character rules on every route of the table -----------------------------------------
+# Valid inputs of some operations (the hostile string is placed into them); any other
+# operation of the table that reads a body or a query string starts from an empty one: the
+# characters are checked before the model, so the answer is the same.
+BASE_INPUTS: dict[tuple[str, str], dict] = {
+    ("GET", "/api/v1/memory"): {"query": "on-call"},
+    ("POST", "/api/v1/memory"): {"content": OK},
+    ("POST", "/api/v1/context/search"): {"query": "on-call"},
+    ("POST", "/api/v1/feedback/injected"): {"runId": "run-1", "assertionIds": [UUID0]},
+    ("POST", "/api/v1/feedback/cited"): {"runId": "run-1", "responseText": OK},
+    ("POST", "/internal/memory/reembed"): {},
+    ("GET", "/internal/memory/dreams"): {},
+    ("POST", "/internal/memory/dreams"): {"partition": "default/team/default"},
+}
+HOSTILE_IN_ANY_FIELD = ["\x00", "\x01", "\x1b", "\x7f", "\x85", "\x9f"]
+HOSTILE_IN_IDENTIFIERS = ["\n", "\t", "\u200b", "\u202e", "\u2066", "\ufeff", "\u00ad"]
+KEY = object()  # a path step: a key of the object (an additionalProperties map)
+
+
+def _input_operations() -> list[tuple[str, str, str, type, str | None]]:
+    return [(op.method, section.prefix + op.path, where, model, op.scope)
+            for section in TABLE for op in section.operations
+            for where, model in (("body", op.body), ("query", op.query)) if model]
+
+
+def _string_paths(schema: dict, defs: dict, path: tuple = ()) -> Iterator[tuple]:
+    """Paths (keys, 0 for a list item, KEY for a map key) of every string in ``schema``."""
+    if "$ref" in schema:
+        yield from _string_paths(defs[schema["$ref"].rsplit("/", 1)[-1]], defs, path)
+        return
+    for option in schema.get("anyOf", []):
+        yield from _string_paths(option, defs, path)
+    if schema.get("type") == "string" or (isinstance(schema.get("enum"), list) and
+                                          all(isinstance(v, str) for v in schema["enum"])):
+        yield path
+    for name, inner in schema.get("properties", {}).items():
+        yield from _string_paths(inner, defs, (*path, name))
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield (*path, KEY)
+        yield from _string_paths(schema["additionalProperties"], defs, (*path, "ref"))
+    if schema.get("type") == "array":
+        yield from _string_paths(schema.get("items", {}), defs, (*path, 0))
+
+
+def _placed(base: dict, path: tuple, value: str) -> dict:
+    """A copy of ``base`` with ``value`` at ``path`` (containers made as needed)."""
+    data = json.loads(json.dumps(base))
+    here = data
+    for step, following in zip(path, path[1:], strict=False):
+        if following is KEY:
+            break
+        if isinstance(here, list):
+            here = here[step]
+            continue
+        here = here.setdefault(step, [] if following == 0 else {})
+    last = path[-1]
+    if path == (KEY,):
+        data[value] = "v"
+    elif last is KEY:
+        here[path[-2]] = {value: "v"}
+    elif isinstance(here, list):
+        here[:] = [value]
+    else:
+        here[last] = value
+    return data
+
+
+def _field_name(path: tuple) -> str:
+    return ".".join("<key>" if p is KEY else f"[{p}]" if p == 0 else p for p in path) \
+        .replace(".[", "[")
+
+
+def _hostile_cases() -> list:
+    cases = []
+    for method, route, where, model, scope in _input_operations():
+        schema = model.model_json_schema(by_alias=True)
+        paths = sorted(set(_string_paths(schema, schema.get("$defs", {}))), key=_field_name)
+        for path in [*paths, (KEY,)]:
+            free = len(path) == 1 and path[0] in FREE_TEXT
+            for char in HOSTILE_IN_ANY_FIELD + ([] if free else HOSTILE_IN_IDENTIFIERS):
+                if where == "query" and len(path) > 1:
+                    continue  # a query string is flat
+                cases.append(pytest.param(method, route, where, scope, path, char,
+                                          id=f"{method} {route} {_field_name(path)} "
+                                             f"U+{ord(char):04X}"))
+    return cases
+
+
+def test_the_table_has_routes_with_input():
+    assert {(m, r) for m, r, *_ in _input_operations()} >= set(BASE_INPUTS)
+
+
+@pytest.fixture(scope="module")
+def scope_headers(shared_database_url: str) -> Callable[[str | None], dict[str, str]]:
+    """Headers of a key that passes a route's scope: alice's for the route scopes, a runtime
+    key (no user) for a route only the runtime may call."""
+    made: dict[tuple[str, ...], dict[str, str]] = {}
+
+    def headers(scope: str | tuple[str, ...] | None) -> dict[str, str]:
+        needed = (scope,) if isinstance(scope, str) else scope or ()
+        if not needed or set(needed) & set(ALL_SCOPES):
+            return {}
+        if needed not in made:
+            with psycopg.connect(shared_database_url) as connection:
+                _, token = create_key(connection, instance_key="default", user_id=None,
+                                      scopes=(), runtime=True)
+                connection.commit()
+            made[needed] = bearer(token)
+        return made[needed]
+
+    return headers
+
+
+@pytest.mark.parametrize(("method", "route", "where", "scope", "path", "char"),
+                         _hostile_cases())
+def test_a_control_or_invisible_character_in_any_field_of_any_route_is_400(
+        rejected, scope_headers, method, route, where, scope, path, char):
+    """Every string (keys too) of every body and query the route table reads: 400
+    invalid_characters naming the field, never a 500, no row written."""
+    value = f"ok{char}ok"
+    data = _placed(BASE_INPUTS.get((method, route), {}), path, value)
+    request = {"json": data} if where == "body" else {"params": data}
+    route = route.replace("{", "").replace("}", "").replace(":path", "")  # a sample id
+    error = rejected(method, route, 400, "invalid_characters",
+                     headers=scope_headers(scope), **request)
+    field = error["details"]["field"]
+    expected = f"({where})" if path == (KEY,) else _field_name(path[:-1] if path[-1] is KEY
+                                                               else path)
+    assert field == expected
+    assert error["details"]["character"] == f"U+{ord(char):04X}"
+
+
+# --- F17: Dream partition keys -----------------------------------------------------------
+@pytest.mark.parametrize("partition", ["default/team/a%00b", "default%00/team/default",
+                                       "default/team%00/default"])
+def test_f17_a_partition_key_decoding_to_nul_is_400(rejected, partition):
+    """F17: the key decodes to NUL; it was a psycopg DataError and a 500."""
+    error = rejected("POST", "/internal/memory/dreams", 400, "invalid_partition",
+                     json={"partition": partition})
+    assert "U+0000" in error["message"]
+
+
+@pytest.mark.parametrize("partition", ["default/team/a%1Bb", "default/team/%ED%A0%80",
+                                       "default/team/%FF"])
+def test_other_odd_partition_keys_are_unknown_not_500(rejected, partition):
+    rejected("POST", "/internal/memory/dreams", 404, "unknown_partition",
+             json={"partition": partition})
+
+
+def test_f17_decoding_refuses_nul_everywhere():
+    with pytest.raises(ValueError, match="U\\+0000"):
+        Partition.from_partition_key("default/team/a%00b")
+    assert Partition.from_partition_key("default/team/a%09b").key == "a\tb"
 
 
 # --- credentials ----------------------------------------------------------------------------
@@ -314,7 +513,7 @@ def test_bad_context_search_bodies_are_400(rejected, body):
     ("/api/v1/feedback/injected", {"runId": 7, "assertionIds": [UUID0]}),
     ("/api/v1/feedback/cited", {"runId": "r"}),
     ("/api/v1/feedback/cited", {"runId": "r", "responseText": ""}),
-    ("/api/v1/feedback/cited", {"runId": "r", "responseText": "x", "context": {}}),
+    ("/api/v1/feedback/cited", {"runId": "r", "responseText": "x", "colour": "red"}),
     ("/internal/memory/reembed", {"limit": 0}),
     ("/internal/memory/reembed", {"limit": 5001}),
     ("/internal/memory/reembed", {"limit": "10"}),
@@ -347,3 +546,11 @@ def test_a_wrong_method_is_405_with_an_allow_header(rejected, client, alice):
     rejected("POST", f"/api/v1/memory/{UUID0}", 405, "method_not_allowed", json={})
     response = client.post(f"/api/v1/memory/{UUID0}", json={}, headers=alice)
     assert "GET" in response.headers.get("allow", "")
+
+
+def test_a_body_of_too_many_json_values_is_400(rejected):
+    """The character check walks every value on the event loop: a body of thousands of tiny
+    arrays (within the size cap and the depth limit) is refused before that work grows."""
+    error = rejected("POST", "/api/v1/memory", 400, "too_many_values",
+                     json={"content": OK, "subjectRefs": {"k": [[[1]]] * 3000}})
+    assert error["details"] == {"limit": 2000}

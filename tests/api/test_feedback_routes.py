@@ -3,11 +3,21 @@ once per run, and only for assertions the key may see."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import psycopg
 
-from tests.api.conftest import ALL_SCOPES, bearer, row_counts, store
+from memory_platform.db.connection import open_api_pool, open_pool
+from tests.api.conftest import (
+    ALL_SCOPES,
+    assert_error,
+    bearer,
+    make_settings,
+    open_client,
+    row_counts,
+    store,
+)
 
 FACT = "The customer portal uses Keycloak for single sign-on since March."
 
@@ -92,5 +102,116 @@ def test_cited_never_counts_another_instances_run(client, alice, make_key, datab
         json={"runId": "shared-run",
               "responseText": "Since March the customer portal signs users in via Keycloak."},
         headers=alice)
-    assert response.json()["cited"] == []
+    assert_error(response, 404, "not_found")
     assert _counters(database_url, assertion) == (1, 0)
+
+
+# --- F5: a run belongs to the user who reported it first -------------------------------------
+
+PLANNED = "Bob plans to resign in March after the bonus payout."
+
+
+def test_f5_another_users_run_id_gets_nothing_and_changes_nothing(client, make_key,
+                                                                 database_url):
+    """Review A5: Eve with Bob's runId learns nothing about Bob's private assertion and Bob's
+    cited_count does not move; the answer is that of a run that does not exist."""
+    bob = bearer(make_key("bob", ALL_SCOPES))
+    eve = bearer(make_key("eve", ALL_SCOPES))
+    private = store(client, bob, PLANNED, explicitPrivate=True)["assertionId"]
+    injected = client.post("/api/v1/feedback/injected",
+                           json={"runId": "run-42", "assertionIds": [private]}, headers=bob)
+    assert injected.json()["counted"] == 1
+    before = row_counts(database_url)
+    stolen = client.post("/api/v1/feedback/cited",
+                         json={"runId": "run-42",
+                               "responseText": "resign March bonus payout plans"},
+                         headers=eve)
+    unknown = client.post("/api/v1/feedback/cited",
+                          json={"runId": "run-43",
+                                "responseText": "resign March bonus payout plans"},
+                          headers=eve)
+    error = assert_error(stolen, 404, "not_found")
+    assert error["message"] == "no run 'run-42'"
+    assert assert_error(unknown, 404, "not_found")["message"] == "no run 'run-43'"
+    assert private not in stolen.text
+    hijack = client.post("/api/v1/feedback/injected",
+                         json={"runId": "run-42", "assertionIds": [private]}, headers=eve)
+    assert_error(hijack, 404, "not_found")
+    assert row_counts(database_url) == before
+    assert _counters(database_url, private) == (1, 0)
+    own = client.post("/api/v1/feedback/cited",
+                      json={"runId": "run-42", "responseText": PLANNED}, headers=bob)
+    assert own.json()["cited"] == [private]
+    assert _counters(database_url, private) == (1, 1)
+
+
+def test_f5_boosting_with_new_run_ids_counts_only_the_callers_visible_assertions(
+        client, make_key, database_url):
+    """Review A18: ten fresh run ids reporting Bob's private fact move none of its counters
+    and never name it; Eve's own fact counts once per run, as any fact she was shown."""
+    bob = bearer(make_key("bob", ALL_SCOPES))
+    eve = bearer(make_key("eve", ALL_SCOPES))
+    private = store(client, bob, PLANNED, explicitPrivate=True)["assertionId"]
+    own = store(client, eve, FACT, explicitPrivate=True)["assertionId"]
+    for i in range(10):
+        run = {"runId": f"boost-{i}"}
+        injected = client.post("/api/v1/feedback/injected",
+                               json={**run, "assertionIds": [private, own]}, headers=eve)
+        assert injected.json() == {**run, "counted": 1, "recorded": 1, "ignored": 1}
+        cited = client.post("/api/v1/feedback/cited",
+                            json={**run, "responseText": f"{PLANNED} {FACT}"}, headers=eve)
+        assert cited.json() == {**run, "cited": [own]}
+    assert _counters(database_url, private) == (0, 0)
+    assert _counters(database_url, own) == (10, 10)
+
+
+# --- F3: the cited sensor reads request text in linear time ------------------------------------
+
+
+def test_f3_a_body_of_brackets_is_answered_at_once(client, alice, database_url):
+    """Review A6: 60,000 '[' are refused (longer than cited_response_max_chars) and 16,000
+    (within it) are read in linear time; neither takes a noticeable time."""
+    _injected(client, alice, "dos-1")
+    before = row_counts(database_url)
+    started = time.perf_counter()
+    refused = client.post("/api/v1/feedback/cited",
+                          json={"runId": "dos-1", "responseText": "[" * 60_000},
+                          headers=alice)
+    read = client.post("/api/v1/feedback/cited",
+                       json={"runId": "dos-1", "responseText": "[" * 16_000}, headers=alice)
+    elapsed = time.perf_counter() - started
+    error = assert_error(refused, 400, "response_too_long")
+    assert error["details"] == {"field": "responseText", "maxChars": 16_000}
+    assert read.status_code == 200 and read.json()["cited"] == []
+    assert row_counts(database_url) == before
+    assert elapsed < 5.0
+
+
+# --- F9: API statements are time-limited ------------------------------------------------------
+
+
+def test_f9_a_statement_past_the_api_limits_answers_503_and_changes_nothing(
+        make_key, database_url, tmp_path):
+    """A report that waits on a lock longer than api_lock_timeout_ms is cancelled by
+    PostgreSQL and answered 503 query_timeout (not 500); the API's connections carry both
+    limits, a pool of the CLI or Dagster carries none."""
+    settings = make_settings(database_url, tmp_path / "state", api_lock_timeout_ms=200,
+                             api_statement_timeout_ms=3000)
+    token = bearer(make_key("alice", ALL_SCOPES))
+    with open_client(settings) as api, psycopg.connect(database_url) as holder:
+        assertion = store(api, token, FACT)["assertionId"]
+        holder.execute("INSERT INTO agent_feedback_runs (instance_key, run_id, user_id)"
+                       " VALUES ('default', 'locked-run', 'alice')")  # uncommitted: a lock
+        before = row_counts(database_url)
+        response = api.post("/api/v1/feedback/injected",
+                            json={"runId": "locked-run", "assertionIds": [assertion]},
+                            headers=token)
+        assert_error(response, 503, "query_timeout")
+        assert response.headers["Retry-After"]
+        holder.rollback()
+        assert row_counts(database_url) == before
+    limits = "SELECT current_setting('statement_timeout'), current_setting('lock_timeout')"
+    with open_api_pool(settings) as pool, pool.connection() as conn:
+        assert conn.execute(limits).fetchone() == ("3s", "200ms")
+    with open_pool(settings, min_size=0) as other, other.connection() as conn:
+        assert conn.execute(limits).fetchone() == ("0", "0")

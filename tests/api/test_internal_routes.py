@@ -60,3 +60,20 @@ def test_reembed_runs_one_bounded_batch_and_answers_what_it_did(client, alice, d
     assert isinstance(response.json(), dict) and response.json()
     backlog = client.get("/internal/memory/status", headers=alice).json()
     assert backlog["embeddings"]["reembedBacklog"]["chunks"] == 0
+
+
+def test_f14_reembed_acts_on_the_admin_keys_own_instance(client, alice, make_key,
+                                                         database_url):
+    store(client, alice, "The VPN gateway restarts at midnight.")
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute("UPDATE agent_memory_chunks SET embedding = NULL,"
+                           " generation_id = NULL, embedding_key = NULL")
+    acme_admin = bearer(make_key("ops", ("admin",), instance="acme"))
+    response = client.post("/internal/memory/reembed", json={"limit": 10}, headers=acme_admin)
+    assert response.status_code == 200, response.text
+    assert response.json()["instance_key"] == "acme"
+    assert response.json()["chunks_converted"] == 0
+    default = client.get("/internal/memory/status", headers=alice).json()
+    assert default["embeddings"]["reembedBacklog"]["chunks"] == 1
+    acme = client.get("/internal/memory/status", headers=acme_admin).json()
+    assert acme["instance"] == "acme"

@@ -1,6 +1,7 @@
 """A key sees as its own user in its own instance, always: another user's private memory is
-invisible whatever conversation context the request adds, another instance does not exist,
-and an invisible id answers exactly like an id that never existed."""
+invisible whatever conversation context the request adds (even when both users belong to that
+channel, room and session), another instance does not exist, and an invisible id answers
+exactly like an id that never existed."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import pytest
 
 from tests.api.conftest import (
     ALL_SCOPES,
+    add_member,
     assert_error,
     bearer,
+    join_session,
     store,
 )
 
@@ -25,6 +28,15 @@ def bob(make_key) -> dict[str, str]:
     return bearer(make_key("bob", ALL_SCOPES))
 
 
+@pytest.fixture
+def same_conversation(database_url) -> None:
+    """Alice and bob both belong to CONTEXT's channel thread, room and session."""
+    for channel in (CONTEXT["channelThreadKey"], CONTEXT["groupRoomId"]):
+        add_member(database_url, channel, "alice", "bob")
+    join_session(database_url, CONTEXT["sessionKey"], "alice", "bob")
+
+
+@pytest.mark.usefixtures("same_conversation")
 def test_a_private_memory_is_invisible_to_another_user_with_the_same_context(client, alice,
                                                                            bob):
     created = store(client, alice, SECRET_FACT, explicitPrivate=True, context=CONTEXT)
@@ -40,6 +52,7 @@ def test_a_private_memory_is_invisible_to_another_user_with_the_same_context(cli
     assert_error(client.get(f"/api/v1/memory/{created['id']}", headers=bob), 404, "not_found")
 
 
+@pytest.mark.usefixtures("same_conversation")
 def test_a_private_memory_is_invisible_to_another_user_through_the_context_facade(
         client, alice, bob):
     created = store(client, alice, SECRET_FACT, explicitPrivate=True, context=CONTEXT)

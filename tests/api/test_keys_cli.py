@@ -118,3 +118,61 @@ def test_keys_revoke_makes_the_token_unauthorized(keys_cli, api_settings):
 def test_keys_revoke_of_an_unknown_id_fails_clearly(keys_cli):
     result = keys_cli("revoke", "00000000-0000-0000-0000-000000000000", ok=False)
     assert result.exit_code != 0 and "no API key" in result.output
+
+
+def test_keys_create_runtime_makes_a_key_without_a_user_holding_runtime(keys_cli, database_url):
+    created = json.loads(keys_cli("create", "--runtime", "--instance", "acme", "--scopes",
+                                  "memory:read,memory:write", "--json").output)
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        row = connection.execute("SELECT user_id, instance_key, scopes, agent FROM api_keys"
+                                 " WHERE id = %s", (created["id"],)).fetchone()
+    assert row == (None, "acme", ["memory:read", "memory:write", "runtime"], False)
+    plain = keys_cli("create", "--runtime", "--scopes", "memory:read").output
+    assert "runtime key" in plain and "for the runtime" in plain
+
+
+def test_keys_create_agent_marks_a_user_key(keys_cli, database_url):
+    created = json.loads(keys_cli("create", "--user", "alice", "--agent", "--scopes",
+                                  "memory:write", "--json").output)
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        row = connection.execute("SELECT user_id, scopes, agent FROM api_keys WHERE id = %s",
+                                 (created["id"],)).fetchone()
+    assert row == ("alice", ["memory:write"], True)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--runtime", "--user", "alice"), "no user of its own"),
+    (("--runtime", "--agent"), "--agent marks a user key"),
+    ((), "needs --user"),
+    (("--user", "  "), "needs a user"),
+    (("--user", "alice", "--scopes", "runtime"), "--runtime"),
+], ids=["runtime-with-user", "runtime-agent", "no-user", "blank-user", "runtime-scope"])
+def test_keys_create_refuses_a_key_of_no_clear_kind_and_stores_nothing(keys_cli, database_url,
+                                                                       args, message):
+    scopes = () if "--scopes" in args else ("--scopes", "memory:read")
+    result = keys_cli("create", *args, *scopes, ok=False)
+    assert result.exit_code != 0 and message in result.output, result.output
+    assert _api_keys_rows(database_url) == []
+
+
+def test_keys_list_shows_a_header_and_the_kind_of_each_key(keys_cli):
+    _create_json(keys_cli, "alice")
+    keys_cli("create", "--user", "bob", "--agent", "--scopes", "memory:write")
+    keys_cli("create", "--runtime", "--scopes", "memory:read")
+    header, *lines = keys_cli("list").output.splitlines()
+    assert header.split()[:6] == ["ID", "PREFIX", "KIND", "INSTANCE", "USER", "SCOPES"]
+    kinds = {line.split()[2]: line.split()[4] for line in lines}
+    assert kinds == {"user": "alice", "agent": "bob", "runtime": "-"}
+    rows = json.loads(keys_cli("list", "--json").output)
+    assert {(r["kind"], r["user"]) for r in rows} == {("user", "alice"), ("agent", "bob"),
+                                                       ("runtime", None)}
+
+
+def test_a_runtime_key_from_the_cli_acts_for_the_user_it_names(keys_cli, api_settings):
+    runtime = json.loads(keys_cli("create", "--runtime", "--scopes",
+                                  "memory:read,memory:write", "--json").output)["token"]
+    with TestClient(create_app(api_settings), raise_server_exceptions=False) as client:
+        stored = client.post("/api/v1/memory", headers=bearer(runtime), json={
+            "content": "Carol prefers the quiet room.", "context": {"userId": "carol"}})
+        assert stored.status_code == 201, stored.text
+        assert stored.json()["audience"] == {"kind": "private", "key": "carol"}

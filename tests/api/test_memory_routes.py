@@ -6,7 +6,15 @@ import uuid
 
 import psycopg
 
-from tests.api.conftest import ALL_SCOPES, bearer, make_settings, open_client, row_counts, store
+from tests.api.conftest import (
+    ALL_SCOPES,
+    add_member,
+    bearer,
+    make_settings,
+    open_client,
+    row_counts,
+    store,
+)
 
 FACT = "The nightly backup of the billing database runs at 02:30 UTC."
 
@@ -45,7 +53,8 @@ def test_the_written_row_carries_the_key_user_and_the_request_context(client, al
     assert row == ("alice", "default", "team", "s-1", "cli", "T-9", "Backups", "fact")
 
 
-def test_visibility_decides_the_audience(client, alice):
+def test_visibility_decides_the_audience(client, alice, database_url):
+    add_member(database_url, "slack:C1:T1", "alice")
     assert store(client, alice, FACT, visibility="workspace")["audience"] == \
         {"kind": "workspace", "key": "default"}
     assert store(client, alice, FACT, visibility="team")["audience"] == \
@@ -55,7 +64,8 @@ def test_visibility_decides_the_audience(client, alice):
         {"kind": "channel", "key": "slack:C1:T1"}
 
 
-def test_explicit_private_wins_over_a_shared_visibility_default(client, alice):
+def test_explicit_private_wins_over_a_shared_visibility_default(client, alice, database_url):
+    add_member(database_url, "slack:C1:T1", "alice")
     created = store(client, alice, FACT, explicitPrivate=True,
                     context={"channelThreadKey": "slack:C1:T1"})
     assert created["audience"] == {"kind": "private", "key": "alice"}

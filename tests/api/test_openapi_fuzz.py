@@ -3,6 +3,11 @@ invalid (negative) parameters and bodies for every operation; each request goes 
 authenticated with a read+write+admin key, and no answer may be a 5xx. Every 4xx must be in
 the one JSON error shape.
 
+Every answer that is a 2xx must have come from a request whose strings all keep the
+character rules of ``api.input`` (no control character anywhere but tab and line breaks in
+free text, no invisible character in identifiers and keys): generated strings are arbitrary
+Unicode, so the edge is probed with characters nobody wrote a case for.
+
 Bounded: ``EXAMPLES`` per operation and mode, no deadline, no example database, and failures
 are collected instead of raised (no shrinking), so the run takes seconds and reports every
 failing operation at once.
@@ -18,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
+from api.input import FREE_TEXT, refused_character
 from tests.api.conftest import bearer, open_client
 from tests.api.launching import RecordingLauncher
 
@@ -48,7 +54,31 @@ def _request(case, token: str) -> dict[str, Any]:
     return request
 
 
-def _problem(response) -> str | None:
+def _refused_strings(value: Any, top: bool = True) -> list[str]:
+    """Strings of a sent body or query that the character rules refuse."""
+    found = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if refused_character(str(key), free_text=False):
+                found.append(repr(key))
+            if isinstance(item, str):
+                if refused_character(item, free_text=top and key in FREE_TEXT):
+                    found.append(repr(item))
+            else:
+                found.extend(_refused_strings(item, top=False))
+    elif isinstance(value, list):
+        for item in value:
+            found.extend(_refused_strings({"": item} if isinstance(item, str) else item,
+                                          top=False))
+    return found
+
+
+def _problem(response, request: dict[str, Any] | None = None) -> str | None:
+    if response.status_code < 300 and request is not None:
+        sent = [*_refused_strings(request.get("json")),
+                *_refused_strings(request.get("params") or {})]
+        if sent:
+            return f"{response.status_code} for refused characters in {sent[:3]}"
     if response.status_code >= 500:
         return f"{response.status_code}: {response.text[:300]}"
     if response.status_code >= 400:
@@ -81,7 +111,7 @@ def test_no_generated_request_gets_a_5xx(client, make_key):
             request = _request(case, token)
             response = client.request(**request)
             sent += 1
-            problem = _problem(response)
+            problem = _problem(response, request)
             if problem:
                 failures.append(f"{mode.value} {operation.method.upper()} {operation.path}: "
                                 f"{problem}; request {request!r:.400}")

@@ -362,8 +362,36 @@ def api_key(conn: Conn, instance: str, **overrides: Any) -> uuid.UUID:
     return _insert(conn, "api_keys", row)["id"]
 
 
+# --- trust model (0013) ------------------------------------------------------------------
+
+
+def channel_member(conn: Conn, instance: str, **overrides: Any) -> tuple[str, str, str]:
+    row = {"instance_key": instance, "channel_key": f"slack:{uuid.uuid4().hex[:8]}",
+           "user_id": OWNER} | overrides
+    inserted = _insert(conn, "agent_channel_members", row)
+    return inserted["instance_key"], inserted["channel_key"], inserted["user_id"]
+
+
+def session_participant(conn: Conn, instance: str, **overrides: Any) -> tuple[str, str, str]:
+    # A fresh session each time: a session has at most one owner.
+    row = {"instance_key": instance, "session_key": f"web:{uuid.uuid4().hex[:8]}",
+           "user_id": OWNER, "role": "owner"} | overrides
+    inserted = _insert(conn, "agent_session_participants", row)
+    return inserted["instance_key"], inserted["session_key"], inserted["user_id"]
+
+
+def feedback_run(conn: Conn, instance: str, **overrides: Any) -> tuple[str, str]:
+    row = {"instance_key": instance, "run_id": f"run-{uuid.uuid4().hex[:8]}",
+           "user_id": OWNER, "session_key": SESSION_KEY} | overrides
+    inserted = _insert(conn, "agent_feedback_runs", row)
+    return inserted["instance_key"], inserted["run_id"]
+
+
 FACTORIES: dict[str, Factory] = {
     "api_keys": api_key,
+    "agent_channel_members": channel_member,
+    "agent_session_participants": session_participant,
+    "agent_feedback_runs": feedback_run,
     "agent_memory_embedding_generations": generation,
     "agent_memory_sources": source,
     "agent_memory_assertions": assertion,

@@ -142,6 +142,7 @@ ENUMERATED_COLUMNS: dict[str, tuple[str, ...]] = {
     "agent_context_messages": ("role",),
     "agent_context_summaries": ("kind",),
     "agent_context_items": ("item_kind",),
+    "agent_session_participants": ("role",),
 }
 ENUMERATED = [f"{table}.{column}" for table, columns in ENUMERATED_COLUMNS.items()
               for column in columns]
@@ -518,6 +519,51 @@ def test_api_key_scopes_must_be_known(db: rows.Conn, home: str, scopes: list[str
     "scopes", [["memory:read"], ["memory:read", "memory:write", "admin"]], ids=["one", "all"])
 def test_api_key_with_known_scopes_is_accepted(db: rows.Conn, home: str, scopes: list[str]) -> None:
     rows.api_key(db, home, scopes=scopes)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [{"scopes": ["runtime"], "user_id": "alice"},
+     {"scopes": ["memory:read"], "user_id": None},
+     {"scopes": ["runtime", "memory:read"], "user_id": None, "agent": True}],
+    ids=["runtime-key-with-a-user", "user-key-without-a-user", "runtime-agent-key"])
+def test_api_key_kind_must_be_consistent(db: rows.Conn, home: str, key: dict[str, Any]) -> None:
+    """A runtime key has no user and is no agent key; every other key has its user."""
+    with pytest.raises(errors.CheckViolation) as caught:
+        rows.api_key(db, home, **key)
+    assert caught.value.diag.constraint_name == "api_keys_kind_check"
+
+
+@pytest.mark.parametrize(
+    "key",
+    [{"scopes": ["runtime"], "user_id": None},
+     {"scopes": ["runtime", "memory:read", "memory:write"], "user_id": None},
+     {"scopes": ["memory:write"], "agent": True}],
+    ids=["runtime", "runtime-reading-and-writing", "agent-key"])
+def test_api_key_of_a_consistent_kind_is_accepted(db: rows.Conn, home: str,
+                                                 key: dict[str, Any]) -> None:
+    rows.api_key(db, home, **key)
+
+
+@pytest.mark.parametrize(
+    ("factory", "column"),
+    [(rows.channel_member, "channel_key"), (rows.channel_member, "user_id"),
+     (rows.session_participant, "session_key"), (rows.session_participant, "user_id"),
+     (rows.feedback_run, "run_id")],
+    ids=["channel-key", "member", "session-key", "participant", "run-id"])
+def test_trust_model_keys_are_never_empty(db: rows.Conn, home: str, factory: rows.Factory,
+                                          column: str) -> None:
+    """An empty channel, session, user or run key would name nothing (or everything)."""
+    with pytest.raises(errors.CheckViolation):
+        factory(db, home, **{column: ""})
+
+
+def test_a_session_has_at_most_one_owner(db: rows.Conn, home: str) -> None:
+    _, session, _ = rows.session_participant(db, home, user_id="alice")
+    rows.session_participant(db, home, session_key=session, user_id="bob", role="participant")
+    with pytest.raises(errors.UniqueViolation) as caught:
+        rows.session_participant(db, home, session_key=session, user_id="cy", role="owner")
+    assert caught.value.diag.constraint_name == "agent_session_participants_one_owner"
 
 
 PRIVATE_ROWS = [

@@ -70,7 +70,8 @@ def test_rollback_tombstones_what_the_dream_created_and_removes_projections(
 def test_rollback_stops_at_human_reviews_and_approved_wiki_proposals(db, settings, instance):
     ids, fact = seed(db, settings, instance)
     page = {"title": "Archive", "slug": "archive", "bodyMarkdown": "Ten years.",
-            "assertionRefs": [1], "evidence": [{"memoryId": str(ids[1]), "excerpt": "ten years"}]}
+            "assertionRefs": [1], "evidence": [{"memoryId": str(ids[1]),
+                          "excerpt": "Invoices are archived for ten years"}]}
     result = dream(db, settings, instance, ids, fact, wiki=[page])
     keycloak, archive, payroll, support = result.assertion_ids[:4]
     record_decision(db, instance_key=instance, assertion_id=keycloak, decision="approve",
@@ -126,12 +127,15 @@ def test_rollback_restores_a_reused_assertion_the_dream_activated(db, settings, 
     inferred = remember(db, settings, ctx, "The DMS keeps a nightly backup in Frankfurt.",
                         source_type="fact", visibility="team", trust_class="assistant_inference")
     assert state(db, inferred.assertion_id) == ("candidate", "pending")
+    note = remember(db, settings, AccessContext(instance, user_id="ada"),
+                    "Ops call: the DMS keeps a nightly backup in Frankfurt, Ada confirmed.",
+                    visibility="team")
     result = run_dream_partition(
         db, settings, Partition(instance, "team", instance),
         model=ScriptedModel(payload(assertion(LINES[0], ids[0]),
                                     assertion("The DMS keeps a nightly backup in Frankfurt.",
-                                              ids[1], "DMS", subject="DMS",
-                                              predicate="backup"))))
+                                              note.id, "the DMS keeps a nightly backup in "
+                                              "Frankfurt", subject="DMS", predicate="backup"))))
     # The inference is not an input (not approved), but the Dream's item has the same text.
     assert state(db, inferred.assertion_id) == ("active", "policy_approved")
 

@@ -76,13 +76,14 @@ def test_each_assertion_gets_one_policy_decision_with_a_reason(db, settings, ins
     expected = {"durable": ("active", "dream_policy_safe"),
                 "transient": ("rejected", "transient"),
                 "bounded": ("rejected", "time_bounded"),
-                "unsafe": ("rejected", "unsafe_instruction"),
                 "weak": ("rejected", "low_confidence"),
                 "other": ("active", "dream_policy_safe")}
     for name, (state, reason) in expected.items():
         assertion_id = by_text[LINES[name]]
         assert status(db, assertion_id)[0] == state, name
         assert reviews(db, assertion_id)[0]["reason_code"] == reason, name
+    # An excerpt carrying an instruction is refused before the ledger (no assertion row).
+    assert LINES["unsafe"] not in by_text
     assert result.status == "partial"
     assert result.stats["rejected"] == {"transient": 1, "time_bounded": 1,
                                         "unsafe_instruction": 1, "low_confidence": 1}
@@ -133,7 +134,7 @@ def test_evidence_only_from_prior_dreams_is_unsupported(db, settings, instance):
 
     result = dream(db, settings, instance,
                    assertion("Keycloak provides single sign-on for the portal.", projection[0],
-                             "Keycloak"))
+                             projection[1]))
 
     [derived] = result.assertion_ids
     assert status(db, derived)[0] == "rejected"
@@ -168,7 +169,8 @@ def test_wiki_output_is_a_draft_with_exact_refs_and_follows_rejections(db, setti
     ids = seed(db, settings, instance)
     page = {"title": "Platform notes", "slug": "platform/notes",
             "bodyMarkdown": "- Keycloak for SSO\n- ten years of archive", "assertionRefs": [0, 1],
-            "evidence": [{"memoryId": str(ids["durable"]), "excerpt": "Keycloak"}]}
+            "evidence": [{"memoryId": str(ids["durable"]),
+                          "excerpt": "portal uses Keycloak for single sign-on"}]}
     rejected_page = {**page, "slug": "platform/staging", "assertionRefs": [0, 2]}
     settings = settings.model_copy(update={"dream_max_wiki_proposals": 2})
 
@@ -181,7 +183,7 @@ def test_wiki_output_is_a_draft_with_exact_refs_and_follows_rejections(db, setti
     draft = rows["platform/notes"]
     assert draft["state"] == "draft" and draft["published_at"] is None
     assert draft["assertion_refs"] == [str(a) for a in result.assertion_ids[:2]]
-    assert draft["evidence_refs"][0]["excerpt"] == "Keycloak"
+    assert draft["evidence_refs"][0]["excerpt"] == "portal uses Keycloak for single sign-on"
     assert draft["evidence_refs"][0]["memoryId"] == str(ids["durable"])
     stale = rows["platform/staging"]
     assert (stale["state"], stale["decided_by"]) == ("rejected", "policy")

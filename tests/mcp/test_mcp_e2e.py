@@ -24,6 +24,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from api.app import create_app
 from api.mcp import build_server
 from memory_platform import apikeys
+from memory_platform.ledger.assertions import record_decision
 from memory_platform.settings import PROJECT_ROOT, Settings
 from tests.support.settings import hash_embedding_settings
 
@@ -78,6 +79,20 @@ def tokens(database_url: str) -> dict[str, str]:
         _, write = apikeys.create_key(conn, instance_key="default", user_id=USER,
                                       scopes=("memory:write",), name="mcp-write")
     return {"read": read, "write": write}
+
+
+def approve(database_url: str, assertion_id: str) -> None:
+    """A person approves an assertion waiting for review."""
+    with psycopg.connect(database_url) as conn:
+        record_decision(conn, instance_key="default", assertion_id=assertion_id,
+                        decision="approve", reviewer_kind="human", reviewer_id="reviewer",
+                        reason_code="reviewed")
+
+
+def trust_class(database_url: str, memory_id: str) -> str:
+    with psycopg.connect(database_url) as conn:
+        return conn.execute("SELECT trust_class FROM agent_memory_sources"
+                            " WHERE source_key = %s", (f"memory:{memory_id}",)).fetchone()[0]
 
 
 def run_mcp(env: dict[str, str],
@@ -162,6 +177,15 @@ def test_store_search_get_round_trip_with_both_tokens(api: LiveApi, tokens: dict
         assert not is_error, text
         again = json.loads(text)
         assert again["id"] == stored["id"] and again["deduplicated"] is True
+
+        # The agent's write (F8: X-Memory-Writer: agent) is its inference: it waits for
+        # review and is not recalled until a person approves it.
+        assert stored["assertionStatus"] == again["assertionStatus"] == "candidate"
+        assert trust_class(database_url, stored["id"]) == "assistant_inference"
+        is_error, text = await call(client, "memory_search",
+                                    {"query": "how is VAT rounded on invoices", "limit": 5})
+        assert not is_error and stored["id"] not in text, text
+        approve(database_url, stored["assertionId"])
 
         # Find it with search (the read token), wrapped as untrusted data.
         is_error, text = await call(client, "memory_search",

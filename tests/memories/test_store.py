@@ -186,13 +186,12 @@ def test_an_unreadable_preference_fails_closed_to_private_and_the_write_succeeds
 
 
 def test_a_linked_channel_session_writes_team(db, hash_settings, instance):
-    set_share_with_team(db, instance, "ada", False)
     ctx = AccessContext(instance, user_id="ada", channel_thread_key="slack:C1",
                         channel_type="slack")
     stored = _write(db, hash_settings, ctx)
     row = _memory(db, stored.id)
     assert (row["visibility_scope"], row["audience_key"]) == ("team", instance)
-    assert row["subject_refs"]["channelThreadKey"] == "slack:C1"
+    assert row["subject_refs"] == {"userId": "ada"}  # the thread key stays in the channel
 
 
 def test_an_unlinked_channel_session_writes_channel(db, hash_settings, instance):
@@ -407,3 +406,31 @@ def test_after_a_model_switch_old_vectors_are_never_compared(db, hash_settings, 
     assert set(hits) == {old.id, new.id}
     assert hits[old.id].vector_score is None
     assert hits[new.id].vector_score is not None and hits[new.id].vector_score > 0
+
+
+def test_f15_the_provider_is_called_with_no_transaction_open(module_database_url,
+                                                              hash_settings, instance):
+    """F15: on a pool-like connection (not autocommit) whose caller has already read (as the
+    API's context resolution does), the provider runs while the session is idle: no
+    transaction, no row or advisory lock, held across the network call."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+    from psycopg.pq import TransactionStatus
+
+    seen: list[TransactionStatus] = []
+
+    with psycopg.connect(module_database_url) as pooled:
+        register_vector(pooled)
+
+        class Watching(HashEmbeddingProvider):
+            def embed_documents(self, texts):
+                seen.append(pooled.info.transaction_status)
+                return super().embed_documents(texts)
+
+        pooled.execute("SELECT 1")  # the caller's own read leaves a transaction open
+        stored = store_memory(pooled, hash_settings, AccessContext(instance, user_id="ada"),
+                              MemoryWrite("The F15 provider sees an idle session."),
+                              embedder=Watching(hash_settings.hash_embedding_dimensions))
+        pooled.commit()
+
+    assert seen == [TransactionStatus.IDLE] and stored.embedded

@@ -7,7 +7,9 @@ import pytest
 
 from memory_platform.access import AccessContext
 from memory_platform.errors import CredentialDetected, InvalidInput
+from memory_platform.memories.bulk.rows import check_row
 from memory_platform.memories.store import MemoryWrite, store_memory
+from memory_platform.memories.validation import clean_content
 from memory_platform.settings import Settings
 from tests.memories.support import nothing_written
 from tests.support.settings import hash_embedding_settings
@@ -207,3 +209,67 @@ def test_control_character_in_content_is_rejected_naming_it(db, hash_settings, c
 def test_newlines_tabs_and_carriage_returns_are_allowed(db, hash_settings, ctx):
     _write(db, hash_settings, ctx, "First line.\r\n\tSecond line.\n\nThird paragraph.")
     assert row_counts(db, ctx.instance_key)["agent_memories"] == 1
+
+
+# Finding F7: every stored string field is checked, not only the content.
+
+MPK_TOKEN = "mpk_0123456789ab_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefg"
+
+
+@pytest.mark.parametrize(("metadata", "field"), [
+    ({"note": f"deploy with {MPK_TOKEN}"}, "metadata.note"),
+    ({"password": "Hunter22!"}, "metadata.password"),
+    ({"db": {"DB_PASSWORD": "Tr0ub4dor&3"}}, "metadata.db.DB_PASSWORD"),
+    ({"hosts": ["ok", "postgres://app:s3cretPass@db/app"]}, "metadata.hosts[1]"),
+    ({MPK_TOKEN: "x"}, "metadata (a key)"),
+], ids=["value", "key-value-pair", "nested-env", "list-item", "key"])
+def test_f7_credential_in_metadata_is_rejected_naming_the_field(
+        db, hash_settings, ctx, metadata, field):
+    with pytest.raises(CredentialDetected) as raised:
+        _write(db, hash_settings, ctx, "Staging credentials were rotated.", metadata=metadata)
+    assert raised.value.details["field"] == field
+    assert MPK_TOKEN not in f"{raised.value} {raised.value.details}"
+    assert nothing_written(db, ctx.instance_key)
+
+
+def test_ordinary_metadata_about_credentials_is_stored(db, hash_settings, ctx):
+    _write(db, hash_settings, ctx, "Staging credentials were rotated.",
+           metadata={"topic": "password policy", "tokens": 4096, "tags": ["secrets", "vault"]})
+    assert row_counts(db, ctx.instance_key)["agent_memories"] == 1
+
+
+def test_f7_credential_as_a_subject_ref_key_is_rejected_without_echoing_it(
+        db, hash_settings, ctx):
+    token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    with pytest.raises(CredentialDetected) as raised:
+        _write(db, hash_settings, ctx, "harmless", subject_refs={token: "x"})
+    assert raised.value.details == {"field": "subject_refs (a key)", "kind": "GitHub token"}
+    assert token not in str(raised.value)
+    assert nothing_written(db, ctx.instance_key)
+
+
+@pytest.mark.parametrize("name", ["user_id", "session_key", "group_room_id",
+                                  "channel_thread_key", "channel_type"])
+def test_f7_credential_in_an_imported_rows_context_field_is_rejected(hash_settings, name):
+    row = {"content": "The VAT filing is due on the tenth.", name: MPK_TOKEN}
+    with pytest.raises(CredentialDetected) as raised:
+        check_row(row, hash_settings, 1)
+    assert raised.value.details == {"field": name, "kind": "memory-platform API key"}
+
+
+def test_f7_credential_in_imported_metadata_is_rejected(hash_settings):
+    row = {"content": "The VAT filing is due on the tenth.",
+           "metadata": {"source": "export OPENAI_API_KEY=abc123XYZ987"}}
+    with pytest.raises(CredentialDetected) as raised:
+        check_row(row, hash_settings, 1)
+    assert raised.value.details["field"] == "metadata.source"
+
+
+def test_f11_a_word_that_grows_past_the_lexeme_limit_when_lowercased_is_refused():
+    """F11: 700 x U+023A is 1,400 bytes, 2,100 lower-cased: refused before PostgreSQL's full
+    text search sees it; ordinary long words pass."""
+    with pytest.raises(InvalidInput) as refused:
+        clean_content("marker " + "\u023a" * 700, max_chars=16_000)
+    assert refused.value.code == "word_too_long"
+    assert clean_content("Donaudampfschifffahrtsgesellschaft " * 3, max_chars=16_000)
+    assert clean_content("x" * 300, max_chars=16_000)

@@ -249,3 +249,53 @@ def test_cli_reembed_until_done_works_off_the_whole_backlog(conn, settings, data
     assert "5 chunks and 0 assertions embedded with hash:feature-hash-v1:16:v1" in result.stdout
     assert "backlog ~0 chunks" in result.stdout
     assert set(chunk_keys(conn)) == {TARGET_KEY}
+
+
+def test_f14_only_the_given_instance_is_converted(conn, settings):
+    """F14: a run acts on the instance it is given; another instance's rows, generation and
+    backlog stay exactly as they were."""
+    write(conn, settings, "Acme keyword-only note.", embedder=OutageEmbedder())
+    write(conn, settings, "Default keyword-only note.", embedder=OutageEmbedder(),
+          instance="default")
+    before = conn.execute("SELECT id, embedding_key, metadata, updated_at"
+                          " FROM agent_memory_chunks WHERE instance_key = 'default'").fetchall()
+
+    result = reembed_backfill(conn, settings, limit=100, embedder=TARGET, instance_key=INSTANCE)
+
+    assert (result.instance_key, result.chunks_converted) == (INSTANCE, 1)
+    assert chunk_keys(conn) == [TARGET_KEY]
+    assert conn.execute("SELECT id, embedding_key, metadata, updated_at"
+                        " FROM agent_memory_chunks WHERE instance_key = 'default'"
+                        ).fetchall() == before
+    assert active_generation(conn, "default") is None
+
+
+def test_f14_every_batch_commits_on_its_own_even_on_a_transactional_connection(
+        conn, settings, database_url):
+    """F14: on a pool-like connection (not autocommit) each batch is committed when
+    ``progress`` sees it: another connection already reads its conversions, and no
+    transaction is left open after the run."""
+    for i in range(7):
+        write(conn, settings, f"Batch visibility note {i}.", embedder=OutageEmbedder())
+    visible: list[tuple[int, int]] = []
+
+    def seen_elsewhere(result) -> None:
+        converted = conn.execute(
+            "SELECT count(*) FROM agent_memory_chunks WHERE instance_key = %s"
+            " AND embedding_key = %s", (INSTANCE, TARGET_KEY)).fetchone()[0]
+        visible.append((result.chunks_converted, converted))
+
+    with psycopg.connect(database_url) as pooled:  # autocommit off, like the API's pool
+        result = reembed_backfill(pooled, settings, limit=100, embedder=TARGET,
+                                  instance_key=INSTANCE, progress=seen_elsewhere)
+        assert pooled.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+    assert result.chunks_converted == 7
+    assert visible == [(3, 3), (6, 6), (7, 7)]
+
+
+def test_f14_a_connection_inside_a_transaction_is_refused(conn, settings, database_url):
+    with psycopg.connect(database_url) as pooled:
+        pooled.execute("SELECT 1")
+        with pytest.raises(RuntimeError, match="outside a transaction"):
+            reembed_backfill(pooled, settings, embedder=TARGET, instance_key=INSTANCE)

@@ -3,6 +3,8 @@ assertion."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from memory_platform.retrieval.feedback.citation import citation_keys, cites, informative_tokens
@@ -110,3 +112,37 @@ def test_the_containment_threshold_comes_from_settings(defaults):
     assert _is_cited(assertion, response, lenient)
 
 
+
+
+# --- F3: linear time on hostile text -----------------------------------------------------
+
+HOSTILE_UNITS = ["[", "![", "[a](", "\n[", "[a][", "](", "<", "\n    ", "1.", "s"]
+
+
+def _cpu_seconds(text: str) -> float:
+    started = time.process_time()
+    citation_keys(text)
+    return time.process_time() - started
+
+
+def test_f3_sixty_thousand_brackets_take_well_under_a_second():
+    """Review A6: the body that kept a worker busy for 37 s."""
+    assert _cpu_seconds("[" * 60_000) < 2.0
+
+
+@pytest.mark.parametrize("unit", HOSTILE_UNITS)
+def test_f3_the_sensor_grows_linearly_with_hostile_input(unit):
+    """Four times the text costs about four times the CPU (a quadratic pattern: sixteen)."""
+    def text(n: int) -> str:
+        return (unit * (n // len(unit) + 1))[:n]
+
+    small = min(_cpu_seconds(text(10_000)) for _ in range(3))
+    large = min(_cpu_seconds(text(40_000)) for _ in range(3))
+    assert large < 2.0
+    assert large / max(small, 1e-3) < 8
+
+
+def test_f3_bounded_link_patterns_still_keep_link_and_image_texts():
+    assert informative_tokens("see [the runbook](https://x.example/a) and ![diagram](d.png)"
+                              ) == ["runbook", "diagram"]
+    assert informative_tokens("[Rechnung][ref]\n[ref]: https://x.example/r") == ["rechnung"]

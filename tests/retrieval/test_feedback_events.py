@@ -8,11 +8,13 @@ from typing import Any
 
 import pytest
 
-from memory_platform.errors import InvalidInput
+from memory_platform.access import AccessContext
+from memory_platform.errors import InvalidInput, NotFound
 from memory_platform.retrieval.feedback.events import (
     record_corrections,
     record_injection,
     record_response,
+    record_visible_injection,
 )
 
 INSTANCE = "acme"
@@ -20,19 +22,23 @@ OTHER_INSTANCE = "globex"
 TEXT = "The quarterly VAT filing for Mandant Nord is due on the tenth of each month."
 CITING_RESPONSE = "Reminder: Nord's quarterly VAT filing is due on the 10th, as every month."
 UNRELATED_RESPONSE = "The office kitchen gets a new coffee machine on Monday."
+ALICE = AccessContext(INSTANCE, user_id="alice", session_key="web:alice")
+BOB = AccessContext(INSTANCE, user_id="bob")
 
 
-def _assertion(conn: Any, text: str = TEXT, instance: str = INSTANCE) -> uuid.UUID:
-    """A minimal active assertion row."""
+def _assertion(conn: Any, text: str = TEXT, instance: str = INSTANCE,
+               audience: tuple[str, str] | None = None) -> uuid.UUID:
+    """A minimal active, approved assertion row (workspace unless ``audience`` is given)."""
+    kind, key = audience or ("workspace", instance)
     return conn.execute(
         """
         INSERT INTO agent_memory_assertions
-               (instance_key, audience_kind, audience_key, identity_hash, assertion_type,
-                assertion_text, status, origin)
-        VALUES (%s, 'workspace', %s, %s, 'fact', %s, 'active', 'explicit')
+               (instance_key, audience_kind, audience_key, owner_user_id, identity_hash,
+                assertion_type, assertion_text, status, review_state, origin)
+        VALUES (%s, %s, %s, %s, %s, 'fact', %s, 'active', 'policy_approved', 'explicit')
         RETURNING id
         """,
-        (instance, instance, uuid.uuid4().hex, text),
+        (instance, kind, key, key if kind == "private" else None, uuid.uuid4().hex, text),
     ).fetchone()[0]
 
 
@@ -132,27 +138,29 @@ def test_injection_needs_a_run_id(conn):
 
 def test_a_response_records_citations_of_the_injected_assertions(conn, settings):
     cited, ignored = _assertion(conn), _assertion(conn, text=UNRELATED_RESPONSE)
-    record_injection(conn, INSTANCE, [cited, ignored], run_id="run-1", user_id="alice")
-    assert record_response(conn, INSTANCE, run_id="run-1", response_text=CITING_RESPONSE,
+    assert record_visible_injection(conn, ALICE, [cited, ignored], run_id="run-1") == (2, 2)
+    assert record_response(conn, ALICE, run_id="run-1", response_text=CITING_RESPONSE,
                            settings=settings) == [cited]
     assert _counts(conn, cited) == (1, 1, 0) and _counts(conn, ignored) == (1, 0, 0)
     [event] = _events(conn, "cited", cited)
-    assert (event["run_id"], event["user_id"]) == ("run-1", "alice")
+    assert (event["run_id"], event["user_id"], event["session_key"]) == (
+        "run-1", "alice", "web:alice")
 
 
 def test_a_response_only_cites_assertions_injected_in_its_run(conn, settings):
     elsewhere = _assertion(conn)
-    record_injection(conn, INSTANCE, [elsewhere], run_id="run-1")
-    assert record_response(conn, INSTANCE, run_id="run-2", response_text=CITING_RESPONSE,
+    record_visible_injection(conn, ALICE, [elsewhere], run_id="run-1")
+    record_visible_injection(conn, ALICE, [], run_id="run-2")
+    assert record_response(conn, ALICE, run_id="run-2", response_text=CITING_RESPONSE,
                            settings=settings) == []
     assert _counts(conn, elsewhere) == (1, 0, 0)
 
 
 def test_a_response_is_recorded_once_per_run(conn, settings):
     assertion = _assertion(conn)
-    record_injection(conn, INSTANCE, [assertion], run_id="run-1")
+    record_visible_injection(conn, ALICE, [assertion], run_id="run-1")
     for _ in range(2):
-        assert record_response(conn, INSTANCE, run_id="run-1", response_text=CITING_RESPONSE,
+        assert record_response(conn, ALICE, run_id="run-1", response_text=CITING_RESPONSE,
                                settings=settings) == [assertion]
     assert _counts(conn, assertion) == (1, 1, 0)
     assert len(_events(conn, "cited", assertion)) == 1
@@ -160,10 +168,91 @@ def test_a_response_is_recorded_once_per_run(conn, settings):
 
 def test_a_response_does_not_see_runs_of_another_instance(conn, settings):
     theirs = _assertion(conn, instance=OTHER_INSTANCE)
-    record_injection(conn, OTHER_INSTANCE, [theirs], run_id="run-1")
-    assert record_response(conn, INSTANCE, run_id="run-1", response_text=CITING_RESPONSE,
-                           settings=settings) == []
+    other = AccessContext(OTHER_INSTANCE, user_id="alice")
+    record_visible_injection(conn, other, [theirs], run_id="run-1")
+    with pytest.raises(NotFound, match="no run 'run-1'"):
+        record_response(conn, ALICE, run_id="run-1", response_text=CITING_RESPONSE,
+                        settings=settings)
     assert _counts(conn, theirs) == (1, 0, 0)
+
+
+# --- F5: a run is its first reporter's -----------------------------------------------------
+
+
+def _table_counts(conn: Any) -> tuple[int, int, int]:
+    return conn.execute(
+        "SELECT (SELECT count(*) FROM agent_feedback_runs),"
+        " (SELECT count(*) FROM agent_memory_retrieval_feedback),"
+        " (SELECT coalesce(sum(injected_count + cited_count), 0) FROM agent_memory_assertions)"
+    ).fetchone()
+
+
+def test_f5_the_first_injection_report_makes_the_run_its_users(conn):
+    record_visible_injection(conn, ALICE, [_assertion(conn)], run_id="run-1")
+    assert conn.execute(
+        "SELECT instance_key, run_id, user_id, session_key FROM agent_feedback_runs"
+    ).fetchall() == [(INSTANCE, "run-1", "alice", "web:alice")]
+
+
+def test_f5_another_user_cannot_cite_in_a_run_and_learns_nothing(conn, settings):
+    """Review A5: Eve with Bob's run id gets the answer of a run that does not exist, and
+    Bob's counters do not move."""
+    bobs = _assertion(conn, text="Bob plans to resign in March after the bonus payout.",
+                      audience=("private", "bob"))
+    record_visible_injection(conn, BOB, [bobs], run_id="run-42")
+    before = _table_counts(conn)
+    eve = AccessContext(INSTANCE, user_id="eve")
+    with pytest.raises(NotFound) as refused:
+        record_response(conn, eve, run_id="run-42",
+                        response_text="resign March bonus payout plans", settings=settings)
+    with pytest.raises(NotFound) as unknown:
+        record_response(conn, eve, run_id="run-never", response_text="resign March bonus",
+                        settings=settings)
+    assert refused.value.message == "no run 'run-42'"
+    assert unknown.value.message == "no run 'run-never'"
+    with pytest.raises(NotFound):
+        record_visible_injection(conn, eve, [bobs], run_id="run-42")
+    assert _table_counts(conn) == before
+    assert _counts(conn, bobs) == (1, 0, 0)
+
+
+def test_f5_a_runtime_acting_for_another_user_cannot_report_on_the_run(conn, settings):
+    assertion = _assertion(conn)
+    record_visible_injection(conn, ALICE, [assertion], run_id="run-1")
+    for someone in (AccessContext(INSTANCE, user_id="bob"), AccessContext(INSTANCE)):
+        with pytest.raises(NotFound):
+            record_response(conn, someone, run_id="run-1", response_text=CITING_RESPONSE,
+                            settings=settings)
+    assert _counts(conn, assertion) == (1, 0, 0)
+
+
+def test_f5_cited_counts_only_assertions_the_reporter_may_still_see(conn, settings):
+    """A channel assertion injected in its thread is not cited from outside the thread, and
+    an assertion retracted since the injection is not cited at all."""
+    in_thread = AccessContext(INSTANCE, user_id="alice", channel_thread_key="slack:C1:1")
+    channel = _assertion(conn, audience=("channel", "slack:C1:1"))
+    retracted = _assertion(conn)
+    assert record_visible_injection(conn, in_thread, [channel, retracted],
+                                    run_id="run-1") == (2, 2)
+    conn.execute("UPDATE agent_memory_assertions SET status = 'superseded' WHERE id = %s",
+                 (retracted,))
+    outside = AccessContext(INSTANCE, user_id="alice")
+    assert record_response(conn, outside, run_id="run-1", response_text=CITING_RESPONSE,
+                           settings=settings) == []
+    assert record_response(conn, in_thread, run_id="run-1", response_text=CITING_RESPONSE,
+                           settings=settings) == [channel]
+    assert _counts(conn, retracted) == (1, 0, 0)
+
+
+def test_f3_a_response_longer_than_the_setting_is_refused_and_records_nothing(conn, settings):
+    assertion = _assertion(conn)
+    record_visible_injection(conn, ALICE, [assertion], run_id="run-1")
+    limit = settings.cited_response_max_chars
+    with pytest.raises(InvalidInput, match=f"at most {limit}") as refused:
+        record_response(conn, ALICE, run_id="run-1",
+                        response_text=CITING_RESPONSE + " " * limit, settings=settings)
+    assert refused.value.code == "response_too_long"
+    assert _counts(conn, assertion) == (1, 0, 0)
 
 
 # --- recording corrections ---------------------------------------------------------------

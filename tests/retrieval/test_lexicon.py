@@ -83,3 +83,13 @@ def test_a_word_with_a_digit_is_its_own_lexeme_as_the_server_says(conn, word):
         "SELECT tsvector_to_array(to_tsvector('english', %s) || to_tsvector('german', %s))",
         (word, word)).fetchone()[0]
     assert lexicon.stems(conn, [word]) == {word: tuple(server)}
+
+
+def test_f9_when_every_word_is_common_only_the_least_common_few_generate(conn, corpus):
+    """Keyword-only mode and the arms without vectors: a selective word alone generates;
+    when none is, the `fallback` least common words do (never all 24)."""
+    assert lexicon.generating_terms(conn, [COMMON, "t4007", "report"], 0.05, 1) == ["t4007"]
+    frequencies = lexicon.lexeme_frequencies(conn)
+    assert frequencies["quarter"] > frequencies["3"] > 0.05  # "team 3": a seventh of them
+    assert lexicon.generating_terms(conn, [COMMON, "3", "report"], 0.05, 1) == ["3"]
+    assert lexicon.generating_terms(conn, [COMMON, "3", "report"], 0.05, 0) == []

@@ -27,6 +27,7 @@ from memory_platform.embeddings.generations import index_name
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.retrieval import search
 from memory_platform.retrieval.assertions import _semantic_ids, search_assertions
+from memory_platform.retrieval.question import embed_question
 from memory_platform.retrieval.search import search_memories
 from memory_platform.settings import Settings
 from tests.support.settings import hash_embedding_settings
@@ -133,7 +134,7 @@ def index_walks(db):
 
 
 def _nearest(db, settings: Settings, ctx: AccessContext, query: str) -> list[UUID]:
-    return _semantic_ids(db, settings, ctx, query, CAP, get_provider(settings))
+    return _semantic_ids(db, settings, ctx, embed_question(get_provider(settings), query), CAP)
 
 
 def _queries(count: int) -> list[str]:

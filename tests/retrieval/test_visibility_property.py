@@ -1,27 +1,43 @@
-"""Property: no read path returns a row the visibility rules forbid.
+"""Property: no read path returns a row the visibility rules forbid, and no key may claim a
+conversation context it may not act in.
+
+Every context is built the way a request's is: through ``trust.resolve_context`` from a key
+and the conversation context the request claims. Keys are user keys of several users and
+runtime keys acting for random users (or for nobody: a system context). Claims name member
+and non-member channels and rooms, the user's own sessions, other users' sessions and
+sessions nobody uses yet, over random channel memberships and random session history
+(messages and summaries of users, and user-less system or channel transcripts).
 
 Random memories are written through ``store_memory`` (so their audiences are derived by the
-write path) by random writers across two instances (users, team/group rooms, channel
+write path) by runtime-key writers across two instances (users, team/group rooms, channel
 threads, system sessions), with random explicit visibility, explicit-private and
-agent-personal flags and random share-with-team preferences. Random readers (always
-including the empty context) then search and fetch. The rules are written out again here,
-from the specification ("Memory scopes and retrieval boundaries", "Shared facts", "Shared user
-memory"), without calling access.py:
+agent-personal flags and random share-with-team preferences. Random requests then resolve
+their context, search and fetch. The rules are written out again here, from the
+specification ("Memory scopes and retrieval boundaries", "Shared facts", "Shared user
+memory", the lossless context's "Cross-session visibility") and the trust model
+(docs/security.md), without calling access.py, trust.py or membership.py:
 
+* a user key acts as its user; it may name a channel thread or room only where the user is a
+  member, and a session only where the user takes part; a session nobody uses yet (no
+  participant, no history of anyone else) becomes the user's; anything else is refused;
+* a runtime key's claims are taken as given; naming a session records the acting user;
 * workspace rows: everyone in the instance;
 * private rows: only the authenticated user who wrote them;
 * team rows: any team-access context (user, group room, channel thread, channel type); the
   empty context none;
 * channel rows: readers in the row's conversation (its thread, else its room), or the
   linked user;
+* session history: the reader's own items; every item of the reader's current session when
+  the reader takes part in it; user-less items outside any channel the reader is not in;
 * nothing crosses an instance; facts waiting for review (workspace-wide facts) are never
   recalled.
 """
 
 from __future__ import annotations
 
+import itertools
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 from hypothesis import event, given
@@ -29,22 +45,22 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from memory_platform.access import AccessContext, AccessError
-from memory_platform.errors import NotFound
+from memory_platform.errors import AccessDenied, InvalidInput, NotFound
+from memory_platform.membership import add_channel_member
 from memory_platform.memories.sharing import set_share_with_team
 from memory_platform.memories.store import MemoryWrite, store_memory
+from memory_platform.retrieval.context import context_get, context_search
 from memory_platform.retrieval.memories import get_memory
 from memory_platform.retrieval.search import search_memories
 from memory_platform.settings import Settings
+from memory_platform.trust import Caller, ContextClaims, resolve_context
 from tests.support.settings import hash_embedding_settings
-
-try:  # the broad read path, where the library has it
-    from memory_platform.retrieval.context import context_get, context_search
-except ImportError:  # pragma: no cover
-    context_get = context_search = None
 
 USERS = ("ada", "bob", "cy")
 ROOMS = ("room-1", "room-2")
 THREADS = ("slack:T1", "slack:T2", "telegram:T3")
+SESSIONS = ("web:ada", "web:bob", "web:cy", "room:standup", "slack:T1:chat", "cron:nightly")
+FRESH = "fresh"  # a session key nobody has used: web:fresh-<request number>
 VOCAB = (
     "invoice payroll falcon budget audit server deploy client contract meeting report "
     "backup license travel hiring vendor refund pricing roadmap rechnung steuer kunde "
@@ -54,7 +70,7 @@ VOCAB = (
 
 @dataclass(frozen=True)
 class Who:
-    """A caller, before instance keys are assigned (instance is 0 or 1)."""
+    """A resolved caller, before instance keys are assigned (instance is 0 or 1)."""
 
     instance: int
     user: str | None = None
@@ -67,10 +83,45 @@ class Who:
     def team_access(self) -> bool:
         return bool(self.user or self.room or self.thread or self.channel_type)
 
+    @property
+    def channels(self) -> set[str]:
+        return {key for key in (self.thread, self.room) if key}
+
     def context(self, instances: tuple[str, str]) -> AccessContext:
         return AccessContext(instances[self.instance], user_id=self.user,
                              session_key=self.session, group_room_id=self.room,
                              channel_thread_key=self.thread, channel_type=self.channel_type)
+
+
+@dataclass(frozen=True)
+class Request:
+    """A key (a user key of ``key_user``, or the runtime key when it is None) and the
+    context the request claims; ``user`` is the acting user a runtime key names, or the
+    user a user key claims to be (None: not claimed)."""
+
+    instance: int
+    key_user: str | None
+    user: str | None = None
+    session: str | None = None
+    room: str | None = None
+    thread: str | None = None
+    channel_type: str | None = None
+
+    @property
+    def runtime(self) -> bool:
+        return self.key_user is None
+
+    def caller(self, instances: tuple[str, str]) -> Caller:
+        return Caller(instances[self.instance], self.key_user, runtime=self.runtime)
+
+    def claims(self, number: int) -> ContextClaims:
+        return ContextClaims(user_id=self.user, session_key=session_key(self.session, number),
+                             group_room_id=self.room, channel_thread_key=self.thread,
+                             channel_type=self.channel_type)
+
+
+def session_key(session: str | None, number: int) -> str | None:
+    return f"web:{FRESH}-{number}" if session == FRESH else session
 
 
 @dataclass(frozen=True)
@@ -83,8 +134,20 @@ class Write:
     source_type: str
 
 
+@dataclass(frozen=True)
+class Item:
+    """A history row: a message (with its channel, if any) or a summary."""
+
+    kind: str
+    instance: int
+    session: str
+    user: str | None
+    channel: str | None
+    words: tuple[str, ...]
+
+
 @st.composite
-def callers(draw, *, writer: bool) -> Who:
+def writers(draw) -> Who:
     instance = draw(st.sampled_from((0, 1)))
     user, room = draw(st.sampled_from(USERS)), draw(st.sampled_from(ROOMS))
     thread = draw(st.sampled_from(THREADS))
@@ -99,14 +162,27 @@ def callers(draw, *, writer: bool) -> Who:
         "room-thread": Who(instance, user=draw(st.sampled_from((None, user))), room=room,
                            thread=thread, channel_type=kind),
     }
-    if not writer:
-        shapes |= {"empty": Who(instance), "channel-type-only": Who(instance, channel_type=kind)}
     return shapes[draw(st.sampled_from(sorted(shapes)))]
+
+
+@st.composite
+def requests(draw) -> Request:
+    instance = draw(st.sampled_from((0, 1)))
+    key_user = draw(st.sampled_from((None, *USERS)))  # None: the runtime key
+    if key_user is None:
+        user = draw(st.sampled_from((None, *USERS)))
+    else:  # a user key mostly claims no user; sometimes its own, rarely somebody else
+        user = draw(st.sampled_from((None, None, None, key_user, *USERS)))
+    return Request(instance, key_user, user,
+                   session=draw(st.sampled_from((None, None, FRESH, *SESSIONS))),
+                   room=draw(st.sampled_from((None, None, *ROOMS))),
+                   thread=draw(st.sampled_from((None, None, *THREADS))),
+                   channel_type=draw(st.sampled_from((None, None, "slack"))))
 
 
 writes = st.builds(
     Write,
-    who=callers(writer=True),
+    who=writers(),
     words=st.lists(st.sampled_from(VOCAB), min_size=3, max_size=3, unique=True).map(tuple),
     visibility=st.sampled_from((None, None, None, "private", "team", "workspace", "channel")),
     explicit_private=st.sampled_from((False, False, False, True)),
@@ -114,11 +190,85 @@ writes = st.builds(
     source_type=st.sampled_from(("fact", "fact", "manual")),
 )
 
+history = st.builds(
+    Item,
+    kind=st.sampled_from(("message", "message", "summary")),
+    instance=st.sampled_from((0, 1)),
+    session=st.sampled_from(SESSIONS),
+    user=st.sampled_from((None, *USERS)),
+    channel=st.sampled_from((None, None, *THREADS, *ROOMS)),
+    words=st.lists(st.sampled_from(VOCAB), min_size=3, max_size=3, unique=True).map(tuple),
+)
+
 preferences = st.dictionaries(
     st.tuples(st.sampled_from((0, 1)), st.sampled_from(USERS)), st.booleans(), max_size=6)
 
+memberships = st.sets(
+    st.tuples(st.sampled_from((0, 1)), st.sampled_from((*ROOMS, *THREADS)),
+              st.sampled_from(USERS)), max_size=10)
+
 
 # --- the oracle --------------------------------------------------------------------------
+
+
+@dataclass
+class World:
+    """What the oracle knows: memberships, session participants, history rows."""
+
+    members: set[tuple[int, str, str]]
+    items: list[Item]
+    participants: dict[tuple[int, str], dict[str, str]] = field(default_factory=dict)
+
+    def used_by_others(self, instance: int, session: str, user: str) -> bool:
+        return bool(self.participants.get((instance, session))) or any(
+            i.instance == instance and i.session == session and i.user != user
+            for i in self.items)
+
+    def claim(self, instance: int, session: str, user: str, *, trusted: bool) -> bool:
+        taking_part = self.participants.setdefault((instance, session), {})
+        if user in taking_part:
+            return True
+        if not self.used_by_others(instance, session, user):
+            taking_part[user] = "owner"
+            return True
+        if trusted:
+            taking_part[user] = "participant"
+            return True
+        return False
+
+    def resolve(self, request: Request, number: int) -> Who | type[Exception]:
+        """The context a request gets, or the error it must raise (recording claims)."""
+        if request.runtime:
+            user = request.user
+        else:
+            if request.user not in (None, request.key_user):
+                return InvalidInput
+            user = request.key_user
+            for channel in (request.thread, request.room):
+                if channel and (request.instance, channel, user) not in self.members:
+                    return AccessDenied
+        session = session_key(request.session, number)
+        if session and user and not self.claim(request.instance, session, user,
+                                               trusted=request.runtime):
+            return AccessDenied
+        return Who(request.instance, user, session, request.room, request.thread,
+                   request.channel_type)
+
+    def may_read(self, reader: Who, item: Item) -> bool:
+        if reader.instance != item.instance:
+            return False
+        if item.user is not None and item.user == reader.user:
+            return True
+        if (reader.user and reader.session == item.session
+                and reader.user in self.participants.get((item.instance, item.session), {})):
+            return True
+        if item.user is not None:
+            return False
+        if item.kind == "message":
+            return item.channel is None or item.channel in reader.channels
+        return all(m.channel is None or m.channel in reader.channels for m in self.items
+                   if m.kind == "message" and m.instance == item.instance
+                   and m.session == item.session)
 
 
 def expected_kind(write: Write, prefs: dict[tuple[int, str], bool]) -> str | None:
@@ -132,8 +282,11 @@ def expected_kind(write: Write, prefs: dict[tuple[int, str], bool]) -> str | Non
         return "channel" if (who.thread or who.room) else None
     if write.visibility == "workspace":
         return "workspace"
-    if who.room or (who.thread and who.user):
-        return "team"  # team chat rooms and linked channel sessions
+    if who.user and (who.room or who.thread):
+        # A linked channel session shares with the team, unless the user opted out.
+        return "channel" if prefs.get((who.instance, who.user)) is False else "team"
+    if who.room:
+        return "team"  # a user-less team chat room
     if who.thread:
         return "channel"  # an unlinked channel session
     if not who.user:
@@ -178,9 +331,34 @@ class Stored:
     text: str
 
 
-def _store_all(db, config, instances, prefs, planned) -> list[Stored]:
+_seq = itertools.count()
+
+
+def _seed(db, instances, world: World, prefs) -> dict[str, Item]:
+    """Memberships, preferences and history rows; answers the history by item id."""
+    for instance, channel, user in world.members:
+        add_channel_member(db, instances[instance], channel, user)
     for (instance, user), share in prefs.items():
         set_share_with_team(db, instances[instance], user, share)
+    seeded = {}
+    for item in world.items:
+        text = f"{item.kind} {' '.join(item.words)} said {next(_seq)}."
+        if item.kind == "message":
+            row = db.execute(
+                "INSERT INTO agent_context_messages (instance_key, session_key, user_id,"
+                " channel_thread_key, seq, role, content) VALUES (%s, %s, %s, %s, %s, 'user', %s)"
+                " RETURNING id", (instances[item.instance], item.session, item.user,
+                                  item.channel, next(_seq), text)).fetchone()
+        else:
+            row = db.execute(
+                "INSERT INTO agent_context_summaries (instance_key, session_key, user_id, kind,"
+                " content) VALUES (%s, %s, %s, 'leaf', %s) RETURNING id",
+                (instances[item.instance], item.session, item.user, text)).fetchone()
+        seeded[f"{item.kind}:{row[0]}"] = item
+    return seeded
+
+
+def _store_all(db, config, instances, world: World, prefs, planned) -> list[Stored]:
     stored = []
     for index, write in enumerate(planned):
         text = f"Note {index}: {' '.join(write.words)} entry{index}."
@@ -188,7 +366,12 @@ def _store_all(db, config, instances, prefs, planned) -> list[Stored]:
         memory = MemoryWrite(text, source_type=write.source_type, visibility=write.visibility,
                              explicit_private=write.explicit_private,
                              agent_personal=write.agent_personal)
-        ctx = write.who.context(instances)
+        who = write.who
+        runtime = Request(who.instance, None, who.user, who.session, who.room, who.thread,
+                          who.channel_type)
+        assert world.resolve(runtime, index) == who
+        ctx = resolve_context(db, runtime.caller(instances), runtime.claims(index))
+        assert ctx == who.context(instances)
         if kind is None:
             with pytest.raises(AccessError):
                 store_memory(db, config, ctx, memory)
@@ -206,63 +389,89 @@ def _leaks(reader: Who, returned: set[uuid.UUID], by_id: dict[uuid.UUID, Stored]
                                                                by_id[i].kind)]
 
 
+def _fetchable(fetch, *args) -> bool:
+    try:
+        fetch(*args)
+    except NotFound:
+        return False
+    return True
+
+
+def _check_memories(db, config, ctx, reader: Who, stored: list[Stored], target: int) -> str:
+    """Every memory path against the oracle; answers the query used."""
+    for row in stored:
+        allowed = may_see(reader, row.write, row.kind)
+        assert _fetchable(get_memory, db, ctx, row.memory_id) == allowed, (reader, row)
+    visible = [row for row in stored if may_see(reader, row.write, row.kind)]
+    pool = visible or stored  # ask about a row the reader may see, when there is one
+    wanted = pool[target % len(pool)]
+    query = " ".join(wanted.write.words)
+    hits = search_memories(db, config, ctx, query, stamp=False)
+    returned = {h.memory_id for h in hits}
+    by_memory = {s.memory_id: s for s in stored}
+    assert _leaks(reader, returned, by_memory) == []
+    if may_see(reader, wanted.write, wanted.kind):
+        assert wanted.memory_id in returned
+    event("search returned hits" if hits else "search returned nothing")
+    if not reader.team_access:
+        assert {h.visibility_scope for h in hits} <= {"workspace"}
+    assert {h.audience_key for h in hits if h.visibility_scope == "private"} <= {reader.user}
+    for row in stored:
+        for item_id in (f"memory:{row.memory_id}", f"assertion:{row.assertion_id}"):
+            if not item_id.endswith("None") and _fetchable(context_get, db, ctx, item_id):
+                assert may_see(reader, row.write, row.kind), (item_id, reader, row.kind)
+    return query
+
+
+def _check_history(db, ctx, reader: Who, world: World, seeded: dict[str, Item]) -> None:
+    for item_id, item in seeded.items():
+        allowed = world.may_read(reader, item)
+        assert _fetchable(context_get, db, ctx, item_id) == allowed, (reader, item)
+        event(f"history {item.kind} {'readable' if allowed else 'hidden'}")
+
+
+def _check_context_search(db, config, ctx, reader: Who, world: World, seeded: dict[str, Item],
+                          stored: list[Stored], queries: list[str]) -> None:
+    by_id = {f"memory:{s.memory_id}": s for s in stored} | {
+        f"assertion:{s.assertion_id}": s for s in stored if s.assertion_id}
+    for query in queries:
+        for found in context_search(db, config, ctx, query):
+            if found.kind in ("message", "summary"):
+                assert world.may_read(reader, seeded[found.id]), (reader, seeded[found.id])
+            else:
+                assert found.kind in ("memory", "assertion"), found.id
+                row = by_id[found.id]  # a row of another instance would be a KeyError
+                assert may_see(reader, row.write, row.kind), (found.id, reader, row.kind)
+
+
 @hypothesis_settings(max_examples=60, deadline=None)
 @given(planned=st.lists(writes, min_size=3, max_size=8), prefs=preferences,
-       readers=st.lists(callers(writer=False), min_size=2, max_size=4),
-       targets=st.lists(st.integers(0, 7), min_size=5, max_size=5))
-def test_no_read_path_returns_a_row_the_rules_forbid(db, config, planned, prefs, readers,
-                                                     targets):
+       members=memberships, items=st.lists(history, max_size=6),
+       asked=st.lists(requests(), min_size=2, max_size=5),
+       targets=st.lists(st.integers(0, 7), min_size=6, max_size=6))
+def test_no_read_path_returns_a_row_the_rules_forbid(db, config, planned, prefs, members,
+                                                     items, asked, targets):
     instances = (f"vis-{uuid.uuid4().hex[:10]}", f"vis-{uuid.uuid4().hex[:10]}")
-    stored = _store_all(db, config, instances, prefs, planned)
-    if not stored:
-        return
-    by_memory = {s.memory_id: s for s in stored}
-    by_assertion = {s.assertion_id: s for s in stored if s.assertion_id}
-    readers = [Who(0), *readers]
+    world = World(set(members), list(items))
+    seeded = _seed(db, instances, world, prefs)
+    stored = _store_all(db, config, instances, world, prefs, planned)
+    history_queries = [" ".join(item.words) for item in items[:2]]
 
-    for reader, target in zip(readers, targets, strict=False):
-        ctx = reader.context(instances)
-        for row in stored:
-            allowed = may_see(reader, row.write, row.kind)
-            try:
-                get_memory(db, ctx, row.memory_id)
-                fetched = True
-            except NotFound:
-                fetched = False
-            assert fetched == allowed, (reader, row.kind, row.write.who)
-
-        visible = [row for row in stored if may_see(reader, row.write, row.kind)]
-        pool = visible or stored  # ask about a row the reader may see, when there is one
-        wanted = pool[target % len(pool)]
-        query = " ".join(wanted.write.words)
-        hits = search_memories(db, config, ctx, query, stamp=False)
-        returned = {h.memory_id for h in hits}
-        assert _leaks(reader, returned, by_memory) == []
-        if may_see(reader, wanted.write, wanted.kind):
-            assert wanted.memory_id in returned
-        event("search returned hits" if hits else "search returned nothing")
-        if reader == Who(reader.instance):
-            assert {h.visibility_scope for h in hits} <= {"workspace"}
-        assert {h.audience_key for h in hits if h.visibility_scope == "private"} <= {
-            reader.user}
-
-        if context_search is None:
+    # The empty context (a runtime key claiming nothing) first, then the random requests.
+    for number, (request, target) in enumerate(
+            zip([Request(0, None), *asked], targets, strict=False), start=len(planned)):
+        expected = world.resolve(request, number)
+        if not isinstance(expected, Who):
+            with pytest.raises(expected):
+                resolve_context(db, request.caller(instances), request.claims(number))
+            event(f"refused: {expected.__name__}")
             continue
-        items = context_search(db, config, ctx, query)
-        seen = set()
-        for item in items:
-            kind, _, raw = item.id.partition(":")
-            ident = uuid.UUID(raw)
-            assert kind in ("memory", "assertion"), item.id
-            row = (by_memory if kind == "memory" else by_assertion).get(ident)
-            seen.add(row.memory_id if row else ident)
-        assert _leaks(reader, seen, by_memory) == []
-        for row in stored:
-            for item_id in (f"memory:{row.memory_id}", f"assertion:{row.assertion_id}"):
-                if item_id.endswith("None"):
-                    continue
-                try:
-                    context_get(db, ctx, item_id)
-                except NotFound:
-                    continue
-                assert may_see(reader, row.write, row.kind), (item_id, reader, row.kind)
+        ctx = resolve_context(db, request.caller(instances), request.claims(number))
+        assert ctx == expected.context(instances), request
+        event(f"resolved {'runtime' if request.runtime else 'user'} key"
+              f"{' in a session' if ctx.session_key else ''}")
+        queries = history_queries
+        if stored:
+            queries = [_check_memories(db, config, ctx, expected, stored, target), *queries]
+        _check_history(db, ctx, expected, world, seeded)
+        _check_context_search(db, config, ctx, expected, world, seeded, stored, queries)

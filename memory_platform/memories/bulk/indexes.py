@@ -5,7 +5,9 @@ at the end (docs/benchmarks.md). For an import that is large relative to what th
 already hold (:func:`indexes_to_rebuild`, :func:`fulltext_to_rebuild`), the import swaps them
 out with the functions here and builds them at the end. Advisory locks keep two imports from
 swapping the same index; an import killed half-way leaves placeholders (HNSW) or missing
-indexes (GIN) that the next import, or the repair functions, rebuild.
+indexes (GIN): :func:`broken_indexes` finds them (the operator status report shows them) and
+:func:`repair_indexes` (``memory-platform db repair-indexes``), or the next import, rebuilds
+them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TypeVar
 import psycopg
 from psycopg import sql
 
+from memory_platform.db.units import commit_if_idle, require_idle
 from memory_platform.embeddings.generations import ensure_vector_indexes, index_name
 from memory_platform.settings import Settings
 
@@ -27,6 +30,9 @@ log = logging.getLogger(__name__)
 _Item = TypeVar("_Item")
 
 _PLACEHOLDER_LOCK = "memory-import-index:"
+# Dropping an index waits for an exclusive lock on its table; a long reader must not stall
+# every other query behind the import's DROP: after this wait the import keeps the index.
+_DROP_LOCK_TIMEOUT = "3s"
 
 
 # --- the HNSW indexes around a large load ----------------------------------------------------
@@ -66,17 +72,25 @@ def _key_registered(conn: psycopg.Connection, key: str) -> bool:
                         " WHERE generation_key = %s)", (key,)).fetchone()[0]
 
 
-def install_placeholders(conn: psycopg.Connection, key: str, tables: Iterable[str]) -> None:
+def install_placeholders(conn: psycopg.Connection, key: str, tables: Iterable[str]) -> bool:
     """Swap the HNSW indexes of ``key`` on ``tables`` for empty indexes of the same names:
     inserts skip them (their predicate is false), and ``CREATE INDEX IF NOT EXISTS`` of a
     concurrent generation registration sees the names and does not build them half-way
-    through the load. Hold the key's import lock (:func:`try_index_lock`) meanwhile."""
-    with conn.transaction():
-        for table in tables:
-            name = sql.Identifier(index_name(table, key))
-            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(name))
-            conn.execute(sql.SQL("CREATE INDEX {} ON {} ({}) WHERE false").format(
-                name, sql.Identifier(table), sql.Identifier(BULK_INDEX_TABLES[table])))
+    through the load. Hold the key's import lock (:func:`try_index_lock`) meanwhile. A table
+    that stays busy longer than a few seconds keeps every index (answers False) instead of
+    queueing every other query behind the drop."""
+    try:
+        with conn.transaction():
+            conn.execute("SELECT set_config('lock_timeout', %s, true)", (_DROP_LOCK_TIMEOUT,))
+            for table in tables:
+                name = sql.Identifier(index_name(table, key))
+                conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(name))
+                conn.execute(sql.SQL("CREATE INDEX {} ON {} ({}) WHERE false").format(
+                    name, sql.Identifier(table), sql.Identifier(BULK_INDEX_TABLES[table])))
+    except psycopg.errors.LockNotAvailable:
+        log.warning("kept the HNSW indexes of %s: their tables are busy", key)
+        return False
+    return True
 
 
 def build_vector_indexes(conn: psycopg.Connection, settings: Settings, key: str,
@@ -144,9 +158,6 @@ FULLTEXT_INDEXES = {
     "agent_memory_assertions_tsv_idx": ("agent_memory_assertions", "assertion_tsv"),
 }
 FULLTEXT_LOCK = "fulltext"  # the lock "memory-import-index:fulltext"
-# Dropping an index waits for an exclusive lock on its table; a long reader must not stall
-# every other query behind the import's DROP: after this wait the import keeps the index.
-_FULLTEXT_DROP_LOCK_TIMEOUT = "3s"
 
 
 def _fulltext_statement(name: str) -> sql.Composed:
@@ -170,7 +181,7 @@ def drop_fulltext_indexes(conn: psycopg.Connection, names: Iterable[str]) -> lis
         try:
             with conn.transaction():
                 conn.execute("SELECT set_config('lock_timeout', %s, true)",
-                             (_FULLTEXT_DROP_LOCK_TIMEOUT,))
+                             (_DROP_LOCK_TIMEOUT,))
                 conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
             dropped.append(name)
         except psycopg.errors.LockNotAvailable:
@@ -210,6 +221,56 @@ def repair_fulltext_indexes(conn: psycopg.Connection, settings: Settings) -> boo
         return True
     finally:
         index_unlock(conn, FULLTEXT_LOCK)
+
+
+# --- what an interrupted import left behind --------------------------------------------------
+
+
+def _generation_keys(conn: psycopg.Connection, instance_key: str | None = None
+                     ) -> list[tuple[str, int]]:
+    """(generation key, dimensions) of the registered generations (of one instance)."""
+    return [(key, dims) for key, dims in conn.execute(
+        "SELECT DISTINCT generation_key, dimensions FROM agent_memory_embedding_generations"
+        " WHERE %(instance)s::text IS NULL OR instance_key = %(instance)s ORDER BY 1",
+        {"instance": instance_key})]
+
+
+def broken_indexes(conn: psycopg.Connection, instance_key: str | None = None
+                   ) -> list[dict[str, str | None]]:
+    """The search indexes an interrupted import left broken: vector (HNSW) indexes of the
+    registered generation keys (of ``instance_key``'s generations, or all) that are empty
+    placeholders or missing, and missing GIN full-text indexes. Search still answers without
+    them, only by scanning. An import running right now shows here too until it finishes."""
+    broken: list[dict[str, str | None]] = []
+    for key, _ in _generation_keys(conn, instance_key):
+        for table in BULK_INDEX_TABLES:
+            state = index_state(conn, table, key)
+            if state != "hnsw":
+                broken.append({"index": index_name(table, key), "table": table,
+                               "kind": "hnsw", "state": state, "generationKey": key})
+    for name, (table, _) in FULLTEXT_INDEXES.items():
+        if not fulltext_index_exists(conn, name):
+            broken.append({"index": name, "table": table, "kind": "fulltext",
+                           "state": "missing", "generationKey": None})
+    return broken
+
+
+def repair_indexes(conn: psycopg.Connection, settings: Settings) -> list[str]:
+    """Rebuild every search index :func:`broken_indexes` reports, for every registered
+    generation key, except those an import is loading right now (it builds them when done).
+    Answers the names of the indexes that were broken and are sound now. Needs a connection
+    outside a transaction: each rebuild commits on its own."""
+    require_idle(conn, "repair_indexes")
+    before = {b["index"] for b in broken_indexes(conn)}
+    commit_if_idle(conn)
+    for key, dimensions in _generation_keys(conn):
+        commit_if_idle(conn)
+        repair_vector_index(conn, settings, key, dimensions)
+        commit_if_idle(conn)
+    repair_fulltext_indexes(conn, settings)
+    after = {b["index"] for b in broken_indexes(conn)}
+    commit_if_idle(conn)
+    return sorted(before - after)
 
 
 # --- planning: which indexes an import swaps out ---------------------------------------------

@@ -30,6 +30,7 @@ from memory_platform.memories.write_rules import (
     embedding_texts,
     validate_kind,
 )
+from memory_platform.secrets import refuse_secret
 from memory_platform.settings import Settings
 from memory_platform.text import content_hash
 
@@ -90,6 +91,7 @@ def _optional_text(row: Mapping[str, Any], name: str) -> str | None:
     if not isinstance(value, str) or not value:
         raise InvalidInput(f"{name} must be a non-empty string or null",
                            details={"field": name})
+    refuse_secret(value, field=name)
     return value
 
 

@@ -16,11 +16,16 @@ from memory_platform.retrieval import stopwords
 from memory_platform.retrieval.terms import words
 from memory_platform.settings import Settings
 
+# Every pattern runs in time linear in the text (the sensor reads request text): a bracket
+# or parenthesis class excludes its own opening delimiter and line breaks, so the scans
+# started at different brackets never overlap, and it is capped in length.
+_LINK_TEXT = r"[^\[\]\n]{0,500}"
+_LINK_TARGET = r"[^()\n]{0,2000}"
 _FENCE_LINE = re.compile(r"^[ \t]*(?:`{3,}|~{3,}).*$", re.MULTILINE)
-_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
-_INLINE_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
-_REFERENCE_LINK = re.compile(r"\[([^\]]*)\]\[[^\]]*\]")
-_LINK_DEFINITION = re.compile(r"^[ \t]*\[[^\]]+\]:[ \t]*\S+.*$", re.MULTILINE)
+_IMAGE = re.compile(rf"!\[({_LINK_TEXT})\]\({_LINK_TARGET}\)")
+_INLINE_LINK = re.compile(rf"\[({_LINK_TEXT})\]\({_LINK_TARGET}\)")
+_REFERENCE_LINK = re.compile(rf"\[({_LINK_TEXT})\]\[{_LINK_TEXT}\]")
+_LINK_DEFINITION = re.compile(r"^[ \t]*\[[^\[\]\n]{1,500}\]:[ \t]*\S.*$", re.MULTILINE)
 _HTML_TAG = re.compile(r"<[^<>\n]+>")
 _HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]*", re.MULTILINE)
 _SETEXT_UNDERLINE = re.compile(r"^[ \t]*(?:=+|-+)[ \t]*$", re.MULTILINE)
@@ -91,16 +96,18 @@ def informative_tokens(text: str) -> list[str]:
 
 
 def stem(token: str) -> str:
-    """A light, deterministic inflection stem of a folded token (see ``_SUFFIXES``)."""
+    """A light, deterministic inflection stem of a folded token (see ``_SUFFIXES``), in time
+    linear in its length (the token is cut once, at the end)."""
+    end = len(token)
     stripped = True
     while stripped:
         stripped = False
         for suffix in _SUFFIXES:
-            if token.endswith(suffix) and len(token) - len(suffix) >= _MIN_STEM:
-                token = token[: -len(suffix)]
+            if token.endswith(suffix, 0, end) and end - len(suffix) >= _MIN_STEM:
+                end -= len(suffix)
                 stripped = True
                 break
-    return token
+    return token[:end]
 
 
 def citation_keys(text: str) -> frozenset[str]:

@@ -1,5 +1,10 @@
 """The feedback recorders: ``injected``, ``cited`` and ``corrected`` events and their counters.
 
+A run belongs to whoever reports on it first (:func:`record_visible_injection` records the
+instance, run id, acting user and session in ``agent_feedback_runs``). Only that user may
+report on it later: for anyone else the run does not exist (NotFound, and nothing changes),
+and the ``cited`` sensor counts only the run's assertions the reporting user may still see.
+
 Every recorder runs in one transaction (a savepoint when the caller already has one open, so
 the ledger can record a correction atomically with the supersede that caused it) and is
 idempotent per run: the unique index ``agent_memory_retrieval_feedback_once_per_run`` admits
@@ -17,9 +22,10 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from memory_platform.access import AccessContext
-from memory_platform.errors import InvalidInput
-from memory_platform.retrieval.assertions import visible_assertion_ids
+from memory_platform.errors import InvalidInput, NotFound
+from memory_platform.retrieval.assertions import recallable_assertion, visible_assertion_ids
 from memory_platform.retrieval.feedback.citation import citation_keys, cites
+from memory_platform.retrieval.statements import parameter_safe
 from memory_platform.settings import Settings, get_settings
 
 Conn = psycopg.Connection[Any]
@@ -103,17 +109,34 @@ _RECORD_CORRECTIONS = _recorder(
     counter="corrected_count",
 )
 
-_INJECTED_IN_RUN = """
-    SELECT a.id, a.assertion_text
-      FROM agent_memory_retrieval_feedback AS f
-      JOIN agent_memory_assertions AS a
-        ON a.instance_key = f.instance_key
-       AND a.id = f.assertion_id
-     WHERE f.instance_key = %s
-       AND f.run_id = %s
-       AND f.event_type = 'injected'
-     ORDER BY f.id
+_CLAIM_RUN = """
+    INSERT INTO agent_feedback_runs (instance_key, run_id, user_id, session_key)
+    VALUES (%(instance)s, %(run_id)s, %(user_id)s, %(session_key)s)
+    ON CONFLICT (instance_key, run_id) DO NOTHING
 """
+_RUN_OWNED_BY = """
+    SELECT 1 FROM agent_feedback_runs
+     WHERE instance_key = %(instance)s AND run_id = %(run_id)s
+       AND user_id IS NOT DISTINCT FROM %(user_id)s
+"""
+
+
+def _injected_in_run(ctx: AccessContext) -> sql.Composable:
+    """The run's first ``max_candidates`` injected assertions ``ctx`` may still recall, with
+    their text (parameters ``instance``, ``run_id`` and ``max_candidates``)."""
+    return parameter_safe(sql.SQL("""
+        SELECT a.id, a.assertion_text
+          FROM agent_memory_retrieval_feedback AS f
+          JOIN agent_memory_assertions AS a
+            ON a.instance_key = f.instance_key
+           AND a.id = f.assertion_id
+         WHERE f.instance_key = %(instance)s
+           AND f.run_id = %(run_id)s
+           AND f.event_type = 'injected'
+           AND {visible}
+         ORDER BY f.id
+         LIMIT %(max_candidates)s
+    """).format(visible=recallable_assertion(ctx)))
 
 
 def _require_run_id(run_id: str) -> None:
@@ -133,13 +156,29 @@ def _record(conn: Conn, recorder: bytes, assertion_ids: Iterable[uuid.UUID],
         return len(conn.execute(recorder, {"ids": ids, **params}).fetchall())
 
 
+def _require_own_run(conn: Conn, ctx: AccessContext, run_id: str) -> None:
+    """NotFound unless ``run_id`` is a run of ``ctx``'s user; the same answer whether the
+    run does not exist or belongs to someone else."""
+    params = {"instance": ctx.instance_key, "run_id": run_id, "user_id": ctx.user_id}
+    if conn.execute(_RUN_OWNED_BY, params).fetchone() is None:
+        raise NotFound(f"no run {run_id[:200]!r}", details={"field": "runId"})
+
+
 def record_visible_injection(conn: Conn, ctx: AccessContext,
                              assertion_ids: Sequence[uuid.UUID], *, run_id: str) -> tuple[int, int]:
     """Record a run's injected assertions that ``ctx`` may recall (only those count):
-    (how many counted, how many were new)."""
-    visible = visible_assertion_ids(conn, ctx, list(assertion_ids))
-    new = record_injection(conn, ctx.instance_key, visible, run_id=run_id,
-                           user_id=ctx.user_id, session_key=ctx.session_key)
+    (how many counted, how many were new).
+
+    The first report of ``run_id`` makes it ``ctx``'s run (user and session); a report on a
+    run of another user raises NotFound and records nothing."""
+    _require_run_id(run_id)
+    with conn.transaction():
+        conn.execute(_CLAIM_RUN, {"instance": ctx.instance_key, "run_id": run_id,
+                                  "user_id": ctx.user_id, "session_key": ctx.session_key})
+        _require_own_run(conn, ctx, run_id)
+        visible = visible_assertion_ids(conn, ctx, list(assertion_ids))
+        new = record_injection(conn, ctx.instance_key, visible, run_id=run_id,
+                               user_id=ctx.user_id, session_key=ctx.session_key)
     return len(visible), new
 
 
@@ -164,7 +203,7 @@ def record_injection(
 
 def record_response(
     conn: Conn,
-    instance_key: str,
+    ctx: AccessContext,
     *,
     run_id: str,
     response_text: str,
@@ -172,21 +211,33 @@ def record_response(
 ) -> list[uuid.UUID]:
     """Run the ``cited`` sensor over a run's final response; return the cited assertion ids.
 
-    Only assertions injected in the same run are candidates. Each cited one gets a ``cited``
-    event (once per run; ``cited_count`` moves with it). Calling again for the same run
-    returns the same ids and records nothing new."""
+    The run must be ``ctx``'s (see :func:`record_visible_injection`), else NotFound. Only
+    assertions injected in the same run that ``ctx`` may still recall are candidates (the
+    first ``cited_max_candidates`` of them). Each cited one gets a ``cited`` event (once per
+    run; ``cited_count`` moves with it). Calling again for the same run returns the same ids
+    and records nothing new. A response longer than ``cited_response_max_chars`` is refused
+    (InvalidInput) before anything is read."""
     _require_run_id(run_id)
+    limit = settings.cited_response_max_chars
+    if len(response_text) > limit:
+        raise InvalidInput(
+            f"responseText has {len(response_text)} characters; the cited sensor reads at most "
+            f"{limit}: send the response's first {limit} characters",
+            code="response_too_long", details={"field": "responseText", "maxChars": limit})
     response_keys = citation_keys(response_text)
+    params = {"instance": ctx.instance_key, "run_id": run_id}
     with conn.transaction():
-        injected = conn.execute(_INJECTED_IN_RUN, (instance_key, run_id)).fetchall()
+        _require_own_run(conn, ctx, run_id)
+        injected = conn.execute(
+            _injected_in_run(ctx),
+            {**params, "max_candidates": settings.cited_max_candidates}).fetchall()
         cited = [
             assertion_id
             for assertion_id, text in injected
             if cites(citation_keys(text), response_keys, settings)
         ]
         if cited:
-            conn.execute(_RECORD_CITED,
-                         {"instance": instance_key, "run_id": run_id, "ids": cited})
+            conn.execute(_RECORD_CITED, {**params, "ids": cited})
     return cited
 
 
