@@ -62,15 +62,31 @@ def _cue(pattern: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])", _I)
 
 
+class _FirstThen:
+    """"first ... then" within one line, found in linear time: the earliest first-cue of a
+    line either has a then-cue after it or no later one has (a lazy ``first.*?then`` regex
+    rescans the rest of the text from every first-cue)."""
+
+    _FIRST = _cue(r"first|zuerst|erst|zunächst")
+    _THEN = _cue(r"then|dann|danach|anschließend|afterwards|next")
+
+    def search(self, text: str) -> re.Match[str] | None:
+        offset = 0
+        for line in text.split("\n"):
+            first = self._FIRST.search(line)
+            if first is not None and self._THEN.search(line, first.end()):
+                return self._FIRST.search(text, offset + first.start())
+            offset += len(line) + 1
+        return None
+
+
 # (type, confidence, pattern): stronger cues first within a type.
-_CUES: list[tuple[str, float, re.Pattern[str]]] = [
+_CUES: list[tuple[str, float, re.Pattern[str] | _FirstThen]] = [
     ("decision", 0.85, _cue(r"decided|have decided|agreed|beschlossen|entschieden|vereinbart|"
                             r"festgelegt|chose|have chosen")),
     ("decision", 0.75, _cue(r"wir nehmen|we will use|we'll use|we go with|we are going with|"
                             r"we're going with|going forward|ab sofort")),
-    ("procedure", 0.8, re.compile(
-        r"(?<![\w-])(?:first|zuerst|erst|zunächst)(?![\w-]).*?(?<![\w-])"
-        r"(?:then|dann|danach|anschließend|afterwards|next)(?![\w-])", _I)),
+    ("procedure", 0.8, _FirstThen()),
     ("procedure", 0.7, _cue(r"steps?|step-by-step|schritte?|schritt für schritt")),
     ("constraint", 0.85, _cue(r"must not|must never|mustn't|never|darf nicht|dürfen nicht|"
                               r"darf kein\w*|dürfen kein\w*|niemals|nie|verboten|forbidden|"
@@ -100,7 +116,8 @@ _QUESTION_END = re.compile(r"\?[\"'»“”)\]]*$")
 _SECRETISH = re.compile(r"sk-[A-Za-z0-9_-]{8,}|(?:password|passwort|api[ _-]?key|token)\s*[:=]",
                         _I)
 _LIST_MARKER = re.compile(r"^\s*(?:[-*•+>]\s+|\d{1,3}[.)]\s+|#{1,6}\s+)")
-_BOUNDARY = re.compile(r"[.!?…]+[\"'»“”)\]]*\s+(?=[\"'„“«(\[]?[A-ZÄÖÜ0-9])")
+# Possessive and anchored at the start of a punctuation run: linear on a run of '!!!!'.
+_BOUNDARY = re.compile(r"(?<![.!?…])[.!?…]++[\"'»“”)\]]*+\s+(?=[\"'„“«(\[]?[A-ZÄÖÜ0-9])")
 _ABBREVIATIONS = ("e.g.", "i.e.", "z.B.", "z. B.", "d.h.", "d. h.", "Dr.", "Mr.", "Mrs.",
                   "Ms.", "Prof.", "bzw.", "ca.", "vs.", "Nr.", "No.", "usw.", " z.", " d.")
 _WORD = re.compile(r"[^\W_][\w.+#/-]*")

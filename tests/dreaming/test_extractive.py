@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import jsonschema
 import pytest
@@ -236,3 +237,24 @@ def test_it_needs_structured_inputs():
     with pytest.raises(ModelError) as caught:
         ExtractiveModel(settings).complete_json(make_request(settings))
     assert caught.value.code == "unavailable"
+
+
+@pytest.mark.parametrize("unit", ["!", "first ", "a. ", "Zuerst x "])
+def test_sentence_splitting_and_cues_stay_linear_on_hostile_text(unit):
+    """A stored memory of 16,000 characters of punctuation or cue words costs a Dream
+    milliseconds: 4x the text costs far less than 16x the time (quadratic patterns did not)."""
+    def cpu(size: int) -> float:
+        text = unit * (size // len(unit))
+        started = time.process_time()
+        for sentence in split_sentences(text):
+            classify(sentence)
+        return time.process_time() - started
+
+    small, large = min(cpu(4000) for _ in range(3)), min(cpu(16000) for _ in range(3))
+    assert large < 1.0
+    assert large < 8 * max(small, 0.002)
+
+
+def test_a_procedure_needs_first_and_then_on_one_line():
+    assert classify("First build the image, then deploy it.")[0] == "procedure"
+    assert (classify("First build the image.\nThen deploy it.") or ("none",))[0] != "procedure"
