@@ -69,17 +69,25 @@ def test_redaction_masks_url_passwords_only():
     assert redact_url("postgresql://app@db/memory") == "postgresql://app@db/memory"
 
 
-def test_config_show_prints_every_setting_without_secrets(monkeypatch):
-    monkeypatch.setenv("MEMORY_DATABASE_URL", "postgresql://app:hunter2-db@db:5432/memory")
-    monkeypatch.setenv("MEMORY_OPENAI_API_KEY", "sk-live-hunter2")
+def _config_show_json(monkeypatch, **environment: str):
+    """`config show --json` under ``environment`` (MEMORY_ variables), settings re-read."""
     from memory_platform.settings import get_settings
 
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
     get_settings.cache_clear()
     try:
         result = CliRunner().invoke(main, ["config", "show", "--json"])
     finally:
         get_settings.cache_clear()
     assert result.exit_code == 0, result.output
+    return result
+
+
+def test_config_show_prints_every_setting_without_secrets(monkeypatch):
+    result = _config_show_json(
+        monkeypatch, MEMORY_DATABASE_URL="postgresql://app:hunter2-db@db:5432/memory",
+        MEMORY_OPENAI_API_KEY="sk-live-hunter2")
     assert "hunter2" not in result.output
     shown = json.loads(result.output)
     assert set(shown) == set(Settings.model_fields)
@@ -111,17 +119,10 @@ def test_f18_redaction_masks_query_string_and_dsn_passwords(url, shown):
 
 
 def test_f18_config_show_masks_credentials_in_every_url(monkeypatch):
-    monkeypatch.setenv("MEMORY_DATABASE_URL", "postgresql://memory@db/memory?password=s3cret")
-    monkeypatch.setenv("MEMORY_OPENAI_BASE_URL", "https://proxy:hunter2@llm.example/v1")
-    monkeypatch.setenv("MEMORY_MAINTENANCE_BASE_URL", "https://llm.example/v1?token=hunter3")
-    from memory_platform.settings import get_settings
-
-    get_settings.cache_clear()
-    try:
-        result = CliRunner().invoke(main, ["config", "show", "--json"])
-    finally:
-        get_settings.cache_clear()
-    assert result.exit_code == 0, result.output
+    result = _config_show_json(
+        monkeypatch, MEMORY_DATABASE_URL="postgresql://memory@db/memory?password=s3cret",
+        MEMORY_OPENAI_BASE_URL="https://proxy:hunter2@llm.example/v1",
+        MEMORY_MAINTENANCE_BASE_URL="https://llm.example/v1?token=hunter3")
     assert "s3cret" not in result.output and "hunter" not in result.output
     shown = json.loads(result.output)
     assert shown["database_url"] == "postgresql://memory@db/memory?password=**********"

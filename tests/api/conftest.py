@@ -123,6 +123,15 @@ def add_member(database_url: str, channel_key: str, *users: str,
             add_channel_member(connection, instance, channel_key, user, added_by="test")
 
 
+def add_message(database_url: str, *, session: str, user: str | None, content: str) -> str:
+    """One raw history message of instance 'default' (nothing in the API writes history yet)."""
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        return str(connection.execute(
+            "INSERT INTO agent_context_messages (instance_key, session_key, user_id, seq, role,"
+            " content) VALUES ('default', %s, %s, 0, 'user', %s) RETURNING id",
+            (session, user, content)).fetchone()[0])
+
+
 def join_session(database_url: str, session_key: str, *users: str,
                  instance: str = "default") -> None:
     """Record that ``users`` take part in ``session_key``."""

@@ -3,19 +3,9 @@ provenance; every item is marked as untrusted data."""
 
 from __future__ import annotations
 
-import psycopg
-
-from tests.api.conftest import store
+from tests.api.conftest import add_message, store
 
 FACT = "The payroll export goes to the accounting share every Monday morning."
-
-
-def _add_message(database_url: str, *, session: str, user: str | None, content: str) -> str:
-    with psycopg.connect(database_url, autocommit=True) as connection:
-        return str(connection.execute(
-            "INSERT INTO agent_context_messages (instance_key, session_key, user_id, seq, role,"
-            " content) VALUES ('default', %s, %s, 0, 'user', %s) RETURNING id",
-            (session, user, content)).fetchone()[0])
 
 
 def test_context_search_answers_typed_untrusted_items(client, alice):
@@ -58,7 +48,7 @@ def test_context_get_of_an_assertion_returns_its_provenance(client, alice):
 
 
 def test_context_search_finds_the_callers_session_history(client, alice, database_url):
-    message = _add_message(database_url, session="s-1", user="alice",
+    message = add_message(database_url, session="s-1", user="alice",
                            content="Remind me that the payroll export moved to Tuesday.")
     response = client.post("/api/v1/context/search",
                            json={"query": "payroll export moved", "context": {"sessionKey": "s-1"}},
@@ -71,7 +61,7 @@ def test_context_search_finds_the_callers_session_history(client, alice, databas
 
 
 def test_another_users_session_history_is_not_found(client, alice, database_url):
-    message = _add_message(database_url, session="s-bob", user="bob",
+    message = add_message(database_url, session="s-bob", user="bob",
                            content="Bob's payroll question about the export.")
     search = client.post("/api/v1/context/search",
                          json={"query": "payroll export question"}, headers=alice)
@@ -82,7 +72,7 @@ def test_another_users_session_history_is_not_found(client, alice, database_url)
 def test_every_context_item_is_marked_untrusted(client, alice, database_url):
     store(client, alice, FACT)
     store(client, alice, "The accounting share is mounted at /mnt/acct on the export host.")
-    _add_message(database_url, session="s-1", user="alice",
+    add_message(database_url, session="s-1", user="alice",
                  content="Please check the accounting export log.")
     results = client.post("/api/v1/context/search",
                           json={"query": "accounting export", "depth": "deep",

@@ -14,6 +14,7 @@ from tests.api.conftest import (
     READ,
     WRITE,
     add_member,
+    add_message,
     assert_error,
     bearer,
     row_counts,
@@ -49,14 +50,6 @@ def _context_search(client, headers, query: str, **context):
 def _ids(response) -> list[str]:
     assert response.status_code == 200, response.text
     return [r["id"] for r in response.json()["results"]]
-
-
-def _add_message(database_url: str, *, session: str, user: str | None, content: str) -> str:
-    with psycopg.connect(database_url, autocommit=True) as connection:
-        return str(connection.execute(
-            "INSERT INTO agent_context_messages (instance_key, session_key, user_id, seq, role,"
-            " content) VALUES ('default', %s, %s, 0, 'user', %s) RETURNING id",
-            (session, user, content)).fetchone()[0])
 
 
 # --- channels (F2) -------------------------------------------------------------------------
@@ -115,7 +108,7 @@ def test_f2_membership_of_a_room_does_not_open_its_threads(client, alice, databa
 
 # --- sessions (F1) -------------------------------------------------------------------------
 def test_f1_a_user_key_naming_another_users_session_gets_403(client, alice, bob, database_url):
-    message = _add_message(database_url, session="web:bob", user="bob",
+    message = add_message(database_url, session="web:bob", user="bob",
                            content="Bob asks about his salary review in March.")
     before = row_counts(database_url)
     search = _context_search(client, alice, "salary review March", sessionKey="web:bob")
