@@ -247,4 +247,4 @@ def test_matching_is_linear_on_adversarial_input(unit):
 
     small, large = seconds(16 * 1024), seconds(64 * 1024)
     assert large < 1.0
-    assert large / max(small, 2e-3) < 8
+    assert large / max(small, 5e-3) < 8  # a floor: tiny timings are noise

@@ -252,7 +252,7 @@ def test_sentence_splitting_and_cues_stay_linear_on_hostile_text(unit):
 
     small, large = min(cpu(4000) for _ in range(3)), min(cpu(16000) for _ in range(3))
     assert large < 1.0
-    assert large < 8 * max(small, 0.002)
+    assert large < 8 * max(small, 0.005)  # a floor: tiny timings are noise
 
 
 def test_a_procedure_needs_first_and_then_on_one_line():

@@ -139,7 +139,7 @@ def test_f3_the_sensor_grows_linearly_with_hostile_input(unit):
     small = min(_cpu_seconds(text(10_000)) for _ in range(3))
     large = min(_cpu_seconds(text(40_000)) for _ in range(3))
     assert large < 2.0
-    assert large / max(small, 1e-3) < 8
+    assert large / max(small, 5e-3) < 8  # a floor: tiny timings are noise
 
 
 def test_f3_bounded_link_patterns_still_keep_link_and_image_texts():
