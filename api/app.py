@@ -16,7 +16,7 @@ from starlette.middleware import Middleware
 from api import table
 from api.auth import ApiKeys
 from api.errors import EXCEPTION_HANDLERS
-from api.launching import DreamLauncher
+from api.launching import DreamLauncher, configured_launcher
 from api.metrics import Metrics
 from api.routes.health import ProbeConnection
 from api.threads import database_threads
@@ -51,9 +51,11 @@ def _refuse_edited_migrations(pool: ConnectionPool, settings: Settings) -> None:
 
 def create_app(settings: Settings | None = None, *,
                launcher: DreamLauncher | None = None) -> Starlette:
-    """The API for ``settings`` (default: the environment's). ``launcher`` starts Dream runs
+    """The API for ``settings`` (default: the environment's; also uvicorn's factory).
+    ``launcher`` (default: the one ``settings.api_dream_launcher`` names) starts Dream runs
     (``POST /internal/memory/dreams``); without one that route answers 503."""
     settings = settings or get_settings()
+    launcher = launcher or configured_launcher(settings)
     metrics = Metrics()
 
     @asynccontextmanager

@@ -42,9 +42,10 @@ from memory_platform.definitions import build_definitions
 from memory_platform.dreaming.runs import Trigger
 from memory_platform.dreaming.schedule import batches
 from memory_platform.dreaming.targets import known_partitions, parse_partition_keys
+from memory_platform.errors import Conflict
 from memory_platform.orchestration.home import DREAMING_RUN_TAG, dagster_instance
 from memory_platform.orchestration.partitions import register_partitions
-from memory_platform.settings import Settings
+from memory_platform.settings import Settings, get_settings, redact_url
 
 __all__ = ["LaunchedRun", "RunReport", "execute_dreams", "launch_dream_run", "plan_runs",
            "refuse_unknown_partitions"]
@@ -242,3 +243,45 @@ def launch_dream_run(settings: Settings, partition_keys: Sequence[str], *,
                 and target.get_run_by_id(run_id) is None:
             time.sleep(0.05)
     return LaunchedRun(run_id, "in_process", run.job_name, keys)
+
+
+def _database_identity(settings: Settings) -> tuple[str, str]:
+    if settings.database_url is not None:
+        return redact_url(settings.database_url.get_secret_value()), settings.database_name
+    return f"embedded server at {settings.pgdata}", settings.database_name
+
+
+def refuse_another_database(settings: Settings) -> None:
+    """Conflict (``orchestration_settings_mismatch``) when a Dagster run would dream another
+    database than ``settings`` names: the runs (queued to the daemon, or executed in this
+    process) build their resources from the process environment (MEMORY_*), not from the
+    caller's settings object. That only happens when an app was created with explicit
+    settings (tests, embedding)."""
+    ours, theirs = _database_identity(settings), _database_identity(get_settings())
+    if ours != theirs:
+        raise Conflict("Dagster runs use the database of this process's environment "
+                       f"({theirs[0]}, database {theirs[1]}), but this API serves "
+                       f"{ours[0]}, database {ours[1]}: launch from a process whose MEMORY_* "
+                       "settings match, or run `memory-platform dream run`",
+                       code="orchestration_settings_mismatch")
+
+
+def same_database_only(launch: Callable[..., Any]) -> Callable[..., Any]:
+    """``launch``, called only after :func:`refuse_another_database` let the run through."""
+
+    def checked(settings: Settings, partition_keys: Sequence[str], *, model: str | None,
+                dry_run: bool) -> Any:
+        refuse_another_database(settings)
+        return launch(settings, partition_keys, model=model, dry_run=dry_run)
+
+    return checked
+
+
+def _launch(settings: Settings, partition_keys: Sequence[str], *, model: str | None,
+            dry_run: bool) -> LaunchedRun:
+    return launch_dream_run(settings, partition_keys, model=model, dry_run=dry_run)
+
+
+launch_for_api = same_database_only(_launch)
+"""The API's Dream launcher (the ``api_dream_launcher`` setting names it): one Dagster run,
+answered at once, refused when Dagster would dream another database than the API serves."""

@@ -147,6 +147,12 @@ _SESSION_STATE = """
 """
 
 
+_TAKING_PART = """
+    SELECT 1 FROM agent_session_participants
+     WHERE instance_key = %s AND session_key = %s AND user_id = %s
+"""
+
+
 def session_lock_key(instance_key: str, session_key: str) -> str:
     """Advisory-lock name that makes the claims of one session one decision at a time."""
     return f"session:{instance_key}:{session_key}"
@@ -164,6 +170,11 @@ def claim_session(conn: psycopg.Connection, instance_key: str, session_key: str,
     session at the same time exactly one becomes its owner."""
     _required(session_key, "sessionKey")
     _required(user_id, "userId")
+    # The common case, a user already taking part, takes no lock: the advisory lock is a
+    # transaction lock, held until the caller's request transaction ends, so taking it on
+    # every request would serialise a session's concurrent requests.
+    if conn.execute(_TAKING_PART, (instance_key, session_key, user_id)).fetchone():
+        return True
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                      (session_lock_key(instance_key, session_key),))

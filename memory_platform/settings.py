@@ -130,6 +130,11 @@ class Settings(BaseSettings):
         128, ge=1, le=2048,
         description="Chunks/assertions re-embedded per transaction (rows locked meanwhile).",
     )
+    api_dream_launcher: str = Field(
+        "memory_platform.launch:launch_for_api",
+        description="The callable (module:name) the API starts Dream runs with (POST "
+        "/internal/memory/dreams); empty: the API launches nothing and answers 503.",
+    )
     dream_list_limit: int = Field(
         50, ge=1, le=1000,
         description="Newest dream rows a listing answers (`dream list`, GET "

@@ -1,9 +1,11 @@
 """The package layers, written once: imports only go down.
 
 Each tier may import its own package and the tiers below it, never a tier above. The
-adapters (HTTP, Dagster) are columns on top of the domain that never import each other; only
-the entry points (the CLI, the dev supervisor) start them. The MCP server is an HTTP client
-of the API: it imports nothing of the platform.
+adapters (HTTP, Dagster, MCP) are columns on top of the domain that never import each other;
+only the entry points (the CLI, the dev supervisor) start them. The ``api`` package sits on
+top of ``memory_platform``: nothing in ``memory_platform`` imports it (uvicorn starts it by
+its module path). The MCP server is an HTTP client of the API: it imports nothing of the
+platform.
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ ADAPTERS = {                                 # each column bottom first, above t
     "dagster": [{"orchestration"}, {"resources"}, {"assets"}, {"sensors"}, {"definitions"},
                 {"launch"}],
     "http": [{"api"}],
+    "mcp": [{"mcp"}],
 }
 ENTRY_POINTS = {"cli", "devserver", "__main__"}
-ISOLATED = {"api.mcp"}                       # imports nothing of the platform
+ISOLATED = {"memory_platform.mcp"}           # imports nothing of the platform
 
 
 def _unit(module: str) -> str | None:
@@ -76,7 +79,7 @@ def _modules():
 def _may_import(source: tuple[str, int], target: tuple[str, int]) -> bool:
     (source_column, source_tier), (target_column, target_tier) = source, target
     if source_column == "entry":
-        return True
+        return target_column != "http"                   # api imports the platform, not back
     if target_column == "entry":
         return False
     if target_column not in ("domain", source_column):
@@ -117,4 +120,5 @@ def test_the_checker_sees_an_upward_import(tmp_path):
     assert not _may_import(rank["api"], rank["assets"])
     assert not _may_import(rank["settings"], rank["db"])
     assert _may_import(rank["memories"], rank["ledger"])
-    assert _may_import(rank["cli"], rank["api"])
+    assert not _may_import(rank["cli"], rank["api"])
+    assert _may_import(rank["cli"], rank["launch"])

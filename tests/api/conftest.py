@@ -48,7 +48,9 @@ WRITTEN_TABLES = (
 
 
 def make_settings(database_url: str, data_dir: Path, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {"embedding_provider": "hash", "api_key_cache_seconds": 0}
+    # No launcher unless a test hands the app one (the default would start Dagster runs).
+    values: dict[str, Any] = {"embedding_provider": "hash", "api_key_cache_seconds": 0,
+                              "api_dream_launcher": ""}
     values.update(overrides)
     return Settings(database_url=database_url, data_dir=data_dir,
                     _env_file=None, **values)  # type: ignore[call-arg]

@@ -19,10 +19,11 @@ import pytest
 from pgvector.psycopg import register_vector
 from starlette.testclient import TestClient
 
+from api.app import create_app
 from memory_platform import demo
-from memory_platform.cli.serve import create_api_app, same_database_only
 from memory_platform.dreaming.engine import run_dream_partition
 from memory_platform.dreaming.partitions import Partition
+from memory_platform.launch import same_database_only
 from memory_platform.ledger import assertions as ledger
 from memory_platform.orchestration.home import dagster_instance
 from memory_platform.settings import Settings, get_settings
@@ -351,7 +352,7 @@ def test_launch_through_the_real_dagster_launcher(server_url, shared_database_ur
     settings = get_settings()
     admin = bearer(make_key("anna", (ADMIN,), instance=instance))
     try:
-        with TestClient(create_api_app(), raise_server_exceptions=False) as client, \
+        with TestClient(create_app(), raise_server_exceptions=False) as client, \
                 psycopg.connect(shared_database_url, autocommit=True) as conn:
             register_vector(conn)
             report = seed(conn, settings, instance)

@@ -22,9 +22,9 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from api.app import create_app
-from api.mcp import build_server
 from memory_platform import apikeys
 from memory_platform.ledger.assertions import record_decision
+from memory_platform.mcp import build_server
 from memory_platform.settings import PROJECT_ROOT, Settings
 from tests.support.settings import hash_embedding_settings
 
