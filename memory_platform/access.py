@@ -191,3 +191,59 @@ def graph_predicate(ctx: AccessContext, alias: str = "k") -> sql.Composed:
     """The same rule over knowledge-graph rows (``visibility_scope``/``audience_key``; graph
     rows name no owner, so only the channel itself opens a channel row)."""
     return _rule(ctx, alias, "visibility_scope", "audience_key", None)
+
+
+def history_visibility(ctx: AccessContext, alias: str,
+                       table: str = "agent_context_messages", *,
+                       all_sessions: bool = False) -> sql.Composed:
+    """Owner-scoped session history (specification: "items of the caller's current session
+    are readable, items recorded for another user's session are private to that user, only
+    user-less system/channel items are instance-visible"). A message or summary is visible
+    when it is
+
+    * the caller's own (``user_id`` = the caller), in any of their sessions;
+    * of the caller's current session while the caller takes part in it
+      (``agent_session_participants``): every participant of a shared session reads all of
+      its items, also those of the other participants; a session the caller does not take
+      part in opens nothing beyond their own items (the check is here, in SQL, as well as
+      in ``trust.resolve_context``);
+    * user-less, and not bound to a channel the caller is not in: a user-less message with
+      a ``channel_thread_key`` only for callers in that thread or room; a user-less summary
+      only when its session has no such message (summaries name no channel themselves).
+
+    ``all_sessions`` (``memory_grep`` across sessions) opens every session the caller takes
+    part in, not only the current one: nothing a participant could not read by naming each
+    session in turn.
+
+    ``table`` is the table ``alias`` names (``agent_context_messages`` or
+    ``agent_context_summaries``)."""
+    col = lambda name: sql.Identifier(alias, name)  # noqa: E731
+    channels = sql.Literal(channel_keys(ctx))
+    if table == "agent_context_messages":
+        unbound = sql.SQL("({} IS NULL OR {} = ANY({}))").format(
+            col("channel_thread_key"), col("channel_thread_key"), channels)
+    else:
+        unbound = sql.SQL(
+            "NOT EXISTS (SELECT 1 FROM agent_context_messages bound"
+            " WHERE bound.instance_key = {} AND bound.session_key = {}"
+            " AND bound.channel_thread_key IS NOT NULL"
+            " AND NOT bound.channel_thread_key = ANY({}))").format(
+            col("instance_key"), col("session_key"), channels)
+    branches = [sql.SQL("({} IS NULL AND {})").format(col("user_id"), unbound)]
+    if ctx.user_id:
+        user = sql.Literal(ctx.user_id)
+        branches.append(sql.SQL("{} = {}").format(col("user_id"), user))
+        if all_sessions:
+            branches.append(sql.SQL(
+                "EXISTS (SELECT 1 FROM agent_session_participants p"
+                " WHERE p.instance_key = {} AND p.session_key = {} AND p.user_id = {})"
+            ).format(sql.Literal(ctx.instance_key), col("session_key"), user))
+        elif ctx.session_key:
+            session = sql.Literal(ctx.session_key)
+            branches.append(sql.SQL(
+                "({} = {} AND EXISTS (SELECT 1 FROM agent_session_participants p"
+                " WHERE p.instance_key = {} AND p.session_key = {} AND p.user_id = {}))"
+            ).format(col("session_key"), session, sql.Literal(ctx.instance_key), session,
+                     user))
+    return sql.SQL("({} = {} AND ({}))").format(
+        col("instance_key"), sql.Literal(ctx.instance_key), sql.SQL(" OR ").join(branches))

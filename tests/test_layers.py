@@ -28,6 +28,7 @@ DOMAIN = [                                   # bottom first
     {"projection"},
     {"retrieval"},
     {"dreaming"},
+    {"sessions"},
     {"apikeys", "operator_status", "demo", "benchmarks"},
 ]
 ADAPTERS = {                                 # each column bottom first, above the domain

@@ -27,8 +27,8 @@ from psycopg import sql
 from memory_platform.access import (
     AccessContext,
     audience_predicate,
-    channel_keys,
     graph_predicate,
+    history_visibility,
 )
 from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.embeddings.factory import get_provider
@@ -58,52 +58,6 @@ class ContextItem:
     confidence: float = 0.5
     found_by: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
-
-
-def history_visibility(ctx: AccessContext, alias: str,
-                       table: str = "agent_context_messages") -> sql.Composed:
-    """Owner-scoped session history (specification: "items of the caller's current session
-    are readable, items recorded for another user's session are private to that user, only
-    user-less system/channel items are instance-visible"). A message or summary is visible
-    when it is
-
-    * the caller's own (``user_id`` = the caller), in any of their sessions;
-    * of the caller's current session while the caller takes part in it
-      (``agent_session_participants``): every participant of a shared session reads all of
-      its items, also those of the other participants; a session the caller does not take
-      part in opens nothing beyond their own items (the check is here, in SQL, as well as
-      in ``trust.resolve_context``);
-    * user-less, and not bound to a channel the caller is not in: a user-less message with
-      a ``channel_thread_key`` only for callers in that thread or room; a user-less summary
-      only when its session has no such message (summaries name no channel themselves).
-
-    ``table`` is the table ``alias`` names (``agent_context_messages`` or
-    ``agent_context_summaries``)."""
-    col = lambda name: sql.Identifier(alias, name)  # noqa: E731
-    channels = sql.Literal(channel_keys(ctx))
-    if table == "agent_context_messages":
-        unbound = sql.SQL("({} IS NULL OR {} = ANY({}))").format(
-            col("channel_thread_key"), col("channel_thread_key"), channels)
-    else:
-        unbound = sql.SQL(
-            "NOT EXISTS (SELECT 1 FROM agent_context_messages bound"
-            " WHERE bound.instance_key = {} AND bound.session_key = {}"
-            " AND bound.channel_thread_key IS NOT NULL"
-            " AND NOT bound.channel_thread_key = ANY({}))").format(
-            col("instance_key"), col("session_key"), channels)
-    branches = [sql.SQL("({} IS NULL AND {})").format(col("user_id"), unbound)]
-    if ctx.user_id:
-        user = sql.Literal(ctx.user_id)
-        branches.append(sql.SQL("{} = {}").format(col("user_id"), user))
-        if ctx.session_key:
-            session = sql.Literal(ctx.session_key)
-            branches.append(sql.SQL(
-                "({} = {} AND EXISTS (SELECT 1 FROM agent_session_participants p"
-                " WHERE p.instance_key = {} AND p.session_key = {} AND p.user_id = {}))"
-            ).format(col("session_key"), session, sql.Literal(ctx.instance_key), session,
-                     user))
-    return sql.SQL("({} = {} AND ({}))").format(
-        col("instance_key"), sql.Literal(ctx.instance_key), sql.SQL(" OR ").join(branches))
 
 
 def claim_visibility(ctx: AccessContext, alias: str = "k") -> sql.Composed:

@@ -1,0 +1,20 @@
+"""Sessions: conversations in, memory out (docs/sessions.md).
+
+An agent runtime (or a user) appends a session's turn items; they are stored verbatim in the
+lossless context graph and are searchable at once. Background maintenance, never on the
+request path, then turns conversations into durable memory:
+
+* ``items``        append turn items (idempotent by client item id), runs, run completion;
+* ``reads``        ``memory_grep`` / ``memory_describe`` / ``memory_expand`` over the graph;
+* ``state``        ``agent_session_state``: its JSON sections and the maintenance queue
+                   (request, claim, the one trailing pass);
+* ``runs``         the conversation context a run was said in, rebuilt for background writes;
+* ``tokens``       the token estimate budgets are counted in;
+* ``model``        which maintenance model a session task uses, and the call with a deadline;
+* ``extractive``   the offline deterministic summariser and fact extractor;
+* ``compaction``   older items into leaf and condensed summaries, checkpointed per chunk;
+* ``flush``        durable facts of recent turns into ``source_type='flush'`` memories;
+* ``shared_facts`` facts of a completed run into ``source_type='fact'`` memories;
+* ``maintenance``  one session's pass (shared facts, flush, compaction), its events and
+                   metrics.
+"""
