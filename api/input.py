@@ -7,7 +7,8 @@ every query parameter (names and values) before the model sees it:
 * nowhere: NUL, unpaired surrogates (PostgreSQL cannot store them), and the C0/C1 control
   characters (U+0001-U+001F, U+007F-U+009F) other than tab, line feed and carriage return;
 * free text (:data:`FREE_TEXT`, the top-level fields a person writes: content, title, query,
-  responseText) may hold tab, line feed and carriage return;
+  pattern, responseText; and :data:`FREE_TEXT_PATHS` below the top level: the content of each
+  turn item of a session append) may hold tab, line feed and carriage return;
 * everything else is an identifier, a key or a reference (context fields, run ids, subject
   refs, partition keys, parameter names): no control character at all, and no invisible
   format character (Unicode Cf, e.g. zero-width space, soft hyphen, bidi overrides, BOM) or
@@ -15,6 +16,9 @@ every query parameter (names and values) before the model sees it:
 
 A refusal is ``400 invalid_characters`` naming the field and the character; nothing is read
 further, so nothing is written.
+
+Limits: a body holds at most ``api_max_body_bytes`` and :data:`MAX_VALUES` JSON values unless
+its operation declares its own (a session append carries hundreds of turn items).
 """
 
 from __future__ import annotations
@@ -38,7 +42,10 @@ MAX_DEPTH = 32
 MAX_VALUES = 2000
 
 # Top-level fields of request bodies and query strings that hold text a person writes.
-FREE_TEXT = frozenset({"content", "title", "query", "responseText"})
+FREE_TEXT = frozenset({"content", "title", "query", "pattern", "responseText"})
+# Free-text fields below the top level, by path with every list index written ``[]``.
+FREE_TEXT_PATHS = frozenset({"items[].content"})
+_INDEX = re.compile(r"\[\d+\]")
 
 _FREE_TEXT_REFUSED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 # Unicode 14 (Python 3.11) Cf, Zl and Zp; tests/api/test_bad_input.py checks the class
@@ -54,6 +61,13 @@ def refused_character(value: str, *, free_text: bool) -> str | None:
     """The first character ``value`` may not hold (free text or identifier rules), or None."""
     found = (_FREE_TEXT_REFUSED if free_text else _IDENTIFIER_REFUSED).search(value)
     return found.group() if found else None
+
+
+def is_free_text(path: str) -> bool:
+    """Whether the field at ``path`` (``content``, ``items[3].content``) holds free text."""
+    if "[" not in path:
+        return path in FREE_TEXT
+    return _INDEX.sub("[]", path) in FREE_TEXT_PATHS
 
 
 def _describe(char: str) -> str:
@@ -79,13 +93,14 @@ def _refuse(field: str, char: str, *, key: bool = False) -> ApiError:
 def _check(value: object, path: str, depth: int, free_text: bool, root: str,
            budget: list[int]) -> None:
     """Raise the refusal of the first string under ``value`` that breaks the rules (or of a
-    body deeper than MAX_DEPTH or with more than MAX_VALUES values: ``budget``)."""
+    body deeper than MAX_DEPTH or with more values than allowed: ``budget`` holds the values
+    left and the limit)."""
     if depth > MAX_DEPTH:
         raise ApiError(400, "malformed_json", f"JSON nested deeper than {MAX_DEPTH} levels")
     budget[0] -= 1
     if budget[0] < 0:
         raise ApiError(400, "too_many_values",
-                       f"{root} holds more than {MAX_VALUES} JSON values", {"limit": MAX_VALUES})
+                       f"{root} holds more than {budget[1]} JSON values", {"limit": budget[1]})
     if isinstance(value, str):
         char = refused_character(value, free_text=free_text)
         if char is not None:
@@ -96,22 +111,21 @@ def _check(value: object, path: str, depth: int, free_text: bool, root: str,
             if char is not None:
                 raise _refuse(path or root, char, key=True)
             inner = f"{path}.{key}" if path else key
-            _check(item, inner, depth + 1, not path and key in FREE_TEXT, root, budget)
+            _check(item, inner, depth + 1, is_free_text(inner), root, budget)
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _check(item, f"{path}[{index}]", depth + 1, False, root, budget)
 
 
-def check_characters(data: dict[str, object], root: str) -> None:
+def check_characters(data: dict[str, object], root: str, max_values: int = MAX_VALUES) -> None:
     """Refuse (400 invalid_characters) the first string of ``data`` that breaks the
-    character rules: keys everywhere and values below the top level are identifiers, the
-    top-level :data:`FREE_TEXT` values are text. ``root`` names the whole (``(body)``,
-    ``(query)``) when a top-level key is refused. More than MAX_VALUES values: 400
-    too_many_values."""
-    _check(data, "", 0, False, root, [MAX_VALUES])
+    character rules: keys everywhere and values are identifiers, except the free-text fields
+    (:func:`is_free_text`). ``root`` names the whole (``(body)``, ``(query)``) when a
+    top-level key is refused. More than ``max_values`` values: 400 too_many_values."""
+    _check(data, "", 0, False, root, [max_values, max_values])
 
 
-def _parsed(text: str) -> dict[str, object]:
+def _parsed(text: str, max_values: int = MAX_VALUES) -> dict[str, object]:
     """The JSON object of ``text`` (strict: no NaN or Infinity, finite numbers), its
     characters and size checked, with the cyclic garbage collector paused meanwhile. A parse
     makes only trees, freed by reference counting; collecting while a body of thousands of
@@ -130,7 +144,7 @@ def _parsed(text: str) -> dict[str, object]:
                            f"request body is not valid JSON: {exc}") from exc
         if not isinstance(data, dict):
             raise ApiError(400, "malformed_json", "request body must be a JSON object")
-        check_characters(data, "(body)")
+        check_characters(data, "(body)", max_values)
         return data
     finally:
         if enabled:
@@ -162,17 +176,21 @@ async def read_body(request: Request, limit: int) -> bytes:
     return bytes(body)
 
 
-async def read_json(request: Request, model: type[Model]) -> Model:
+async def read_json(request: Request, model: type[Model], *, max_bytes: int | None = None,
+                    max_values: int = MAX_VALUES) -> Model:
+    """The body as ``model``: at most ``max_bytes`` (default ``api_max_body_bytes``) and
+    ``max_values`` JSON values."""
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media != "application/json":
         raise ApiError(415, "unsupported_media_type", "send the body as application/json")
-    raw = await read_body(request, request.state.settings.api_max_body_bytes)
+    limit = request.state.settings.api_max_body_bytes if max_bytes is None else max_bytes
+    raw = await read_body(request, limit)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ApiError(400, "invalid_encoding",
                        f"request body is not valid UTF-8 (byte {exc.start})") from exc
-    return model.model_validate(_parsed(text))
+    return model.model_validate(_parsed(text, max_values))
 
 
 def read_query(request: Request, model: type[Model]) -> Model:

@@ -1,12 +1,20 @@
-"""Prometheus metrics: request counts and latency per route, connection-pool usage.
+"""Prometheus metrics: request counts and latency per route, connection-pool usage, and
+session maintenance (``memory_flush``, ``history_compaction`` and ``shared_facts`` apart).
 
 The route label is the route's path template (``/api/v1/memory/{memory_id}``), never the
-raw path, so ids do not explode the label set."""
+raw path, so ids do not explode the label set. Session maintenance runs in Dagster, not in
+this process: its numbers are the ``agent_session_maintenance_events`` rows, summed over
+all instances (no instance is named) by :class:`memory_platform.sessions.metrics.EventTotals`
+(each scrape reads only the new rows). A database that cannot answer leaves those metrics
+out of that scrape (logged); the rest of the page is served."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 
+import psycopg
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -14,14 +22,22 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from psycopg_pool import ConnectionPool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from api.threads import with_connection
+from memory_platform.sessions.metrics import OUTCOMES, EventAggregate, EventTotals
+
+log = logging.getLogger("api.metrics")
+
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+# A scrape does not wait longer than this for the session maintenance numbers.
+_SESSION_METRICS_WAIT_SECONDS = 5.0
+_SESSION_PREFIX = "memory_session_maintenance"
 
 
 class PoolCollector:
@@ -36,6 +52,39 @@ class PoolCollector:
             gauge = GaugeMetricFamily(f"memory_db_{name}", f"psycopg pool: {name}")
             gauge.add_metric([], stats.get(name, 0))
             yield gauge
+
+
+class SessionMaintenanceCollector:
+    """Session maintenance per operation: operations by outcome, retries, fallbacks (all
+    counters), total duration (counter) and the longest one (gauge), in seconds."""
+
+    def __init__(self, totals: EventAggregate) -> None:
+        self.totals = totals
+
+    def collect(self):
+        operations = CounterMetricFamily(
+            f"{_SESSION_PREFIX}_operations", "Session maintenance operations by outcome",
+            labels=["operation", "outcome"])
+        retries = CounterMetricFamily(f"{_SESSION_PREFIX}_retries",
+                                      "Model re-asks of session maintenance operations",
+                                      labels=["operation"])
+        fallbacks = CounterMetricFamily(f"{_SESSION_PREFIX}_fallbacks",
+                                        "Deterministic fallbacks used instead of a model "
+                                        "answer", labels=["operation"])
+        total = CounterMetricFamily(f"{_SESSION_PREFIX}_duration_seconds",
+                                    "Time spent in session maintenance operations",
+                                    labels=["operation"])
+        longest = GaugeMetricFamily(f"{_SESSION_PREFIX}_duration_seconds_max",
+                                    "Longest session maintenance operation",
+                                    labels=["operation"])
+        for name, stats in self.totals.operations.items():
+            for outcome in OUTCOMES:
+                operations.add_metric([name, outcome], stats.outcomes.get(outcome, 0))
+            retries.add_metric([name], stats.retries)
+            fallbacks.add_metric([name], stats.fallbacks)
+            total.add_metric([name], stats.duration_seconds_total)
+            longest.add_metric([name], stats.duration_seconds_max)
+        yield from (operations, retries, fallbacks, total, longest)
 
 
 def route_template(scope: Scope) -> str:
@@ -57,6 +106,7 @@ class Metrics:
         self.latency = Histogram("memory_http_request_duration_seconds",
                                  "HTTP request latency", ["method", "route"],
                                  buckets=_BUCKETS, registry=self.registry)
+        self.session_events = EventTotals()
 
     def middleware(self, app: ASGIApp) -> ASGIApp:
         async def measure(scope: Scope, receive: Receive, send: Send) -> None:
@@ -81,11 +131,29 @@ class Metrics:
 
         return measure
 
-    def page(self, pool: ConnectionPool) -> bytes:
-        """The Prometheus text of the app's metrics and the pool's gauges."""
-        return generate_latest(self.registry) + generate_latest(PoolCollector(pool))
+    def page(self, pool: ConnectionPool, sessions: EventAggregate | None = None) -> bytes:
+        """The Prometheus text of the app's metrics, the pool's gauges and (when read) the
+        session maintenance totals."""
+        text = generate_latest(self.registry) + generate_latest(PoolCollector(pool))
+        if sessions is not None:
+            text += generate_latest(SessionMaintenanceCollector(sessions))
+        return text
+
+
+async def session_totals(request: Request) -> EventAggregate | None:
+    """The session maintenance totals, or None (logged) when the database cannot answer."""
+    metrics: Metrics = request.state.metrics
+    try:
+        return await asyncio.wait_for(
+            with_connection(request, metrics.session_events.refresh),
+            _SESSION_METRICS_WAIT_SECONDS)
+    except (psycopg.Error, TimeoutError) as exc:   # never breaks the page
+        log.warning("session maintenance metrics left out of this scrape: %s: %s",
+                    type(exc).__name__, exc)
+        return None
 
 
 async def metrics_page(request: Request) -> Response:
     state = request.state
-    return Response(state.metrics.page(state.pool), media_type=CONTENT_TYPE_LATEST)
+    sessions = await session_totals(request)
+    return Response(state.metrics.page(state.pool, sessions), media_type=CONTENT_TYPE_LATEST)

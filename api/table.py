@@ -24,10 +24,11 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from api import openapi, schemas
 from api.auth import RequireScope
-from api.input import read_json, read_query
+from api.input import MAX_VALUES, read_json, read_query
 from api.metrics import metrics_page
 from api.responses import model_response
-from api.routes import context, dreams, feedback, health, internal, members, memory
+from api.routes import context, dreams, feedback, health, internal, members, memory, sessions
+from memory_platform.settings import Settings
 
 READ, WRITE, ADMIN, RUNTIME = "memory:read", "memory:write", "admin", "runtime"
 # Membership is managed by operators and by the agent runtime.
@@ -45,12 +46,20 @@ class Operation:
     query: type[BaseModel] | None = None
     response: type[BaseModel] | None = None
     status: int = 200
+    # The body's limits from the settings, where an operation needs its own (bytes: else
+    # api_max_body_bytes; JSON values: else api.input.MAX_VALUES).
+    body_bytes: Callable[[Settings], int] | None = None
+    body_values: Callable[[Settings], int] | None = None
 
     def route(self) -> Route:
         async def endpoint(request: Request) -> Response:
             inputs = []
             if self.body is not None:
-                inputs.append(await read_json(request, self.body))
+                settings = request.state.settings
+                inputs.append(await read_json(
+                    request, self.body,
+                    max_bytes=self.body_bytes(settings) if self.body_bytes else None,
+                    max_values=self.body_values(settings) if self.body_values else MAX_VALUES))
             if self.query is not None:
                 inputs.append(read_query(request, self.query))
             answer = await self.handler(request, *inputs)
@@ -121,6 +130,25 @@ TABLE: tuple[Section, ...] = (
                   "Record that a user takes part in a session (201; 200 when already)",
                   MEMBERSHIP, body=schemas.SessionParticipantIn,
                   response=schemas.SessionParticipantAdded, status=201),
+        Operation("GET", "/sessions/grep", sessions.grep_route,
+                  "memory_grep: exact, case-insensitive text search over session history "
+                  "(raw items and summaries) the caller may read", READ,
+                  query=schemas.GrepParams, response=schemas.GrepResponse),
+        Operation("GET", "/sessions/nodes/{node_id}/expand", sessions.expand_route,
+                  "memory_expand: the raw items under a summary, in order, paged", READ,
+                  query=schemas.ExpandParams, response=schemas.ExpandResponse),
+        Operation("GET", "/sessions/nodes/{node_id}", sessions.describe_route,
+                  "memory_describe: one message or summary of the context graph", READ,
+                  query=schemas.NodeParams, response=schemas.SessionNodeOut),
+        Operation("POST", "/sessions/{session_key:path}/runs/{run_id}/complete",
+                  sessions.complete, "Complete a run of a session (idempotent)", WRITE,
+                  body=schemas.RunComplete, response=schemas.RunCompletionResponse),
+        Operation("POST", "/sessions/{session_key:path}/items", sessions.append,
+                  "Append turn items to a session (201; 200 when every item was a duplicate)",
+                  WRITE, body=schemas.SessionAppend, response=schemas.SessionAppendResponse,
+                  status=201,
+                  body_bytes=lambda s: s.session_append_max_body_bytes,
+                  body_values=lambda s: schemas.append_value_limit(s.session_append_max_items)),
     )),
     Section("/internal", (
         Operation("GET", "/memory/status", internal.status,

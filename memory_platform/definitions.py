@@ -12,6 +12,16 @@ partition)::
                                                                      ..._embeddings, proposals
                                                                      ..._relations
 
+Session maintenance (group ``sessions``; the context tables in group ``session_context``)::
+
+    agent_session_runs, agent_context_messages, ...      (read by the passes)
+        -> shared_facts, flush_memories -> session_summaries     -> dream_inputs
+                              |                   |
+                              v                   v
+                agent_session_maintenance_events, agent_context_summary_messages/_parents
+
+``session_maintenance_job`` materialises them, launched by ``session_maintenance_sensor``.
+
 Nothing is built at import: Dagster calls :func:`defs` (a lazy ``@definitions`` entry) when
 it loads the code location, and the settings (cron, sensor intervals, resources) are read
 then.
@@ -31,12 +41,18 @@ from memory_platform.assets.dreaming import (
 )
 from memory_platform.assets.ledger import ledger_tables
 from memory_platform.assets.maintenance import outbox_job
+from memory_platform.assets.sessions import (
+    session_assets,
+    session_context_tables,
+    session_maintenance_job,
+)
 from memory_platform.resources import default_resources
 from memory_platform.sensors.dreaming import (
     audience_partitions_sensor,
     build_daily_dreaming_schedule,
 )
 from memory_platform.sensors.maintenance import build_outbox_sensor, build_stale_dream_reconciler
+from memory_platform.sensors.sessions import build_session_maintenance_sensor
 from memory_platform.settings import Settings, get_settings
 
 
@@ -46,11 +62,12 @@ def build_definitions(resources: dict[str, Any] | None = None,
     the settings-derived defaults (tests)."""
     settings = settings or get_settings()
     return Definitions(
-        assets=[*ledger_tables, dream_audience],
+        assets=[*ledger_tables, *session_context_tables, *session_assets, dream_audience],
         asset_checks=dream_checks,
-        jobs=[dream_audience_job, dream_batch, outbox_job],
+        jobs=[dream_audience_job, dream_batch, outbox_job, session_maintenance_job],
         sensors=[audience_partitions_sensor, build_outbox_sensor(settings),
-                 build_stale_dream_reconciler(settings)],
+                 build_stale_dream_reconciler(settings),
+                 build_session_maintenance_sensor(settings)],
         schedules=[build_daily_dreaming_schedule(settings)],
         resources=resources if resources is not None else default_resources(),
     )

@@ -1,6 +1,7 @@
 """What an operator needs to judge an instance's memory at a glance (/internal/memory/status).
 
-Besides counts it reports search indexes an interrupted import left broken (``indexes``):
+Besides counts it reports the sessions' maintenance queue and context graph (``sessions``),
+and search indexes an interrupted import left broken (``indexes``):
 an empty HNSW placeholder or a dropped GIN index makes search scan instead of using the index
 until ``memory-platform db repair-indexes`` (or the next import) rebuilds it.
 """
@@ -12,6 +13,7 @@ from typing import Any
 import psycopg
 
 from memory_platform.memories.bulk.indexes import broken_indexes
+from memory_platform.sessions.metrics import session_status
 
 REPAIR_COMMAND = "memory-platform db repair-indexes"
 
@@ -101,6 +103,7 @@ def memory_status(conn: psycopg.Connection, instance_key: str) -> dict[str, Any]
                              " agent_memory_retrieval_feedback WHERE instance_key = %s"
                              " GROUP BY 1", instance_key),
         "indexes": index_report(conn, instance_key),
+        "sessions": session_status(conn, instance_key),
     }
 
 

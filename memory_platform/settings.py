@@ -221,6 +221,9 @@ class Settings(BaseSettings):
     session_append_max_body_bytes: int = Field(
         4 * 1024 * 1024, ge=1024,
         description="Body size limit of an append request (other routes: api_max_body_bytes).")
+    session_item_metadata_max_bytes: int = Field(
+        16 * 1024, ge=256, description="Largest metadata of one turn item (canonical JSON, "
+        "UTF-8 bytes): tool name, tool call id, attachment descriptions.")
     session_context_budget_tokens: int = Field(
         128_000, ge=1000, description="The runtime's model context when a completed run does "
         "not report its own (contextBudgetTokens).")
@@ -235,6 +238,14 @@ class Settings(BaseSettings):
         3, ge=1, description="Completed runs since the last flush before another one "
         "(not under budget pressure).")
     session_flush_max_facts: int = Field(8, ge=1, le=50, description="Most facts per flush.")
+    session_shared_facts_max_facts: int = Field(
+        8, ge=1, le=50, description="Most shared facts extracted from one completed run.")
+    session_facts_input_tokens: int = Field(
+        6_000, ge=200, description="Budgeted input of one fact-extraction call (shared facts, "
+        "flush): the newest turn items that fit.")
+    session_facts_timeout_seconds: float = Field(
+        120.0, gt=0.0, description="Deadline of one fact-extraction model call (shared facts, "
+        "flush), retries included; a call past it fails the operation (retryable).")
     session_compaction_recent_turns: int = Field(
         3, ge=0, description="The newest completed runs compaction keeps verbatim.")
     session_compaction_summary_tokens: int = Field(
@@ -263,6 +274,11 @@ class Settings(BaseSettings):
         30, ge=1, description="How often the sessions sensor looks for due sessions.")
     session_maintenance_max_sessions: int = Field(
         50, ge=1, le=1000, description="Sessions one maintenance run (sensor tick) handles.")
+    session_maintenance_retry_seconds: float = Field(
+        30.0, gt=0.0, description="A session whose pass had a failed operation is due again "
+        "after this long, doubled per consecutive failed pass (up to the maximum).")
+    session_maintenance_retry_max_seconds: float = Field(
+        3600.0, gt=0.0, description="Longest wait before a failing session is retried.")
 
     # --- dreaming -------------------------------------------------------------------------
     maintenance_model: str | None = None

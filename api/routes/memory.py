@@ -34,6 +34,7 @@ def memory_out(item: MemoryHit | MemoryRecord) -> MemoryOut:
         subject_refs=item.subject_refs,
         assertion_id=str(item.assertion_id) if item.assertion_id else None,
         created_at=item.created_at.isoformat(),
+        occurred_at=item.occurred_at.isoformat() if item.occurred_at else None,
     )
 
 
@@ -68,7 +69,7 @@ async def create(request: Request, body: MemoryCreate) -> Response:
             visibility=body.visibility, explicit_private=body.explicit_private,
             subject_refs=body.subject_refs, assertion_type=body.assertion_type,
             title=body.title, trust_class=write_trust_class(key, ctx, writer),
-            metadata=metadata,
+            metadata=metadata, occurred_at=body.occurred_at,
         )
         return store_memory(conn, state.settings, ctx, memory, embedder=state.embedder)
 

@@ -64,6 +64,7 @@ from memory_platform.orchestration.keys import (
     DREAM_ASSERTIONS,
     DREAM_INPUTS,
     DREAM_PROPOSALS,
+    SESSION_ASSETS,
     WIKI_PROPOSALS,
 )
 from memory_platform.orchestration.metadata import md_table
@@ -85,7 +86,8 @@ _TRIGGER_HELP = (f"One of {', '.join(TRIGGERS)} (a run of a Dagster backfill is 
                  "'backfill').")
 
 DREAM_SPECS = [
-    AssetSpec(DREAM_INPUTS, deps=list(DREAM_READS), group_name=DREAMING_GROUP, kinds=_KINDS,
+    AssetSpec(DREAM_INPUTS, deps=[*DREAM_READS, *SESSION_ASSETS], group_name=DREAMING_GROUP,
+              kinds=_KINDS,
               description="The partition's balanced Dream inputs (human summary/flush rows, "
               "approved facts and prior dreams; automation excluded, unowned quarantined)."),
     AssetSpec(DREAM_PROPOSALS, deps=[DREAM_INPUTS], group_name=DREAMING_GROUP,

@@ -1,9 +1,11 @@
-"""`memory-platform members` and `memory-platform sessions`: who belongs where.
+"""`memory-platform members` and `memory-platform sessions`: who belongs where, and the
+sessions' background maintenance.
 
 A user key may name a channel thread or group room only where its user is a member, and a
 session only where its user takes part (docs/security.md). These commands manage both for an
 instance, as the admin and runtime routes (/api/v1/channels/members,
-/api/v1/sessions/participants) do.
+/api/v1/sessions/participants) do. `sessions maintain` runs the due sessions' maintenance
+passes in the foreground (what session_maintenance_job does in Dagster).
 """
 
 from __future__ import annotations
@@ -100,8 +102,8 @@ def members_list(channel_key: str | None, user_id: str | None, instance: str | N
 
 @click.group()
 def sessions() -> None:
-    """Session participants: a user key names a session only where its user takes part (an
-    unused session becomes the first user's own)."""
+    """Session participants (a user key names a session only where its user takes part; an
+    unused session becomes the first user's own) and session maintenance."""
 
 
 @sessions.command("add")
@@ -137,6 +139,39 @@ def sessions_list(session_key: str, instance: str | None, as_json: bool) -> None
     else:
         _table(("SESSION", "USER", "ROLE", "SINCE"),
                [(r["session"], r["user"], r["role"], r["created_at"]) for r in rows])
+
+
+@sessions.command("maintain")
+@click.option("--limit", type=click.IntRange(1, 1000), default=None,
+              help="Most sessions to handle (default MEMORY_SESSION_MAINTENANCE_MAX_SESSIONS).")
+@click.option("--instance", default=None,
+              help="Only sessions of this instance (default: every instance).")
+def sessions_maintain(limit: int | None, instance: str | None) -> None:
+    """Run the maintenance pass of each due session now, in the foreground: shared facts,
+    then the flush, then compaction (oldest request first).
+
+    Prints one line per session and a summary. A session another process is maintaining is
+    reported busy; one with a failed operation stays due and is retried after a backoff
+    (exit status 1). Normally session_maintenance_job does this in Dagster."""
+    from memory_platform.sessions.maintenance import run_due_sessions
+
+    settings = get_settings()
+
+    def progress(number: int, total: int, session_pass) -> None:
+        click.echo(f"[{number}/{total}] {session_pass.summary()}")
+
+    batch = _domain(lambda conn: run_due_sessions(conn, settings, limit=limit,
+                                                  instance_key=instance, progress=progress))
+    if not batch.passes:
+        scope = f" in instance {instance!r}" if instance else ""
+        click.echo(f"no session due for maintenance{scope}")
+        return
+    for line in batch.summary_lines():
+        click.echo(line)
+    if batch.sessions_failed:
+        raise click.ClickException(
+            f"{batch.sessions_failed} session(s) had a failed operation; they stay due and "
+            "are retried after a backoff")
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:

@@ -57,12 +57,19 @@ class DreamInput:
     assertion_id: UUID | None
     created_at: datetime
     updated_at: datetime
+    # When what the row says happened (the writer's event time), as opposed to created_at,
+    # when it was written; None: not given.
+    occurred_at: datetime | None = None
 
     def for_model(self, max_chars: int | None = None) -> dict[str, Any]:
-        """The shape the maintenance model receives (``JsonRequest.inputs``)."""
+        """The shape the maintenance model receives (``JsonRequest.inputs``); ``occurredAt``
+        only when the row has an event time."""
         content = self.content if max_chars is None else self.content[:max_chars]
-        return {"memoryId": str(self.memory_id), "content": content,
-                "sourceType": self.source_type, "createdAt": self.created_at.isoformat()}
+        shape = {"memoryId": str(self.memory_id), "content": content,
+                 "sourceType": self.source_type, "createdAt": self.created_at.isoformat()}
+        if self.occurred_at is not None:
+            shape["occurredAt"] = self.occurred_at.isoformat()
+        return shape
 
 
 @dataclass
@@ -118,7 +125,7 @@ def is_automation_session(settings: Settings, session_key: str | None) -> bool:
 _CLASSIFIED = """
     SELECT m.id, m.instance_key, m.visibility_scope, m.audience_key, m.source_type,
            m.content, m.session_key, m.user_id, m.source_id, s.trust_class, m.assertion_id,
-           m.created_at, m.updated_at,
+           m.created_at, m.updated_at, m.occurred_at,
            CASE
              WHEN m.source_type IN ('summary', 'flush') AND m.assertion_id IS NULL
                THEN 'activity'
@@ -272,7 +279,7 @@ def select_inputs(conn: psycopg.Connection, settings: Settings,
     query = sql.SQL("""
         {windowed}
         SELECT id, pool, source_type, content, session_key, user_id, source_id, trust_class,
-               assertion_id, created_at, updated_at, session_rank
+               assertion_id, created_at, updated_at, session_rank, occurred_at
           FROM capped
          WHERE recency_rank <= {limit}
          ORDER BY updated_at DESC, id
@@ -284,7 +291,7 @@ def select_inputs(conn: psycopg.Connection, settings: Settings,
                                      content=row[3], session_key=row[4], user_id=row[5],
                                      source_id=row[6], trust_class=row[7],
                                      assertion_id=row[8], created_at=row[9],
-                                     updated_at=row[10]))
+                                     updated_at=row[10], occurred_at=row[12]))
     over_cap = conn.execute(sql.SQL("""
         {windowed}
         SELECT count(*) FROM eligible WHERE session_rank > {cap}

@@ -6,7 +6,11 @@ summaries all come through here, so none of them can skip a rule:
 1. validate the content (size, control characters, credentials) and the subject refs;
 2. resolve the audience (memories/sharing.py) and the memory scope;
 3. dedup: the same normalised content with the same subject refs in the same audience within
-   the dedup window only touches the existing row's ``updated_at``;
+   the dedup window only touches the existing row's ``updated_at``. The event time
+   (``occurred_at``, when what the memory says happened, as opposed to ``created_at``, when
+   it was written) is no part of a memory's identity: a repeat that carries another event
+   time is still the same memory and keeps the first event time, unless the row had none
+   (then the repeat's is set);
 4. embed the chunks with no transaction open: what the connection has open by then (the
    reads above, the caller's context resolution) is committed first, so a slow provider
    never holds a transaction, a lock or a pooled session in a transaction (call it outside a
@@ -21,6 +25,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -46,7 +51,12 @@ from memory_platform.ledger.sources import ensure_source
 from memory_platform.memories.chunk_rows import insert_chunks
 from memory_platform.memories.chunking import Chunk, chunk_text
 from memory_platform.memories.sharing import resolve_visibility
-from memory_platform.memories.validation import clean_content, clean_metadata, clean_title
+from memory_platform.memories.validation import (
+    clean_content,
+    clean_metadata,
+    clean_occurred_at,
+    clean_title,
+)
 from memory_platform.memories.write_rules import (
     ASSERTION_SOURCE_TYPES,
     audience_refs,
@@ -67,7 +77,9 @@ from memory_platform.text import content_hash
 
 @dataclass(frozen=True)
 class MemoryWrite:
-    """What a caller wants remembered. ``visibility=None`` means the context's default."""
+    """What a caller wants remembered. ``visibility=None`` means the context's default.
+    ``occurred_at`` is the event time (timezone-aware, at most a day ahead of now), distinct
+    from the write time; None: unknown."""
 
     content: str
     source_type: str = "fact"
@@ -80,6 +92,7 @@ class MemoryWrite:
     trust_class: str = "human_direct"
     title: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    occurred_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -141,10 +154,13 @@ def _restates_own_fact(conn, ctx: AccessContext, assertion_id: uuid.UUID) -> boo
 
 def _dedup_hit(conn, ctx: AccessContext, write: MemoryWrite, audience: Audience,
                existing: tuple) -> StoredMemory:
-    """A repeat only touches ``updated_at`` (and may activate an undecided assertion)."""
+    """A repeat only touches ``updated_at`` (and may activate an undecided assertion); its
+    event time fills the row's only when the row has none (the first one stands)."""
     memory_id, assertion_id, status = existing[:3]
     with conn.transaction():
-        conn.execute("UPDATE agent_memories SET updated_at = now() WHERE id = %s", (memory_id,))
+        conn.execute("UPDATE agent_memories SET updated_at = now(),"
+                     " occurred_at = coalesce(occurred_at, %s) WHERE id = %s",
+                     (write.occurred_at, memory_id))
         if assertion_id is not None:
             review_state = conn.execute(
                 "SELECT review_state FROM agent_memory_assertions WHERE id = %s",
@@ -168,7 +184,8 @@ def store_memory(
     _validate_kind(write)
     content = clean_content(write.content, max_chars=settings.memory_max_chars)
     write = replace(write, title=clean_title(write.title),
-                    metadata=clean_metadata(write.metadata))
+                    metadata=clean_metadata(write.metadata),
+                    occurred_at=clean_occurred_at(write.occurred_at, now=datetime.now(UTC)))
     refs = clean_subject_refs(write.subject_refs)
     kind = resolve_visibility(conn, ctx, write.visibility,
                               explicit_private=write.explicit_private,
@@ -229,14 +246,15 @@ def _insert(conn, ctx: AccessContext, write: MemoryWrite, content: str, refs: di
                (id, instance_key, memory_scope, visibility_scope, audience_key, user_id,
                 session_key, group_room_id, channel_thread_key, channel_type, subject_refs,
                 source_type, title, content, content_hash, subject_key, metadata,
-                assertion_id, source_id)
-        VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                assertion_id, source_id, occurred_at)
+        VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+                %s)
         """,
         (memory_id, ctx.instance_key, memory_scope(audience, ctx, write.source_type),
          audience.kind, audience.key, ctx.user_id, ctx.session_key, ctx.group_room_id,
          ctx.channel_thread_key, ctx.channel_type, Jsonb(refs), write.source_type, write.title,
          content, digest, subject, Jsonb(metadata), assertion.id if assertion else None,
-         source_id),
+         source_id, write.occurred_at),
     )
     insert_chunks(conn, ctx.instance_key, memory_id, chunks, vectors, generation, provider)
     if assertion and assertion.recallable and generation and vectors is not None:

@@ -8,6 +8,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memory_platform.errors import InvalidInput
@@ -59,6 +60,65 @@ def _refuse_overlong_words(text: str, field: str) -> None:
 
 TITLE_MAX_CHARS = 300
 METADATA_MAX_BYTES = 16 * 1024
+
+# The event time of a memory (``occurredAt``): when what it says happened, as opposed to when
+# it was written (``created_at``). A little clock skew between the writer and us is fine;
+# an event a day or more ahead is a mistake (a wrong year, a local time read as UTC twice).
+OCCURRED_AT_MAX_AHEAD = timedelta(days=1)
+# RFC 3339 date-time: a full date, "T", hours and minutes (seconds and up to 6 fraction
+# digits optional), and an explicit offset ("Z" or +hh:mm). Nothing looser: a date alone, a
+# space instead of "T", the basic format or a missing offset would each be read differently
+# by somebody.
+_ISO_DATETIME = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,6})?)?"
+    r"(?:Z|[+-][0-9]{2}:[0-9]{2})")
+
+
+def parse_occurred_at(text: object, *, field: str = "occurredAt") -> datetime:
+    """The timezone-aware datetime (in UTC) of an ISO-8601 / RFC 3339 string with an offset,
+    or InvalidInput naming ``field``: a string without an offset is refused, not guessed (it
+    could be anybody's local time)."""
+    if not isinstance(text, str):
+        raise InvalidInput(f"{field} must be an ISO-8601 date-time string with an offset",
+                           details={"field": field})
+    if not _ISO_DATETIME.fullmatch(text):
+        raise InvalidInput(
+            f"{field} must be an ISO-8601 date-time with an offset, e.g. "
+            "2024-05-01T09:30:00+02:00 or 2024-05-01T07:30:00Z", details={"field": field})
+    try:
+        parsed = datetime.fromisoformat(text)
+        return parsed.astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
+        raise InvalidInput(f"{field} is not a valid date-time: {exc}",
+                           details={"field": field}) from exc
+
+
+def clean_occurred_at(value: object, *, now: datetime,
+                      field: str = "occurredAt") -> datetime | None:
+    """The event time to store (UTC), or None when there is none. A string is parsed by
+    :func:`parse_occurred_at`; a datetime must be timezone-aware (a naive one is refused: it
+    could be anybody's local time). Refused too: more than :data:`OCCURRED_AT_MAX_AHEAD`
+    after ``now`` (the caller's clock, passed in so the rule stays pure)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = parse_occurred_at(value, field=field)
+    if not isinstance(value, datetime):
+        raise InvalidInput(f"{field} must be an ISO-8601 date-time string with an offset",
+                           details={"field": field})
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInput(f"{field} has no timezone offset; send it with one "
+                           "(e.g. Z or +02:00)", details={"field": field})
+    try:
+        value = value.astimezone(UTC)
+    except OverflowError as exc:
+        raise InvalidInput(f"{field} is out of range", details={"field": field}) from exc
+    if value - now > OCCURRED_AT_MAX_AHEAD:
+        raise InvalidInput(
+            f"{field} is {value.isoformat()}, more than a day after now: an event time "
+            "cannot be in the future", code="occurred_at_in_future",
+            details={"field": field, "now": now.isoformat()})
+    return value
 
 
 def clean_title(title: object) -> str | None:

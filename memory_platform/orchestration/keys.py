@@ -1,5 +1,6 @@
-"""The Dagster names of Dreaming, written once: the Dream asset keys in lineage order, and
-which asset each invariant check (:data:`memory_platform.dreaming.checks.CHECKS`) guards."""
+"""The Dagster names, written once: the Dream asset keys in lineage order, which asset each
+invariant check (:data:`memory_platform.dreaming.checks.CHECKS`) guards, and the session
+maintenance assets."""
 
 DREAM_INPUTS = "dream_inputs"
 DREAM_PROPOSALS = "dream_proposals"
@@ -15,4 +16,18 @@ CHECK_GUARDS = {
     "active_assertions_cite_verbatim_evidence": DREAM_ASSERTIONS,
     "evidence_stays_in_audience": DREAM_ASSERTIONS,
     "no_projection_of_inactive_assertion": ASSERTION_PROJECTIONS,
+}
+
+# Session maintenance (memory_platform.sessions.maintenance): one asset per operation of a
+# pass, in the pass's order, and which event-table operation each stands for.
+SHARED_FACTS = "shared_facts"
+FLUSH_MEMORIES = "flush_memories"
+SESSION_SUMMARIES = "session_summaries"
+
+SESSION_ASSETS = (SHARED_FACTS, FLUSH_MEMORIES, SESSION_SUMMARIES)
+
+SESSION_OPERATION_ASSETS = {
+    "shared_facts": SHARED_FACTS,
+    "memory_flush": FLUSH_MEMORIES,
+    "history_compaction": SESSION_SUMMARIES,
 }

@@ -3,13 +3,15 @@
 Numbers are ``MetadataValue.int``/``float`` (the UI plots them over time, per partition),
 tables are Markdown, the rest JSON. Every asset carries the common block (dream id, exact
 model, status, trigger); each adds the counts, tables, diagnostics and phase durations of the
-part of the Dream it stands for.
+part of the Dream it stands for. A session maintenance run reports, per session asset, the
+batch's session counts and its operation's outcome counts, retries, fallbacks, rows and
+durations (:func:`session_metadata`).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from dagster import MetadataValue
@@ -24,11 +26,18 @@ from memory_platform.orchestration.keys import (
     DREAM_ASSERTIONS,
     DREAM_INPUTS,
     DREAM_PROPOSALS,
+    FLUSH_MEMORIES,
+    SESSION_OPERATION_ASSETS,
+    SESSION_SUMMARIES,
+    SHARED_FACTS,
     WIKI_PROPOSALS,
 )
 
+if TYPE_CHECKING:
+    from memory_platform.sessions.maintenance import MaintenanceBatch
+
 __all__ = ["PHASES", "asset_metadata", "check_metadata", "failure_metadata",
-           "materialized_assets", "md_table", "md_text"]
+           "materialized_assets", "md_table", "md_text", "session_metadata"]
 
 # The engine phases (DreamResult.stats["durations"]) each asset stands for.
 PHASES = {
@@ -325,3 +334,64 @@ def failure_metadata(result: DreamResult) -> dict[str, MetadataValue]:
     """What a failed Dream step reports (the dream row keeps the rest)."""
     phases = tuple(dict.fromkeys(str(d.get("phase")) for d in result.diagnostics))
     return {**_common(result), **_diagnostics(result, phases)}
+
+
+# --- session maintenance -------------------------------------------------------------------
+
+# What each session asset's operation writes (tables it also reads are drawn upstream).
+SESSION_WRITES = {
+    SHARED_FACTS: "agent_memories (source_type fact), agent_memory_sources, "
+                  "agent_memory_assertions, agent_memory_assertion_evidence, "
+                  "agent_memory_assertion_reviews, agent_memory_chunks, "
+                  "agent_session_runs.shared_facts, agent_session_maintenance_events",
+    FLUSH_MEMORIES: "agent_memories (source_type flush), agent_memory_sources, "
+                    "agent_memory_chunks, agent_session_state.state_json.memoryFlush, "
+                    "agent_session_maintenance_events",
+    SESSION_SUMMARIES: "agent_context_summaries, agent_context_summary_messages, "
+                       "agent_context_summary_parents, agent_context_items, agent_memories "
+                       "(source_type summary), agent_memory_sources, agent_memory_chunks, "
+                       "agent_session_state.state_json.compaction, "
+                       "agent_session_maintenance_events",
+}
+
+
+def session_metadata(batch: MaintenanceBatch) -> dict[str, dict[str, MetadataValue]]:
+    """Metadata per session asset whose operation ran in at least one session of the batch:
+    the batch's session counts, the operation's outcome counts, retries, fallbacks, rows
+    written and durations (numbers, so the UI plots them per run), and a table of the
+    sessions."""
+    common = {
+        "sessions_handled": _int(len(batch.passes)),
+        "sessions_done": _int(batch.sessions_done),
+        "sessions_failed": _int(batch.sessions_failed),
+        "sessions_busy": _int(batch.sessions_busy),
+        "sessions_not_due": _int(batch.sessions_not_due),
+        "more_due": MetadataValue.bool(batch.more),
+        "model": MetadataValue.text(", ".join(sorted({p.model for p in batch.passes
+                                                      if p.model})) or "-"),
+    }
+    out: dict[str, dict[str, MetadataValue]] = {}
+    for operation, totals in batch.totals().items():
+        if not totals.runs:
+            continue
+        rows = [[f"{p.instance_key}/{p.session_key}", result.outcome, result.reason,
+                 result.retries, result.fallbacks, result.rows_written,
+                 f"{result.duration_seconds:.3f}", result.error or ""]
+                for p in batch.passes for result in p.operations
+                if result.operation == operation]
+        asset = SESSION_OPERATION_ASSETS[operation]
+        out[asset] = {
+            **common,
+            "sessions": _int(totals.runs),
+            **{outcome: _int(count) for outcome, count in totals.outcomes.items()},
+            "retries": _int(totals.retries),
+            "fallbacks": _int(totals.fallbacks),
+            "rows_written": _int(totals.rows_written),
+            "seconds_total": MetadataValue.float(round(totals.duration_seconds_total, 6)),
+            "seconds_max": MetadataValue.float(round(totals.duration_seconds_max, 6)),
+            "results": MetadataValue.md(md_table(
+                ["session", "outcome", "reason", "retries", "fallbacks", "rows", "seconds",
+                 "error"], rows)),
+            "writes": MetadataValue.text(SESSION_WRITES[asset]),
+        }
+    return out

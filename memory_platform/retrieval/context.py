@@ -18,6 +18,7 @@ every contributing source keeps at least one slot before the final limit. Ids ar
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
@@ -165,7 +166,7 @@ def context_search(
                         "assertion" if h.assertion_id else "memory", h.content,
                         details={"memoryId": str(h.memory_id), "sourceType": h.source_type,
                                  "visibility": h.visibility_scope,
-                                 "subjectRefs": h.subject_refs})
+                                 "subjectRefs": h.subject_refs, **_event_time(h.occurred_at)})
             for h in search_memories(conn, settings, ctx, query, limit=per_source,
                                      question=question, stamper=stamper)
         ],
@@ -190,6 +191,11 @@ def _lexical_terms(conn, settings: Settings, query: str) -> _LexicalTerms:
     generating = generating_terms(conn, terms, settings.retrieval_keyword_common_share,
                                   settings.retrieval_common_terms_fallback)
     return _LexicalTerms(generating, terms, settings.retrieval_lexical_scan_cap)
+
+
+def _event_time(occurred_at: datetime | None) -> dict[str, str]:
+    """A memory item's ``occurredAt`` detail: only when the writer gave an event time."""
+    return {"occurredAt": occurred_at.isoformat()} if occurred_at else {}
 
 
 def _memory_identity(assertion_id: UUID | None, memory_id: UUID) -> str:
@@ -255,7 +261,8 @@ def context_get(conn: psycopg.Connection, ctx: AccessContext, item_id: object) -
         details: dict[str, Any] = {"sourceType": record.source_type,
                                    "visibility": record.visibility_scope,
                                    "subjectRefs": record.subject_refs,
-                                   "createdAt": record.created_at.isoformat()}
+                                   "createdAt": record.created_at.isoformat(),
+                                   **_event_time(record.occurred_at)}
         if record.assertion_id:
             details["assertionId"] = str(record.assertion_id)
             details["evidence"] = _evidence(conn, ctx, record.assertion_id)

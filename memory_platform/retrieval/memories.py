@@ -32,6 +32,7 @@ class MemoryRecord:
     source_id: UUID | None
     created_at: datetime
     updated_at: datetime
+    occurred_at: datetime | None = None  # the event time, when the writer gave one
 
 
 def parse_uuid(value: object, field: str = "id") -> UUID:
@@ -49,7 +50,7 @@ def get_memory(conn: psycopg.Connection, ctx: AccessContext, memory_id: object) 
         parameter_safe(sql.SQL("""
             SELECT m.id, m.content, m.title, m.visibility_scope, m.audience_key, m.memory_scope,
                    m.source_type, m.subject_refs, m.metadata, m.assertion_id, a.status,
-                   m.source_id, m.created_at, m.updated_at
+                   m.source_id, m.created_at, m.updated_at, m.occurred_at
               FROM agent_memories m
               {join}
              WHERE m.id = %s AND {visible}

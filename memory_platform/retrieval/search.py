@@ -80,6 +80,7 @@ class MemoryHit:
     assertion_id: UUID | None
     provenance: dict[str, Any]
     created_at: datetime
+    occurred_at: datetime | None = None  # the event time, when the writer gave one
 
 
 # --- the statement ----------------------------------------------------------------------
@@ -266,7 +267,7 @@ def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
         SELECT c.id, c.memory_id, c.content, {vector_score} AS vector_score,
                {keyword_score} AS keyword_score, m.visibility_scope, m.audience_key,
                m.memory_scope, m.source_type, m.subject_refs::text, m.assertion_id,
-               (c.metadata -> 'embedding')::text, m.created_at,
+               (c.metadata -> 'embedding')::text, m.created_at, m.occurred_at,
                coalesce(a.injected_count, 0), coalesce(a.cited_count, 0),
                coalesce(a.corrected_count, 0)
           FROM candidates
@@ -295,6 +296,7 @@ class _Candidate(NamedTuple):
     assertion_id: UUID | None
     provenance: str | None  # JSON text
     created_at: datetime
+    occurred_at: datetime | None
     injected: int  # the assertion's feedback counters (0 without an assertion)
     cited: int
     corrected: int
@@ -423,7 +425,8 @@ def _hit(row: _Candidate, score: float, vector_score: float | None,
     return MemoryHit(row.chunk_id, row.memory_id, row.content, score, vector_score,
                      keyword_score, row.visibility_scope, row.audience_key, row.memory_scope,
                      row.source_type, json.loads(row.subject_refs), row.assertion_id,
-                     json.loads(row.provenance) if row.provenance else {}, row.created_at)
+                     json.loads(row.provenance) if row.provenance else {}, row.created_at,
+                     row.occurred_at)
 
 
 def stamp_retrieved(conn: psycopg.Connection, instance_key: str, memory_ids: list[UUID]) -> None:

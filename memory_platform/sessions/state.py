@@ -6,11 +6,15 @@ reasons, last budget check) and ``compaction`` (compactedThroughSeq, passes, fal
 last outcome). :func:`merge_section` updates one section without touching the others.
 
 The queue: an append or a run completion calls :func:`request_maintenance` (it sets
-``maintenance_requested_at``). :func:`claim_due_sessions` lists the due sessions, oldest
-request first; a pass holds the session's advisory lock (:func:`try_lock_session`, one pass
-per session at a time across processes) and records the time it *started* as
+``maintenance_requested_at``). :func:`due_sessions` lists the due sessions, oldest request
+first; a pass holds the session's advisory lock (:func:`try_lock_session`, one pass per
+session at a time across processes) and records the time it *started* as
 ``maintenance_done_at`` (:func:`finish_pass`), so every request that arrived during the pass
 keeps the session due: the requests that piled up collapse into one trailing pass.
+
+A pass with a failed operation retries later without hammering a broken provider:
+:func:`retry_later` moves ``maintenance_requested_at`` into the future (a backoff), and a
+request is only due once its time has come. A new request never pulls a backoff earlier.
 """
 
 from __future__ import annotations
@@ -51,22 +55,39 @@ def request_maintenance(conn: psycopg.Connection, instance_key: str, session_key
         "                                 maintenance_requested_at)"
         " VALUES (%s, %s, %s, clock_timestamp())"
         " ON CONFLICT (instance_key, session_key)"
-        " DO UPDATE SET maintenance_requested_at = clock_timestamp()",
+        " DO UPDATE SET maintenance_requested_at ="
+        "   GREATEST(agent_session_state.maintenance_requested_at, clock_timestamp())",
         (instance_key, session_key, user_id))
 
 
 def due_sessions(conn: psycopg.Connection, limit: int,
                  instance_key: str | None = None) -> list[DueSession]:
-    """Sessions with a request newer than their last pass, oldest request first."""
+    """Sessions with a request newer than their last pass whose time has come (a backoff
+    keeps a failing session out until then), oldest request first."""
     rows = conn.execute(
         "SELECT instance_key, session_key, maintenance_requested_at FROM agent_session_state"
         " WHERE maintenance_requested_at IS NOT NULL"
         "   AND (maintenance_done_at IS NULL"
         "        OR maintenance_requested_at > maintenance_done_at)"
+        "   AND maintenance_requested_at <= now()"
         "   AND (%s::text IS NULL OR instance_key = %s::text)"
         " ORDER BY maintenance_requested_at LIMIT %s",
         (instance_key, instance_key, limit)).fetchall()
     return [DueSession(*row) for row in rows]
+
+
+def is_due(conn: psycopg.Connection, instance_key: str, session_key: str) -> bool:
+    """Whether the session is due now (checked again under its lock: another process may
+    have done the pass since the session was listed)."""
+    row = conn.execute(
+        "SELECT 1 FROM agent_session_state"
+        " WHERE instance_key = %s AND session_key = %s"
+        "   AND maintenance_requested_at IS NOT NULL"
+        "   AND (maintenance_done_at IS NULL"
+        "        OR maintenance_requested_at > maintenance_done_at)"
+        "   AND maintenance_requested_at <= now()",
+        (instance_key, session_key)).fetchone()
+    return row is not None
 
 
 def _lock_key(instance_key: str, session_key: str) -> str:
@@ -95,6 +116,21 @@ def finish_pass(conn: psycopg.Connection, instance_key: str, session_key: str,
         "UPDATE agent_session_state SET maintenance_done_at = %s"
         " WHERE instance_key = %s AND session_key = %s",
         (started_at, instance_key, session_key))
+
+
+def retry_later(conn: psycopg.Connection, instance_key: str, session_key: str,
+                delay_seconds: float) -> datetime | None:
+    """Keep the session due, but not before ``delay_seconds`` from now (after a failed
+    operation); a later request already recorded stays. Returns the time it is due again
+    (None: the session has no state row)."""
+    row = conn.execute(
+        "UPDATE agent_session_state SET maintenance_requested_at ="
+        "   GREATEST(maintenance_requested_at,"
+        "            clock_timestamp() + make_interval(secs => %s))"
+        " WHERE instance_key = %s AND session_key = %s"
+        " RETURNING maintenance_requested_at",
+        (float(delay_seconds), instance_key, session_key)).fetchone()
+    return row[0] if row else None
 
 
 def read_state(conn: psycopg.Connection, instance_key: str, session_key: str) -> dict[str, Any]:

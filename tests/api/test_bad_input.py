@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import psycopg
 import pytest
 
-from api.input import FREE_TEXT, refused_character
+from api.input import is_free_text, refused_character
 from api.table import TABLE
 from memory_platform.apikeys import create_key
 from memory_platform.dreaming.partitions import Partition
@@ -205,6 +205,8 @@ BASE_INPUTS: dict[tuple[str, str], dict] = {
     ("POST", "/internal/memory/reembed"): {},
     ("GET", "/internal/memory/dreams"): {},
     ("POST", "/internal/memory/dreams"): {"partition": "default/team/default"},
+    ("POST", "/api/v1/sessions/{session_key:path}/items"): {"items": [
+        {"role": "user", "content": OK, "metadata": {"attachments": [{"name": "a.txt"}]}}]},
 }
 HOSTILE_IN_ANY_FIELD = ["\x00", "\x01", "\x1b", "\x7f", "\x85", "\x9f"]
 HOSTILE_IN_IDENTIFIERS = ["\n", "\t", "\u200b", "\u202e", "\u2066", "\ufeff", "\u00ad"]
@@ -270,7 +272,7 @@ def _hostile_cases() -> list:
         schema = model.model_json_schema(by_alias=True)
         paths = sorted(set(_string_paths(schema, schema.get("$defs", {}))), key=_field_name)
         for path in [*paths, (KEY,)]:
-            free = len(path) == 1 and path[0] in FREE_TEXT
+            free = is_free_text(_field_name(path))
             for char in HOSTILE_IN_ANY_FIELD + ([] if free else HOSTILE_IN_IDENTIFIERS):
                 if where == "query" and len(path) > 1:
                     continue  # a query string is flat

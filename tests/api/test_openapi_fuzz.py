@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
-from api.input import FREE_TEXT, refused_character
+from api.input import is_free_text, refused_character
 from tests.api.conftest import bearer, open_client
 from tests.api.launching import RecordingLauncher
 
@@ -54,22 +54,26 @@ def _request(case, token: str) -> dict[str, Any]:
     return request
 
 
-def _refused_strings(value: Any, top: bool = True) -> list[str]:
+def _refused_strings(value: Any, path: str = "") -> list[str]:
     """Strings of a sent body or query that the character rules refuse."""
     found = []
     if isinstance(value, dict):
         for key, item in value.items():
             if refused_character(str(key), free_text=False):
                 found.append(repr(key))
+            inner = f"{path}.{key}" if path else str(key)
             if isinstance(item, str):
-                if refused_character(item, free_text=top and key in FREE_TEXT):
+                if refused_character(item, free_text=is_free_text(inner)):
                     found.append(repr(item))
             else:
-                found.extend(_refused_strings(item, top=False))
+                found.extend(_refused_strings(item, inner))
     elif isinstance(value, list):
-        for item in value:
-            found.extend(_refused_strings({"": item} if isinstance(item, str) else item,
-                                          top=False))
+        for index, item in enumerate(value):
+            if isinstance(item, str):
+                if refused_character(item, free_text=False):
+                    found.append(repr(item))
+            else:
+                found.extend(_refused_strings(item, f"{path}[{index}]"))
     return found
 
 

@@ -387,6 +387,22 @@ def feedback_run(conn: Conn, instance: str, **overrides: Any) -> tuple[str, str]
     return inserted["instance_key"], inserted["run_id"]
 
 
+def session_run(conn: Conn, instance: str, **overrides: Any) -> tuple[str, str, str]:
+    row = {"instance_key": instance, "session_key": SESSION_KEY,
+           "run_id": f"run-{uuid.uuid4().hex[:8]}", "run_index": next(_counter),
+           "user_id": OWNER} | overrides
+    if row.get("status") == "completed":  # (status = 'completed') = (completed_at IS NOT NULL)
+        row.setdefault("completed_at", datetime.now(UTC))
+    inserted = _insert(conn, "agent_session_runs", row)
+    return inserted["instance_key"], inserted["session_key"], inserted["run_id"]
+
+
+def maintenance_event(conn: Conn, instance: str, **overrides: Any) -> int:
+    row = {"instance_key": instance, "session_key": SESSION_KEY, "operation": "memory_flush",
+           "outcome": "completed"} | overrides
+    return _insert(conn, "agent_session_maintenance_events", row)["id"]
+
+
 FACTORIES: dict[str, Factory] = {
     "api_keys": api_key,
     "agent_channel_members": channel_member,
@@ -418,5 +434,7 @@ FACTORIES: dict[str, Factory] = {
     "agent_context_summary_messages": summary_message,
     "agent_context_summary_parents": summary_parent,
     "agent_context_items": context_item,
+    "agent_session_runs": session_run,
+    "agent_session_maintenance_events": maintenance_event,
 }
 """Table name -> factory, for tests that discover tables from the catalog."""

@@ -140,9 +140,11 @@ ENUMERATED_COLUMNS: dict[str, tuple[str, ...]] = {
     "agent_knowledge_edges": ("visibility_scope", "status"),
     "agent_knowledge_evidence": ("evidence_kind",),
     "agent_context_messages": ("role",),
-    "agent_context_summaries": ("kind",),
+    "agent_context_summaries": ("kind", "produced_by"),
     "agent_context_items": ("item_kind",),
     "agent_session_participants": ("role",),
+    "agent_session_runs": ("status", "shared_facts"),
+    "agent_session_maintenance_events": ("operation", "outcome"),
 }
 ENUMERATED = [f"{table}.{column}" for table, columns in ENUMERATED_COLUMNS.items()
               for column in columns]

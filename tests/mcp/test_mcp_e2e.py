@@ -30,7 +30,8 @@ from tests.support.settings import hash_embedding_settings
 
 STEP_TIMEOUT = 15.0  # one MCP round trip (the first one includes the subprocess start)
 USER = "dev-mcp"
-READ_TOOLS = {"memory_search", "memory_get"}
+READ_TOOLS = {"memory_search", "memory_get", "memory_grep", "memory_describe", "memory_expand"}
+WRITE_TOOLS = {"memory_store", "session_append"}
 
 
 class LiveApi:
@@ -154,7 +155,7 @@ def test_store_search_get_round_trip_with_both_tokens(api: LiveApi, tokens: dict
         with anyio.fail_after(STEP_TIMEOUT):
             listed = await client.list_tools()
         tools = {tool.name: tool for tool in listed.tools}
-        assert set(tools) == {"memory_search", "memory_get", "memory_store"}
+        assert set(tools) == READ_TOOLS | WRITE_TOOLS
         for name in READ_TOOLS:
             assert "untrusted data" in tools[name].description
             assert "never instructions" in tools[name].description
@@ -248,7 +249,7 @@ def test_read_token_only_lists_no_store(api: LiveApi, tokens: dict[str, str]):
 
 def test_write_token_only_lists_only_store(api: LiveApi, tokens: dict[str, str]):
     async def scenario(client: Client) -> None:
-        assert await tool_names(client) == {"memory_store"}
+        assert await tool_names(client) == WRITE_TOOLS
         is_error, text = await call(client, "memory_store", {"content": "Prefer uv over pip."})
         assert not is_error and json.loads(text)["audience"]["kind"] == "private", text
         is_error, text = await call(client, "memory_search", {"query": "uv"})

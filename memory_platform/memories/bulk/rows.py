@@ -1,9 +1,10 @@
 """Stage 1 of a bulk import: everything about a row that needs no database.
 
 A row is checked against the write path's rules (shape, types, content validation with
-credential rejection, subject refs, kinds), chunked, and its texts embedded with the rest of
-its batch in one provider call. :func:`prepare` runs in a worker thread or a worker process;
-:func:`attach` gives each row its vectors in pgvector's wire format.
+credential rejection, subject refs, kinds, the event time ``occurred_at``), chunked, and its
+texts embedded with the rest of its batch in one provider call. :func:`prepare` runs in a
+worker thread or a worker process; :func:`attach` gives each row its vectors in pgvector's
+wire format.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -23,7 +25,12 @@ from memory_platform.memories.bulk.reader import MalformedLine, NumberedRow
 from memory_platform.memories.bulk.results import Rejection
 from memory_platform.memories.bulk.wire import PackedVector, packed_vectors
 from memory_platform.memories.chunking import Chunk, chunk_text
-from memory_platform.memories.validation import clean_content, clean_metadata, clean_title
+from memory_platform.memories.validation import (
+    clean_content,
+    clean_metadata,
+    clean_occurred_at,
+    clean_title,
+)
 from memory_platform.memories.write_rules import (
     ASSERTION_SOURCE_TYPES,
     clean_subject_refs,
@@ -45,7 +52,7 @@ DEFAULT_ASSERTION_TYPE = "fact"
 ACCESS_FIELDS = ("user_id", "session_key", "group_room_id", "channel_thread_key",
                  "channel_type", "instance_key")
 ROW_FIELDS = ("content", "visibility", *ACCESS_FIELDS, "subject_refs", "source_type",
-              "assertion_type", "trust_class", "title", "metadata")
+              "assertion_type", "trust_class", "title", "metadata", "occurred_at")
 _ROW_FIELD_SET = frozenset(ROW_FIELDS)
 
 
@@ -65,6 +72,8 @@ class ImportRow:
     metadata: dict[str, Any]
     digest: str
     chunks: list[Chunk]
+    # The event time (ISO-8601 with an offset in the row; UTC here), None when not given.
+    occurred_at: datetime | None = None
     ctx: AccessContext | None = None
     audience: Audience | None = None
     subject: str = ""
@@ -95,8 +104,10 @@ def _optional_text(row: Mapping[str, Any], name: str) -> str | None:
     return value
 
 
-def check_row(value: object, settings: Settings, line: int) -> ImportRow:
-    """Everything about a row that needs no database: shape, types, content rules, chunks."""
+def check_row(value: object, settings: Settings, line: int, *,
+              now: datetime | None = None) -> ImportRow:
+    """Everything about a row that needs no database: shape, types, content rules, chunks.
+    ``occurred_at`` follows the write path's rule against ``now`` (default: the clock)."""
     if not isinstance(value, dict):
         raise InvalidInput(f"a row must be a JSON object, not {type(value).__name__}")
     unknown = sorted(str(k) for k in value if k not in _ROW_FIELD_SET)
@@ -124,9 +135,11 @@ def check_row(value: object, settings: Settings, line: int) -> ImportRow:
     title = clean_title(value.get("title"))
     metadata = clean_metadata(value.get("metadata"))
     refs = clean_subject_refs(value.get("subject_refs"))
+    occurred_at = clean_occurred_at(value.get("occurred_at"), now=now or datetime.now(UTC),
+                                    field="occurred_at")
     chunks = chunk_text(content, settings.chunk_target_chars, settings.chunk_overlap_chars)
     return ImportRow(line, value, content, refs, source_type, trust_class, assertion_type,
-                     title, metadata, content_hash(content), chunks)
+                     title, metadata, content_hash(content), chunks, occurred_at)
 
 
 # What prepare answers: the items' count, the rows that passed the checks, the rejected ones,
@@ -143,12 +156,13 @@ def prepare(items: list[NumberedRow | MalformedLine], settings: Settings,
     process can run it (the matrix travels back as one array, cheap to pickle)."""
     rows: list[ImportRow] = []
     rejected: list[Rejection] = []
+    now = datetime.now(UTC)
     for item in items:
         if isinstance(item, MalformedLine):
             rejected.append(Rejection(item.line, item.reason, "malformed_json"))
             continue
         try:
-            rows.append(check_row(item.value, settings, item.line))
+            rows.append(check_row(item.value, settings, item.line, now=now))
         except InvalidInput as exc:
             rejected.append(Rejection(item.line, exc.message, exc.code))
     texts: list[str] = []

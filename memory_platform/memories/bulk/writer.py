@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -100,6 +101,8 @@ class Importer:
             row.subject = subject_key(row.refs)
             first = seen.get(row.dedup_key)
             if first is not None:
+                # The same memory, whatever its event time: the first one given stands.
+                first.occurred_at = first.occurred_at or row.occurred_at
                 repeats.setdefault(first.line, []).append(row)
                 continue
             seen[row.dedup_key] = row
@@ -143,11 +146,17 @@ class Importer:
         return {ord_: Hit(memory_id, assertion_id, status, review)
                 for ord_, memory_id, assertion_id, status, review in found}
 
-    def _touch(self, memory_ids: Iterable[uuid.UUID]) -> None:
-        ids = list(memory_ids)
-        if ids:
-            self.conn.execute("UPDATE agent_memories SET updated_at = now() WHERE id = ANY(%s)",
-                              (ids,))
+    def _touch(self, repeated: Iterable[tuple[uuid.UUID, datetime | None]]) -> None:
+        """A repeat touches ``updated_at``; its event time fills the row's only when the row
+        has none (as store_memory does)."""
+        pairs = list(repeated)
+        if pairs:
+            self.conn.execute(
+                "UPDATE agent_memories m SET updated_at = now(),"
+                " occurred_at = coalesce(m.occurred_at, r.occurred_at)"
+                " FROM unnest(%s::uuid[], %s::timestamptz[]) AS r(id, occurred_at)"
+                " WHERE m.id = r.id",
+                ([p[0] for p in pairs], [p[1] for p in pairs]))
 
     def generations_for(self, rows: list[ImportRow]) -> dict[str, Generation]:
         """The generation of each instance whose rows carry vectors (registered on the
@@ -176,7 +185,8 @@ class Importer:
                       for r in rows if r.ctx and r.audience],),
                 )
                 existing = self._existing(rows)
-                self._touch(hit.memory_id for hit in existing.values())
+                self._touch((hit.memory_id, rows[i].occurred_at)
+                            for i, hit in existing.items())
                 hits = {rows[i].line: hit for i, hit in existing.items()}
                 fresh = [row for i, row in enumerate(rows) if i not in existing]
                 outcome.deduplicated = len(hits) + sum(len(r) for r in repeats.values())
@@ -261,11 +271,11 @@ class Importer:
             "COPY agent_memories (id, instance_key, memory_scope, visibility_scope, audience_key,"
             " user_id, session_key, group_room_id, channel_thread_key, channel_type,"
             " subject_refs, source_type, title, content, content_hash, subject_key, metadata,"
-            " assertion_id, source_id) FROM STDIN (FORMAT BINARY)"
+            " assertion_id, source_id, occurred_at) FROM STDIN (FORMAT BINARY)"
         ) as copy:
             copy.set_types(["uuid", "text", "text", "text", "text", "text", "text", "text",
                             "text", "text", "jsonb", "text", "text", "text", "text", "text",
-                            "jsonb", "uuid", "uuid"])
+                            "jsonb", "uuid", "uuid", "timestamptz"])
             for i, r in enumerate(rows):
                 ctx, audience = r.ctx, r.audience
                 assert ctx is not None and audience is not None
@@ -276,7 +286,7 @@ class Importer:
                     ctx.group_room_id, ctx.channel_thread_key, ctx.channel_type, r.refs,
                     r.source_type, r.title, r.content, r.digest, r.subject,
                     memory_metadata(r.metadata, MEMORY_CLASS), ref.id if ref else None,
-                    r.source_id,
+                    r.source_id, r.occurred_at,
                 ))
 
     def _copy_chunks(self, cur: psycopg.Cursor, rows: list[ImportRow],

@@ -1,0 +1,178 @@
+"""/api/v1/sessions: append turn items, complete runs, and read the context graph back
+(``memory_grep``, ``memory_describe``, ``memory_expand``). Thin handlers over
+``memory_platform.sessions``; the caller's context is resolved on the request's connection
+(``with_caller``), so session participation and channel membership are checked before
+anything is read or written, in the same transaction as the work."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from api.auth import api_key, with_caller
+from api.errors import ApiError
+from api.input import refused_character
+from api.responses import model_response
+from api.schemas import (
+    AppendedItemOut,
+    CallerContext,
+    ExpandedMessageOut,
+    ExpandParams,
+    ExpandResponse,
+    GrepHitOut,
+    GrepParams,
+    GrepResponse,
+    NodeParams,
+    RunComplete,
+    RunCompletionResponse,
+    SessionAppend,
+    SessionAppendResponse,
+    SessionNodeOut,
+    SummaryRefOut,
+)
+from memory_platform.sessions.items import TurnItem, append_items, complete_run
+from memory_platform.sessions.reads import (
+    MessageNode,
+    SummaryNode,
+    SummaryRef,
+    describe,
+    expand,
+    grep,
+)
+
+KEY_MAX_CHARS = 200
+
+
+def _path_key(request: Request, name: str, field: str) -> str:
+    """A key from the path (already percent-decoded): 1-200 characters, not blank, no
+    control or invisible character (the identifier rule of every other key)."""
+    value = request.path_params[name]
+    if not value.strip() or len(value) > KEY_MAX_CHARS:
+        raise ApiError(400, "invalid_path_key",
+                       f"{field} in the path must be 1-{KEY_MAX_CHARS} characters, not blank",
+                       {"field": field})
+    char = refused_character(value, free_text=False)
+    if char is not None:
+        raise ApiError(400, "invalid_characters",
+                       f"{field} in the path contains the character U+{ord(char):04X}; keys "
+                       "take no control or invisible characters",
+                       {"field": field, "character": f"U+{ord(char):04X}"})
+    return value
+
+
+def _in_session(context: CallerContext | None, session_key: str) -> CallerContext:
+    """The request's context with the path's session: a different sessionKey in the body is
+    a contradiction, not a choice."""
+    if context is None:
+        return CallerContext(session_key=session_key)
+    if context.session_key is not None and context.session_key != session_key:
+        raise ApiError(400, "session_key_mismatch",
+                       "context.sessionKey differs from the session in the path; omit it or "
+                       "send the same key", {"field": "context.sessionKey"})
+    return context.model_copy(update={"session_key": session_key})
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+async def append(request: Request, body: SessionAppend) -> Response:
+    """201 with the appended items; 200 when every item was already stored."""
+    session_key = _path_key(request, "session_key", "sessionKey")
+    context = _in_session(body.context, session_key)
+    key, settings = api_key(request), request.state.settings
+    items = [TurnItem(role=i.role, content=i.content, author_user_id=i.author_user_id,
+                      occurred_at=i.occurred_at, client_item_id=i.client_item_id,
+                      metadata=i.metadata.model_dump(by_alias=True, exclude_none=True)
+                      if i.metadata is not None else None)
+             for i in body.items]
+    result = await with_caller(
+        request, context,
+        lambda conn, ctx: append_items(conn, settings, ctx, items, run_id=body.run_id,
+                                       author_may_differ=key.runtime))
+    response = SessionAppendResponse(
+        session_key=result.session_key, run_id=result.run_id, run_index=result.run_index,
+        run_status=result.run_status, appended=result.appended, duplicates=result.duplicates,
+        items=[AppendedItemOut(id=f"message:{i.id}", client_item_id=i.client_item_id,
+                               seq=i.seq, duplicate=i.duplicate) for i in result.items])
+    return model_response(response, status_code=201 if result.appended else 200)
+
+
+async def complete(request: Request, body: RunComplete) -> RunCompletionResponse:
+    session_key = _path_key(request, "session_key", "sessionKey")
+    run_id = _path_key(request, "run_id", "runId")
+    context = _in_session(body.context, session_key)
+    settings = request.state.settings
+    done = await with_caller(
+        request, context,
+        lambda conn, ctx: complete_run(conn, settings, ctx, run_id,
+                                       prompt_tokens=body.prompt_tokens,
+                                       context_budget_tokens=body.context_budget_tokens))
+    return RunCompletionResponse(session_key=done.session_key, run_id=done.run_id,
+                                 run_index=done.run_index, status="completed",
+                                 completed_at=done.completed_at.isoformat(),
+                                 already_completed=done.already_completed)
+
+
+async def grep_route(request: Request, params: GrepParams) -> GrepResponse:
+    roles = [r.strip() for r in params.roles.split(",")] if params.roles is not None else None
+    page = await with_caller(
+        request, params,
+        lambda conn, ctx: grep(conn, ctx, params.pattern, all_sessions=params.all_sessions,
+                               roles=roles, limit=params.limit, before=params.before))
+    return GrepResponse(
+        results=[GrepHitOut(id=h.id, kind=h.kind, session_key=h.session_key,
+                            seq=h.first_seq if h.kind == "message" else None,
+                            first_seq=h.first_seq, last_seq=h.last_seq, role=h.role,
+                            user_id=h.user_id, snippet=h.snippet,
+                            occurred_at=_iso(h.occurred_at),
+                            created_at=h.created_at.isoformat())
+                 for h in page.hits],
+        next_before=page.next_before)
+
+
+def _ref(ref: SummaryRef) -> SummaryRefOut:
+    return SummaryRefOut(id=ref.id, kind=ref.kind, depth=ref.depth, first_seq=ref.first_seq,
+                         last_seq=ref.last_seq)
+
+
+def _node_out(node: MessageNode | SummaryNode) -> SessionNodeOut:
+    common = {"id": node.id, "kind": node.kind, "content": node.content,
+              "session_key": node.session_key, "user_id": node.user_id,
+              "created_at": node.created_at.isoformat()}
+    if isinstance(node, MessageNode):
+        return SessionNodeOut(**common, seq=node.seq, role=node.role, run_id=node.run_id,
+                              occurred_at=_iso(node.occurred_at),
+                              client_item_id=node.client_item_id, metadata=node.metadata,
+                              summaries=[_ref(s) for s in node.summaries])
+    return SessionNodeOut(**common, summary_kind=node.summary_kind, depth=node.depth,
+                          first_seq=node.first_seq, last_seq=node.last_seq,
+                          token_count=node.token_count, produced_by=node.produced_by,
+                          model=node.model, memory_id=node.memory_id,
+                          child_count=node.child_count, children=node.children,
+                          parents=node.parents)
+
+
+async def describe_route(request: Request, params: NodeParams) -> SessionNodeOut:
+    node_id = request.path_params["node_id"]
+    node = await with_caller(request, params, describe, node_id)
+    return _node_out(node)
+
+
+async def expand_route(request: Request, params: ExpandParams) -> ExpandResponse:
+    node_id = request.path_params["node_id"]
+    found = await with_caller(
+        request, params,
+        lambda conn, ctx: expand(conn, ctx, node_id, limit=params.limit,
+                                 after_seq=params.after_seq))
+    return ExpandResponse(
+        summary_id=found.summary_id,
+        messages=[ExpandedMessageOut(id=m.id, seq=m.seq, role=m.role, user_id=m.user_id,
+                                     content=m.content, run_id=m.run_id,
+                                     occurred_at=_iso(m.occurred_at),
+                                     created_at=m.created_at.isoformat())
+                  for m in found.messages],
+        child_summaries=[_ref(s) for s in found.child_summaries],
+        next_after_seq=found.next_after_seq)
