@@ -14,6 +14,7 @@ from api import schemas
 if TYPE_CHECKING:
     from api.table import Section
 
+# The errors every protected route can answer; an operation adds its own (Operation.errors).
 _ERRORS = {
     "400": "Malformed JSON, wrong types, unknown fields, bad parameters",
     "401": "Missing, unknown or revoked API key",
@@ -73,7 +74,8 @@ def build_document(sections: Iterable[Section]) -> dict[str, Any]:
             if operation.response is not None:
                 ok["content"] = {"application/json": {
                     "schema": _schema(operation.response, components)}}
-            errors = {k: {"description": v, **error} for k, v in _ERRORS.items()}
+            statuses = {**_ERRORS, **{str(code): why for code, why in operation.errors}}
+            errors = {k: {"description": v, **error} for k, v in sorted(statuses.items())}
             op["responses"] = {str(operation.status): ok, **(errors if operation.scope else {})}
             paths.setdefault(path, {})[method] = op
     return {

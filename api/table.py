@@ -50,6 +50,9 @@ class Operation:
     # api_max_body_bytes; JSON values: else api.input.MAX_VALUES).
     body_bytes: Callable[[Settings], int] | None = None
     body_values: Callable[[Settings], int] | None = None
+    # Error statuses this operation answers beyond the common ones of every protected route
+    # (api.openapi._ERRORS): (status, when), listed in /openapi.json.
+    errors: tuple[tuple[int, str], ...] = ()
 
     def route(self) -> Route:
         async def endpoint(request: Request) -> Response:
@@ -148,7 +151,10 @@ TABLE: tuple[Section, ...] = (
                   WRITE, body=schemas.SessionAppend, response=schemas.SessionAppendResponse,
                   status=201,
                   body_bytes=lambda s: s.session_append_max_body_bytes,
-                  body_values=lambda s: schemas.append_value_limit(s.session_append_max_items)),
+                  body_values=lambda s: schemas.append_value_limit(s.session_append_max_items),
+                  errors=((409, "run_completed: the named run is completed (append to a new "
+                                "run or without a runId); concurrent_append: another writer "
+                                "stored the same client item ids meanwhile (retry)"),)),
     )),
     Section("/internal", (
         Operation("GET", "/memory/status", internal.status,

@@ -8,9 +8,12 @@ Narrow tools call the HTTP API (``MEMORY_API_URL``, default ``http://127.0.0.1:8
   with ``memory:read``);
 * ``memory_store`` and ``session_append``, listed only when the separate ``MEMORY_WRITE_TOKEN``
   is set (an API key with ``memory:write``); durable mutation is an explicit operator opt-in
-  even when the adapter is installed globally. ``memory_store`` marks every write as the
-  agent's (``X-Memory-Writer: agent``): it waits for review, it is not active at once.
-  ``session_append`` hands over turns of a conversation, verbatim, to the user's session.
+  even when the adapter is installed globally. Both mark every write as the agent's
+  (``X-Memory-Writer: agent``): a ``memory_store`` memory waits for review, it is not active
+  at once; ``session_append`` hands over turns of a conversation, verbatim, to the user's
+  session, and the run it lands in is agent-written, so no fact drawn from it counts as the
+  user's own statement. ``memory_store`` takes the event time (``occurredAt``) as the API
+  does.
 
 Each result is the API's JSON as text, every memory wrapped with ``"trust": "untrusted-data"``.
 An API failure (4xx/5xx, unreachable server) becomes an MCP tool error carrying the API's error
@@ -118,7 +121,8 @@ APPEND_DESCRIPTION = (
     "Append turns of a conversation to one of the user's sessions, verbatim (role and "
     "content, optionally when it was said and a clientItemId): they are searchable at once "
     "with memory_grep, and background maintenance later distils durable facts and "
-    "summaries from them. Give each turn a clientItemId so a retry adds nothing twice. "
+    "summaries from them (written by you, the agent: facts drawn from them wait for the "
+    "user's review). Give each turn a clientItemId so a retry adds nothing twice. "
     "Never include secrets, credentials or tokens (the whole batch is refused)."
 )
 
@@ -335,11 +339,16 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
                 description="Optional tags, e.g. {\"moduleSlug\": \"billing\"}.")] = None,
             explicitPrivate: Annotated[bool, Field(
                 description="The user asked to keep this private.")] = False,
+            occurredAt: Annotated[str | None, Field(min_length=1, max_length=64, description=(
+                "When it happened, if not now: ISO-8601 with an offset, e.g. "
+                "2026-11-30T09:12:00+01:00."))] = None,
         ) -> str:
             body: dict[str, Any] = {"content": content, "visibility": visibility,
                                     "explicitPrivate": explicitPrivate}
             if subjectRefs:
                 body["subjectRefs"] = subjectRefs
+            if occurredAt is not None:
+                body["occurredAt"] = occurredAt
             return await api.call("POST", MEMORY_PATH, write_token, body=body,
                                   headers=AGENT_WRITER_HEADERS)
 
@@ -356,7 +365,7 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
             if runId is not None:
                 body["runId"] = runId
             return await api.call("POST", session_path(sessionKey, "items"), write_token,
-                                  body=body)
+                                  body=body, headers=AGENT_WRITER_HEADERS)
 
         server.add_tool(memory_store, name="memory_store", title="Store a memory",
                         description=STORE_DESCRIPTION,

@@ -30,6 +30,10 @@ CREATE TABLE agent_session_runs (
     -- Shared-fact extraction of a completed run: pending until the background pass did it.
     shared_facts           text NOT NULL DEFAULT 'pending'
                                CHECK (shared_facts IN ('pending', 'done', 'skipped')),
+    -- Items of the run were written by an agent (an agent key, or X-Memory-Writer: agent):
+    -- its turns are not a person's own statements, so nothing from it is human_direct. Once
+    -- set it stays set.
+    agent_written          boolean NOT NULL DEFAULT false,
     created_at             timestamptz NOT NULL DEFAULT now(),
     updated_at             timestamptz NOT NULL DEFAULT now(),
     completed_at           timestamptz,

@@ -11,7 +11,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.auth import api_key, with_caller
+from api.auth import AGENT_WRITER, api_key, with_caller, writer_header
 from api.errors import ApiError
 from api.input import refused_character
 from api.responses import model_response
@@ -79,10 +79,13 @@ def _iso(value: Any) -> str | None:
 
 
 async def append(request: Request, body: SessionAppend) -> Response:
-    """201 with the appended items; 200 when every item was already stored."""
+    """201 with the appended items; 200 when every item was already stored. An agent key or
+    ``X-Memory-Writer: agent`` marks the run agent-written: its turns are not a person's own
+    statements, so what is drawn from them waits for review (docs/security.md)."""
     session_key = _path_key(request, "session_key", "sessionKey")
     context = _in_session(body.context, session_key)
-    key, settings = api_key(request), request.state.settings
+    key, settings, writer = api_key(request), request.state.settings, writer_header(request)
+    by_agent = key.agent or writer == AGENT_WRITER
     items = [TurnItem(role=i.role, content=i.content, author_user_id=i.author_user_id,
                       occurred_at=i.occurred_at, client_item_id=i.client_item_id,
                       metadata=i.metadata.model_dump(by_alias=True, exclude_none=True)
@@ -91,7 +94,8 @@ async def append(request: Request, body: SessionAppend) -> Response:
     result = await with_caller(
         request, context,
         lambda conn, ctx: append_items(conn, settings, ctx, items, run_id=body.run_id,
-                                       author_may_differ=key.runtime))
+                                       author_may_differ=key.runtime,
+                                       written_by_agent=by_agent))
     response = SessionAppendResponse(
         session_key=result.session_key, run_id=result.run_id, run_index=result.run_index,
         run_status=result.run_status, appended=result.appended, duplicates=result.duplicates,

@@ -11,10 +11,14 @@ request path, then turns conversations into durable memory:
 * ``runs``         the conversation context a run was said in, rebuilt for background writes;
 * ``tokens``       the token estimate budgets are counted in;
 * ``model``        which maintenance model a session task uses, and the call with a deadline;
-* ``extractive``   the offline deterministic summariser and fact extractor;
+* ``summarise``    the summary prompt, its quality guard, the deterministic summary (the
+                   offline ``extractive`` model's answer and the fallback);
+* ``assembly``     the ordered ``agent_context_items`` list, read and rewritten;
 * ``compaction``   older items into leaf and condensed summaries, checkpointed per chunk;
+* ``facts``        durable facts of turn items (model or offline), remember intent, trust;
 * ``flush``        durable facts of recent turns into ``source_type='flush'`` memories;
 * ``shared_facts`` facts of a completed run into ``source_type='fact'`` memories;
-* ``maintenance``  one session's pass (shared facts, flush, compaction), its events and
-                   metrics.
+* ``maintenance``  one session's pass (shared facts, flush, compaction), the batch over the
+                   due sessions, backoff, one event row per operation;
+* ``metrics``      aggregates of those events (``/metrics``, the operator status).
 """

@@ -15,16 +15,24 @@ top-level fields) is a :class:`~memory_platform.llm.base.ModelError`: the caller
 operation failed and leaves the work pending.
 
 The offline ``extractive`` model (``SessionModel.client`` None) is deterministic: it keeps
-the sentences of user turns that carry a durable-statement cue (Dreaming's cue logic:
-preferences, decisions, constraints, procedures, facts with names or numbers; English and
-German), plus every sentence a person said after an explicit remember intent ("remember",
-"merk dir", ...). It understands nothing, and it only copies.
+the sentences of the turns of the given ``roles`` (user turns by default; the flush reads
+assistant turns too) that carry a durable-statement cue (Dreaming's cue logic: preferences,
+decisions, constraints, procedures, facts with names or numbers; English and German), plus
+every sentence a person said after an explicit remember intent ("remember", "merk dir",
+...). Of an assistant turn it keeps only what the assistant states as settled: an offer, a
+plan or a suggestion ("I will ...", "shall I ...", "maybe ...") is skipped (``tentative``),
+and a confirmed action ("I booked ...", "I scheduled ...", "eingetragen") counts as a fact.
+An assistant's "remember" asks nobody to remember anything. It understands nothing, and it
+only copies.
 
 Who said it decides how far a fact is trusted: a fact whose text is (normalised) a sentence
 the run's own human said in a user turn is ``human_direct`` (the write path may activate it
 at once); anything else, a paraphrase or a statement of the assistant, is
-``assistant_inference`` and waits for review. A fact marked private, or said after a
-"privately / only for me / nur für mich / privat" cue, stays private to its author.
+``assistant_inference`` and waits for review. A run an agent wrote (``agent_written``: an
+agent key or ``X-Memory-Writer: agent``) has no human statements at all: every fact of it is
+``assistant_inference``. A fact marked private, or said after a "privately / only for me /
+nur für mich / privat" cue, stays private to its author; an assistant's statement in a run
+whose person asked for privacy is private too.
 """
 
 from __future__ import annotations
@@ -59,6 +67,7 @@ FIELDS = ("text", "excerpt", "assertionType", "private")
 TEXT_MAX_CHARS = 600
 EXCERPT_MAX_CHARS = 300
 CONVERSATION_ROLES = ("user", "assistant")
+USER_ROLES = ("user",)  # what the offline extraction reads by default: the people's turns
 HUMAN_DIRECT = "human_direct"
 ASSISTANT_INFERENCE = "assistant_inference"
 # A sentence said after a remember intent is kept when it has at least this much to say.
@@ -91,6 +100,22 @@ _LEAD = re.compile(
     r"(?:\s+(?:please|bitte))?(?:[\s,:;\u2013\u2014-]+(?:that|this|dass|das)(?![\w-]))?"
     r"[\s,:;\u2013\u2014-]*", _I)
 _WORDS = re.compile(r"[^\W_]+")
+# What an assistant offers, plans or suggests is not settled: of its turns only what it
+# states as done or decided is kept (offline extraction).
+_TENTATIVE = _cue(
+    rf"i will|i{_APOSTROPHE}ll|i can|i could|i would|i{_APOSTROPHE}d|i might|i may|let me|"
+    r"shall i|should i|shall we|should we|would you|do you want|you could|you might|"
+    r"maybe|perhaps|i suggest|i recommend|i propose|how about|what about|if you like|"
+    r"ich werde|ich kann|ich könnte|ich würde|soll ich|sollen wir|möchtest du|möchten sie|"
+    r"willst du|wollen sie|wie wäre|vielleicht|ich schlage vor|ich empfehle|falls du|"
+    r"falls sie")
+# An action the assistant confirms as done: a fact even without one of Dreaming's cues.
+_CONFIRMED = _cue(
+    r"booked|scheduled|rescheduled|reserved|confirmed|created|set up|registered|added|"
+    r"moved|renamed|cancell?ed|assigned|invited|sent|ordered|"
+    r"gebucht|eingetragen|reserviert|bestätigt|angelegt|erstellt|eingerichtet|verschoben|"
+    r"umbenannt|abgesagt|storniert|zugewiesen|eingeladen|verschickt|gesendet|bestellt")
+CONFIRMED_CONFIDENCE = 0.7
 
 
 def has_remember_intent(text: str) -> bool:
@@ -133,12 +158,14 @@ class TurnItem:
     user_id: str | None = None
     run_user_id: str | None = None
     seq: int = 0
+    run_agent_written: bool = False  # an agent wrote to the run: no turn is a person's own
 
     @property
     def said_by_run_human(self) -> bool:
-        """A user turn of the run's own human: what they say is ``human_direct``."""
-        return (self.role == "user" and self.user_id is not None
-                and self.user_id == self.run_user_id)
+        """A user turn of the run's own human, in a run no agent wrote to: what they say is
+        ``human_direct``."""
+        return (self.role == "user" and not self.run_agent_written
+                and self.user_id is not None and self.user_id == self.run_user_id)
 
 
 _ITEMS = sql.SQL(
@@ -157,7 +184,8 @@ def read_run_items(conn: psycopg.Connection, run: SessionRun, *,
     rows = conn.execute(_ITEMS.format(visible=visible),
                         (run.instance_key, run.session_key, run.run_id, limit)).fetchall()
     return [TurnItem(message_id=row[0], run_id=row[1], role=row[2], content=row[3],
-                     user_id=row[4], run_user_id=run.user_id, seq=row[5])
+                     user_id=row[4], run_user_id=run.user_id, seq=row[5],
+                     run_agent_written=run.agent_written)
             for row in reversed(rows)]
 
 
@@ -443,23 +471,50 @@ def _remembered_skip(text: str) -> str | None:
                                 "secret_like") else None
 
 
-def _offline_candidates(items: Sequence[TurnItem], max_chars: int,
-                        skipped: Counter[str]) -> list[_Candidate]:
+def _assistant_kind(text: str) -> tuple[str, float] | str:
+    """(type, confidence) of a sentence of an assistant turn, or why it is not kept: only
+    what the assistant states as settled (Dreaming's cues, or an action it confirms)."""
+    reason = skip_reason(text)
+    if reason is not None:
+        return reason
+    if _TENTATIVE.search(text):
+        return "tentative"
+    kind = classify(text)
+    if kind is not None:
+        return kind[0], kind[1]
+    if _CONFIRMED.search(text):
+        return "fact", CONFIRMED_CONFIDENCE
+    return "no_cue"
+
+
+def _offline_candidates(items: Sequence[TurnItem], max_chars: int, skipped: Counter[str],
+                        roles: Sequence[str]) -> list[_Candidate]:
     found: dict[str, _Candidate] = {}
     order = 0
+    # A run whose person asked for privacy keeps the assistant's statements in it private
+    # too (an echo of the private sentence carries no cue of its own).
+    private_runs = {item.run_id for item in items
+                    if item.role == "user" and has_private_cue(item.content[:max_chars])}
     for item in items:
-        if item.role != "user":
+        if item.role not in roles:
             continue
-        remembered = private = False
+        person = item.role == "user"
+        remembered = False
+        private = not person and item.run_id in private_runs
         for sentence in split_sentences(item.content[:max_chars]):
-            remembered = remembered or has_remember_intent(sentence)
+            remembered = remembered or (person and has_remember_intent(sentence))
             private = private or has_private_cue(sentence)
             text = strip_cues(sentence)
             if not text:
                 skipped["cue_only"] += 1
                 continue
-            reason = _remembered_skip(text) if remembered else skip_reason(text)
-            kind = None if reason else classify(text)
+            kind: tuple[Any, ...] | None
+            if not person:
+                judged = _assistant_kind(text)
+                reason, kind = (judged, None) if isinstance(judged, str) else (None, judged)
+            else:
+                reason = _remembered_skip(text) if remembered else skip_reason(text)
+                kind = None if reason else classify(text)
             if reason is None and kind is None and not remembered:
                 reason = "no_cue"
             if reason is None and (len(text) > TEXT_MAX_CHARS or find_secret(text)):
@@ -477,12 +532,13 @@ def _offline_candidates(items: Sequence[TurnItem], max_chars: int,
     return list(found.values())
 
 
-def extract_offline(items: Sequence[TurnItem], *, max_facts: int,
-                    max_chars: int, model_name: str) -> FactExtraction:
-    """The deterministic extraction of the ``extractive`` model (module docstring):
-    remembered sentences first, then by cue strength, then in the order they were said."""
+def extract_offline(items: Sequence[TurnItem], *, max_facts: int, max_chars: int,
+                    model_name: str, roles: Sequence[str] = USER_ROLES) -> FactExtraction:
+    """The deterministic extraction of the ``extractive`` model (module docstring) over
+    the turns of ``roles``: remembered sentences first, then by cue strength, then in the
+    order they were said."""
     skipped: Counter[str] = Counter()
-    candidates = _offline_candidates(items, max_chars, skipped)
+    candidates = _offline_candidates(items, max_chars, skipped, roles)
     candidates.sort(key=lambda c: (not c.remembered, -c.confidence, c.order))
     chosen = candidates[:max_facts]
     if len(candidates) > len(chosen):
@@ -500,16 +556,17 @@ def extract_offline(items: Sequence[TurnItem], *, max_facts: int,
 
 
 def extract_facts(model: SessionModel, items: Sequence[TurnItem], *, max_facts: int,
-                  max_input_chars: int, max_completion_tokens: int | None = None
-                  ) -> FactExtraction:
+                  max_input_chars: int, max_completion_tokens: int | None = None,
+                  roles: Sequence[str] = USER_ROLES) -> FactExtraction:
     """Durable facts of ``items`` (in order; the newest conversation items that fit
-    ``max_input_chars`` are read). Raises ModelError when the model is unavailable, times
-    out or answers something that is not the contract; a single bad fact is only
-    rejected."""
+    ``max_input_chars`` are read). ``roles`` are the turns the offline extraction keeps
+    sentences of (a model reads the whole conversation and is told what counts). Raises
+    ModelError when the model is unavailable, times out or answers something that is not
+    the contract; a single bad fact is only rejected."""
     chosen = budget_items(items, max_input_chars)
     if model.client is None:
         return extract_offline(chosen, max_facts=max_facts, max_chars=max_input_chars,
-                               model_name=model.name)
+                               model_name=model.name, roles=roles)
     if not chosen:
         return FactExtraction(model=model.name)
     shown = {item.message_id: _shown(item, max_input_chars) for item in chosen}

@@ -4,7 +4,10 @@ The specification's "Flushing", before compaction shrinks the history: the facts
 since the last flush are written as assertion-less episodic rows (Dreaming's activity input),
 each in the audience of the run it was said in (the session's sharing rules and subject
 refs, through ``store_memory``), so later retrieval finds them without replaying the
-transcript.
+transcript. The flush reads the conversation, not only the people's lines
+(``FLUSH_ROLES``): what the assistant stated as settled ("I booked the review for Friday at
+14:00.") becomes a flush row too, as ``assistant_inference``. Shared facts stay with the
+people's own turns.
 
 When it is due:
 
@@ -55,6 +58,7 @@ from memory_platform.sessions.tokens import chars_for_tokens
 from memory_platform.settings import Settings
 
 MEMORY_CLASS = "flush"
+FLUSH_ROLES = ("user", "assistant")  # the offline extraction reads both sides
 MAX_RUN_ITEMS = 500  # the newest items of one run that are read
 
 
@@ -198,7 +202,8 @@ def flush_session(conn: psycopg.Connection, settings: Settings, instance_key: st
         report.model = model.name
         extraction = extract_facts(
             model, items, max_facts=settings.session_flush_max_facts,
-            max_input_chars=chars_for_tokens(settings.session_facts_input_tokens))
+            max_input_chars=chars_for_tokens(settings.session_facts_input_tokens),
+            roles=FLUSH_ROLES)
     except ModelError as exc:
         report.outcome, report.reason, report.error = "failed", f"model_{exc.code}", exc.reason
         report.duration_seconds = time.monotonic() - started

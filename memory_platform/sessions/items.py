@@ -26,6 +26,10 @@ Why it is built this way:
   user, who is then recorded as a participant of the session. User-less items said in a
   channel or room are bound to it (``channel_thread_key``), so only its members read them
   (``access.history_visibility``).
+* **Written by an agent.** An append from an agent key or marked ``X-Memory-Writer: agent``
+  (``written_by_agent``) marks its run ``agent_written``, and a run once marked stays so:
+  its turns are the agent's account, not a person's own statements, so every fact drawn from
+  it is ``assistant_inference`` and waits for review (``facts``).
 """
 
 from __future__ import annotations
@@ -308,26 +312,29 @@ def _insert_messages(conn: psycopg.Connection, ctx: AccessContext, session_key: 
 
 
 def _record_run(conn: psycopg.Connection, ctx: AccessContext, session_key: str, run_id: str,
-                *, completed: bool, items: int, transcript_bytes: int) -> tuple[int, str]:
-    """Open (or extend) the run, or write a completed one; its (run_index, status)."""
+                *, completed: bool, items: int, transcript_bytes: int,
+                agent_written: bool) -> tuple[int, str]:
+    """Open (or extend) the run, or write a completed one; its (run_index, status). An
+    agent's append marks the run ``agent_written``; nothing unmarks it."""
     row = conn.execute(
         "INSERT INTO agent_session_runs (instance_key, session_key, run_id, run_index,"
         "  user_id, group_room_id, channel_thread_key, channel_type, status, item_count,"
-        "  transcript_bytes, completed_at)"
+        "  transcript_bytes, completed_at, agent_written)"
         " VALUES (%(i)s, %(s)s, %(run)s,"
         "  (SELECT COALESCE(max(run_index), -1) + 1 FROM agent_session_runs"
         "    WHERE instance_key = %(i)s AND session_key = %(s)s),"
         "  %(user)s, %(room)s, %(thread)s, %(type)s,"
         "  CASE WHEN %(done)s THEN 'completed' ELSE 'open' END, %(items)s, %(bytes)s,"
-        "  CASE WHEN %(done)s THEN now() END)"
+        "  CASE WHEN %(done)s THEN now() END, %(agent)s)"
         " ON CONFLICT (instance_key, session_key, run_id) DO UPDATE SET"
         "  item_count = agent_session_runs.item_count + EXCLUDED.item_count,"
-        "  transcript_bytes = agent_session_runs.transcript_bytes + EXCLUDED.transcript_bytes"
+        "  transcript_bytes = agent_session_runs.transcript_bytes + EXCLUDED.transcript_bytes,"
+        "  agent_written = agent_session_runs.agent_written OR EXCLUDED.agent_written"
         " RETURNING run_index, status",
         {"i": ctx.instance_key, "s": session_key, "run": run_id, "user": ctx.user_id,
          "room": ctx.group_room_id, "thread": ctx.channel_thread_key,
          "type": ctx.channel_type, "done": completed, "items": items,
-         "bytes": transcript_bytes}).fetchone()
+         "bytes": transcript_bytes, "agent": agent_written}).fetchone()
     return row[0], row[1]
 
 
@@ -350,10 +357,12 @@ def _duplicates_only(conn: psycopg.Connection, ctx: AccessContext, session_key: 
 
 def append_items(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
                  items: Sequence[TurnItem], *, run_id: str | None = None,
-                 author_may_differ: bool = False) -> AppendResult:
+                 author_may_differ: bool = False,
+                 written_by_agent: bool = False) -> AppendResult:
     """Append ``items`` to the session of ``ctx`` (in one transaction, under the session's
     lock); see the module docstring. ``ctx`` is resolved already (``trust.resolve_context``:
-    the acting user may act in this session)."""
+    the acting user may act in this session). ``written_by_agent`` (an agent key, or a
+    request marked ``X-Memory-Writer: agent``) marks the run ``agent_written``."""
     session_key = _session_of(ctx)
     if run_id is not None:
         check_identifier(run_id, "runId", code="invalid_run_id")
@@ -382,7 +391,8 @@ def append_items(conn: psycopg.Connection, settings: Settings, ctx: AccessContex
         run_index, status = _record_run(
             conn, ctx, session_key, effective_run, completed=run_id is None,
             items=len(fresh),
-            transcript_bytes=sum(len(items[i].content.encode("utf-8")) for i in fresh))
+            transcript_bytes=sum(len(items[i].content.encode("utf-8")) for i in fresh),
+            agent_written=written_by_agent)
         for author in sorted({a for a in authors if a and a != ctx.user_id}):
             add_session_participant(conn, instance, session_key, author)
         state.ensure_state(conn, instance, session_key, ctx.user_id)

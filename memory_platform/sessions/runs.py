@@ -3,7 +3,9 @@
 A run is the unit a "turn" is counted in (flush and compaction wait for new completed runs).
 Its row keeps the acting user and the room/channel of the request that opened it, so
 background work (shared facts, flush, summaries) writes its memories into the audience the
-conversation was in, by the same sharing rules as an explicit write, and never wider.
+conversation was in, by the same sharing rules as an explicit write, and never wider. It also
+keeps whether an agent wrote to it (``agent_written``): then none of its turns is a person's
+own statement, and every fact drawn from it waits for review.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from memory_platform.access import AccessContext
 _SELECT = sql.SQL(
     "SELECT instance_key, session_key, run_id, run_index, user_id, group_room_id,"
     " channel_thread_key, channel_type, status, item_count, transcript_bytes, prompt_tokens,"
-    " context_budget_tokens, shared_facts, created_at, completed_at"
+    " context_budget_tokens, shared_facts, created_at, completed_at, agent_written"
     " FROM agent_session_runs WHERE instance_key = %s AND session_key = %s ")
 
 
@@ -41,6 +43,9 @@ class SessionRun:
     shared_facts: str
     created_at: datetime
     completed_at: datetime | None
+    # Written by an agent (an agent key or X-Memory-Writer: agent): its turns are not a
+    # person's own statements, so nothing extracted from it is human_direct.
+    agent_written: bool = False
 
     def access(self) -> AccessContext:
         """The context the run was said in: what background writes for it use."""

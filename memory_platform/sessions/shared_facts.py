@@ -7,8 +7,10 @@ the audience exactly as for an explicit write: owner-private in an authenticated
 session, the team when that user shares with the team (opt-out, on by default), the team in
 a room or a linked channel, the channel in an unlinked one. Each becomes a canonical
 assertion with its own text as evidence: a fact the run's human said verbatim is
-``human_direct`` (activated by the write-path policy), anything else waits for review. A
-repeat within the dedup window only touches the existing row's ``updated_at``.
+``human_direct`` (activated by the write-path policy), anything else waits for review; so
+does every fact of a run an agent wrote (``agent_written``). The offline extraction reads
+only the people's turns (``USER_ROLES``; the flush reads the assistant's too). A repeat
+within the dedup window only touches the existing row's ``updated_at``.
 
 A run is skipped (``shared_facts='skipped'``) when its session is an automation session (the
 one prefix list Dreaming uses), when it names no user and no channel (nobody to attribute a
@@ -35,6 +37,7 @@ from memory_platform.dreaming.inputs import is_automation_session
 from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.llm.base import ModelError
 from memory_platform.sessions.facts import (
+    USER_ROLES,
     TurnItem,
     extract_facts,
     fact_model,
@@ -129,7 +132,8 @@ def extract_shared_facts(conn: psycopg.Connection, settings: Settings, instance_
             report.model = model.name
             extraction = extract_facts(
                 model, reason, max_facts=settings.session_shared_facts_max_facts,
-                max_input_chars=chars_for_tokens(settings.session_facts_input_tokens))
+                max_input_chars=chars_for_tokens(settings.session_facts_input_tokens),
+                roles=USER_ROLES)
         except ModelError as exc:
             report.runs_failed += 1
             report.error = exc.reason

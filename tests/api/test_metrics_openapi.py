@@ -95,3 +95,14 @@ def test_openapi_describes_the_answer_of_every_api_operation(client):
                               if code.startswith("2")]
                 assert "$ref" in success["content"]["application/json"]["schema"], \
                     (method, path)
+
+
+def test_openapi_lists_the_conflicts_an_operation_answers(client):
+    paths = client.get("/openapi.json").json()["paths"]
+    append = paths["/api/v1/sessions/{session_key}/items"]["post"]["responses"]
+    assert "run_completed" in append["409"]["description"]
+    assert append["409"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/ErrorResponse")
+    assert {"400", "401", "403", "413", "422"} <= set(append)
+    # Only where it can happen: storing a memory never answers 409.
+    assert "409" not in paths["/api/v1/memory"]["post"]["responses"]

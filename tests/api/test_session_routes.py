@@ -11,13 +11,16 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from pgvector.psycopg import register_vector
 from psycopg import sql
 from starlette.testclient import TestClient
 
+from memory_platform.sessions.shared_facts import extract_shared_facts
 from tests.api.conftest import (
     ALL_SCOPES,
     READ,
@@ -396,6 +399,79 @@ def test_completing_a_run_is_idempotent_and_closes_it(api, user_key, url, tag, r
             headers=alice, json={})
     refused("POST", path, 400, "validation_error", headers=alice,
             json={"contextBudgetTokens": 0})
+
+
+# --- who wrote it: an agent's turns are not a person's statements ----------------------------
+TEA = "I prefer tea over coffee."
+
+
+@pytest.fixture(scope="module")
+def agent_key(url: str) -> Callable[[str], dict[str, str]]:
+    make = key_maker(url)
+    return lambda user: bearer(make(user, (READ, WRITE), agent=True))
+
+
+def run_flags(url: str, session: str) -> dict[str, bool]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return dict(conn.execute("SELECT run_id, agent_written FROM agent_session_runs"
+                                 " WHERE session_key = %s", (session,)).fetchall())
+
+
+def shared_facts(url: str, data_dir: Path, session: str) -> dict[str, tuple[str, str, str]]:
+    """Run the shared-fact pass of ``session`` (offline model) as maintenance does; its facts
+    with (trust class, assertion status, review state)."""
+    settings = make_settings(url, data_dir, maintenance_default_model="extractive",
+                             maintenance_model=None)
+    with psycopg.connect(url, autocommit=True) as conn:
+        register_vector(conn)
+        report = extract_shared_facts(conn, settings, "default", session)
+        assert report.outcome == "completed", report
+        rows = conn.execute(
+            "SELECT m.content, s.trust_class, a.status, a.review_state FROM agent_memories m"
+            "  JOIN agent_memory_sources s ON s.id = m.source_id"
+            "  JOIN agent_memory_assertions a ON a.id = m.assertion_id"
+            " WHERE m.session_key = %s AND m.source_type = 'fact'", (session,)).fetchall()
+    return {row[0]: row[1:] for row in rows}
+
+
+def test_an_agent_keys_user_turn_waits_for_review_and_a_user_keys_is_the_persons_word(
+        api, user_key, agent_key, url, tag, tmp_path):
+    by_agent, by_person = f"agent:main:{tag}/agent", f"agent:main:{tag}/person"
+    agent = append(api, agent_key(f"alice-{tag}"), by_agent, say(TEA))
+    person = append(api, user_key(f"bob-{tag}"), by_person, say(TEA))
+    assert run_flags(url, by_agent) == {agent["runId"]: True}
+    assert run_flags(url, by_person) == {person["runId"]: False}
+    assert shared_facts(url, tmp_path, by_agent) == {
+        TEA: ("assistant_inference", "candidate", "pending")}
+    assert shared_facts(url, tmp_path, by_person) == {
+        TEA: ("human_direct", "active", "policy_approved")}
+
+
+def test_the_agent_writer_header_marks_the_run_and_the_mark_stays(api, user_key, runtime, url,
+                                                                  tag, refused, tmp_path):
+    alice = user_key(f"alice-{tag}")
+    session = f"agent:main:{tag}/header"
+    append(api, alice, session, say("Can you find a slot for the review?"), runId="r-1")
+    assert run_flags(url, session) == {"r-1": False}
+    append(api, {**alice, "X-Memory-Writer": "agent"}, session,
+           say("I booked the review for Friday at 14:00.", "assistant"), runId="r-1")
+    append(api, alice, session, say(TEA), runId="r-1")  # the person's key, later
+    assert run_flags(url, session) == {"r-1": True}
+    assert api.post(f"/api/v1/sessions/{session}/runs/r-1/complete", json={},
+                    headers=alice).status_code == 200
+    assert shared_facts(url, tmp_path, session) == {
+        TEA: ("assistant_inference", "candidate", "pending")}
+
+    # The runtime's marked append is the agent's too; the header only lowers trust.
+    other = f"agent:main:{tag}/runtime"
+    marked = append(api, {**runtime, "X-Memory-Writer": " Agent "}, other, say(TEA),
+                    context={"userId": f"carol-{tag}"})
+    assert run_flags(url, other) == {marked["runId"]: True}
+    refused("POST", items_path(other), 400, "validation_error",
+            headers={**alice, "X-Memory-Writer": "human"}, json={"items": [say("x")]})
+    refused("POST", items_path(other), 400, "validation_error",
+            headers={**runtime, "X-Memory-Writer": "user"},
+            json={"items": [say("x")], "context": {"userId": f"carol-{tag}"}})
 
 
 # --- bad input: a specific 4xx, nothing written ----------------------------------------------

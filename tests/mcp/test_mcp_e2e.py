@@ -12,6 +12,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 
 import anyio
@@ -302,3 +303,40 @@ def test_an_unreachable_api_is_a_tool_error_not_a_crash():
         assert await tool_names(client) == READ_TOOLS  # still serving
 
     run_in_process({"MEMORY_API_URL": url, "MEMORY_READ_TOKEN": "tok-read"}, scenario)
+
+
+def test_memory_store_forwards_the_event_time(api: LiveApi, tokens: dict[str, str],
+                                              database_url: str):
+    event = "2026-11-30T09:12:00+01:00"
+
+    async def scenario(client: Client) -> None:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        schema = tools["memory_store"].input_schema["properties"]["occurredAt"]
+        assert "offset" in schema["description"] and "occurredAt" not in \
+            tools["memory_store"].input_schema.get("required", [])
+        is_error, text = await call(client, "memory_store", {
+            "content": "The billing cut-over to the new cluster was done by Ben.",
+            "occurredAt": event})
+        assert not is_error, text
+        state["dated"] = json.loads(text)["id"]
+        is_error, text = await call(client, "memory_store", {
+            "content": "The invoice archive lives in the eu-central bucket."})
+        assert not is_error, text
+        state["undated"] = json.loads(text)["id"]
+        # The API checks it: a local time without an offset is refused, nothing written.
+        is_error, text = await call(client, "memory_store", {
+            "content": "The VAT audit started with a kickoff call.",
+            "occurredAt": "2026-11-30T09:12:00"})
+        assert is_error and "memory API error 400" in text and "occurredAt" in text, text
+        is_error, text = await call(client, "memory_store", {
+            "content": "The VAT audit started with a kickoff call.", "occurredAt": ""})
+        assert is_error and "occurredAt" in text, text
+
+    state: dict[str, str] = {}
+    run_in_process({"MEMORY_API_URL": api.url, "MEMORY_WRITE_TOKEN": tokens["write"]},
+                   scenario)
+    with psycopg.connect(database_url) as conn:
+        rows = dict(conn.execute("SELECT id::text, occurred_at FROM agent_memories").fetchall())
+    assert rows == {state["dated"]: datetime.fromisoformat(event),
+                    state["undated"]: None}
+    assert trust_class(database_url, state["dated"]) == "assistant_inference"

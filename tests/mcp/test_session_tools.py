@@ -11,8 +11,12 @@ from pathlib import Path
 import psycopg
 import pytest
 from mcp.client import Client
+from pgvector.psycopg import register_vector
 
 from memory_platform import apikeys
+from memory_platform.access import AccessContext
+from memory_platform.sessions.items import complete_run
+from memory_platform.sessions.shared_facts import extract_shared_facts
 from memory_platform.settings import Settings
 from tests.mcp.test_mcp_e2e import LiveApi, call, run_in_process
 from tests.sessions.test_reads import add_summary
@@ -118,3 +122,34 @@ def test_append_then_grep_describe_and_expand(env: dict[str, str], database_url:
     with psycopg.connect(database_url, autocommit=True) as conn:
         count = conn.execute("SELECT count(*) FROM agent_context_messages").fetchone()[0]
     assert count == 3
+
+
+def test_turns_appended_through_the_adapter_are_the_agents_and_wait_for_review(
+        env: dict[str, str], database_url: str, tmp_path: Path):
+    async def append(client: Client) -> None:
+        assert "review" in {t.name: t for t in (await client.list_tools()).tools}[
+            "session_append"].description
+        is_error, text = await call(client, "session_append", {
+            "sessionKey": SESSION, "runId": "r-1",
+            "items": [{"role": "user", "content": "I prefer tea over coffee."}]})
+        assert not is_error, text
+
+    run_in_process(env, append)
+    settings = hash_embedding_settings(database_url, data_dir=tmp_path / "maintenance",
+                                       maintenance_default_model="extractive")
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        register_vector(conn)
+        # The adapter sends X-Memory-Writer: agent: its run is agent-written.
+        assert conn.execute("SELECT agent_written FROM agent_session_runs"
+                            " WHERE session_key = %s AND run_id = 'r-1'",
+                            (SESSION,)).fetchone()[0] is True
+        complete_run(conn, settings, AccessContext("default", user_id=USER,
+                                                   session_key=SESSION), "r-1")
+        report = extract_shared_facts(conn, settings, "default", SESSION)
+        assert report.outcome == "completed" and len(report.memory_ids) == 1
+        trust, status = conn.execute(
+            "SELECT s.trust_class, a.status FROM agent_memories m"
+            "  JOIN agent_memory_sources s ON s.id = m.source_id"
+            "  JOIN agent_memory_assertions a ON a.id = m.assertion_id"
+            " WHERE m.id = %s", (report.memory_ids[0],)).fetchone()
+    assert (trust, status) == ("assistant_inference", "candidate")

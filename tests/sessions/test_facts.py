@@ -128,6 +128,67 @@ def test_offline_marks_a_statement_after_a_private_cue_private():
     assert [(f.text, f.private) for f in result.facts] == [(PRIVATE, True)]
 
 
+CONFIRMED = "I booked the review for Friday at 14:00."
+CONVERSATION = ("user", "assistant")
+
+
+def test_offline_reads_assistant_turns_only_when_asked_and_only_what_is_settled():
+    items = turn_items([
+        ("user", "Can you find a slot for the design review?"),
+        ("assistant", f"{CONFIRMED} I will send the invitation with a checklist of steps. "
+                      "Maybe we should always invite Ben too."),
+        ("assistant", "Remember: the room is Elbe. Gebucht: Raum Elbe für Freitag 14 Uhr.")])
+    assert extract_facts(OFFLINE, items, max_facts=8, max_input_chars=BUDGET).facts == []
+    result = extract_facts(OFFLINE, items, max_facts=8, max_input_chars=BUDGET,
+                           roles=CONVERSATION)
+    # The confirmed actions, as the assistant's inference; the offer ("I will ...") and the
+    # suggestion ("Maybe ...") are not settled, and an assistant's "Remember:" asks nobody.
+    assert [(f.text, f.assertion_type, f.trust_class, f.item.role) for f in result.facts] == [
+        (CONFIRMED, "fact", ASSISTANT_INFERENCE, "assistant"),
+        ("Gebucht: Raum Elbe für Freitag 14 Uhr.", "fact", ASSISTANT_INFERENCE, "assistant")]
+    # "the room is Elbe." would be kept after a person's "Remember:"; of the assistant it is
+    # only a sentence too short to keep.
+    assert result.skipped["tentative"] == 2 and result.skipped["too_short"] == 1
+    # The default reads the people's turns only, as the shared facts do.
+    assert [f.text for f in extract_offline(items, max_facts=8, max_chars=BUDGET,
+                                            model_name="extractive").facts] == []
+
+
+def test_an_assistants_statement_in_a_run_asked_to_be_private_is_private():
+    items = turn_items([("user", f"Only for me: {PRIVATE}"),
+                        ("assistant", "I booked your doctor's appointment for Friday at 8.")])
+    items += turn_items([("user", "Thanks."),
+                         ("assistant", CONFIRMED)], run_id="run-2")
+    result = extract_facts(OFFLINE, items, max_facts=8, max_input_chars=BUDGET,
+                           roles=CONVERSATION)
+    assert [(f.text, f.private) for f in result.facts] == [
+        (PRIVATE, True), ("I booked your doctor's appointment for Friday at 8.", True),
+        (CONFIRMED, False)]
+
+
+def test_the_assistant_repeating_the_users_sentence_keeps_the_users_item():
+    items = turn_items([("user", DECISION), ("assistant", DECISION)])
+    result = extract_facts(OFFLINE, items, max_facts=8, max_input_chars=BUDGET,
+                           roles=CONVERSATION)
+    assert [(f.text, f.trust_class, f.item.role) for f in result.facts] == [
+        (DECISION, HUMAN_DIRECT, "user")]
+    assert result.skipped["duplicate"] == 1
+
+
+def test_nothing_of_a_run_an_agent_wrote_is_the_persons_own_word():
+    items = [TurnItem(message_id=f"m{n}", run_id="run-1", role=role, content=text,
+                      user_id="alice", run_user_id="alice", seq=n, run_agent_written=True)
+             for n, (role, text) in enumerate(ALICE_RUN)]
+    assert not any(item.said_by_run_human for item in items)
+    result = extract_facts(OFFLINE, items, max_facts=8, max_input_chars=BUDGET)
+    assert [(f.text, f.trust_class) for f in result.facts] == [
+        (DECISION, ASSISTANT_INFERENCE), (PREFERENCE, ASSISTANT_INFERENCE)]
+    shown = {i.message_id: i.content for i in items}
+    facts, _ = validate_answer({"facts": [fact(PREFERENCE, kind="preference")]}, items, shown,
+                               max_facts=8, model_name="fact-model")
+    assert [(f.text, f.trust_class) for f in facts] == [(PREFERENCE, ASSISTANT_INFERENCE)]
+
+
 def test_a_sentence_of_another_participant_is_not_the_run_humans_word():
     items = turn_items([("user", PREFERENCE, "bob")], run_user="alice")
     result = extract_facts(OFFLINE, items, max_facts=8, max_input_chars=BUDGET)

@@ -11,6 +11,7 @@ import pytest
 from memory_platform.access import AccessContext
 from memory_platform.retrieval.search import search_memories
 from memory_platform.sessions.flush import flush_session
+from memory_platform.sessions.shared_facts import extract_shared_facts
 from memory_platform.sessions.state import FLUSH_SECTION, read_section, read_state
 from tests.sessions.facts_conversation import (
     ALICE_RUN,
@@ -203,6 +204,45 @@ def test_each_flushed_fact_lands_in_the_audience_of_its_own_run(db, settings, in
     assert (rows[PREFERENCE]["visibility_scope"], rows[PREFERENCE]["audience_key"]) == (
         "channel", "room:ops")
     assert rows[PREFERENCE]["subject_refs"] == {"userId": "alice", "groupRoomId": "room:ops"}
+
+
+CONFIRMED = "I booked the review for Friday at 14:00."
+
+
+def test_what_only_the_assistant_stated_is_flushed_but_is_no_shared_fact(db, settings,
+                                                                       instance):
+    set_share(db, instance, "alice", False)
+    run_id = add_run(db, instance, SESSION, [
+        ("user", "Can you find a slot for the design review next week?"),
+        ("assistant", f"{CONFIRMED} I will send the invitation to the whole team.")],
+        user_id="alice")
+    shared = extract_shared_facts(db, settings, instance, SESSION)
+    assert (shared.outcome, shared.runs_done, shared.memory_ids) == ("completed", 1, [])
+    assert memories(db, instance, source_type="fact") == []
+
+    report = flush_session(db, settings, instance, SESSION, force=True)
+    assert report.outcome == "completed" and len(report.memory_ids) == 1
+    [row] = memories(db, instance)
+    assert (row["content"], row["source_type"], row["trust_class"]) == (
+        CONFIRMED, "flush", "assistant_inference")
+    assert (row["visibility_scope"], row["audience_key"]) == ("private", "alice")
+    message_id = db.execute(
+        "SELECT id::text FROM agent_context_messages WHERE instance_key = %s AND run_id = %s"
+        " AND role = 'assistant'", (instance, run_id)).fetchone()[0]
+    assert row["metadata"]["sourceMessageId"] == message_id
+
+
+def test_an_assistants_echo_of_a_private_statement_stays_private(db, settings, instance):
+    set_share(db, instance, "alice", True)  # shares with the team, but asked for privacy here
+    add_run(db, instance, SESSION, [
+        ("user", "Only for me: my dentist appointment is on 14 December."),
+        ("assistant", "I booked a reminder for your dentist appointment on 14 December.")],
+        user_id="alice")
+    flush_session(db, settings, instance, SESSION, force=True)
+    rows = memories(db, instance)
+    assert len(rows) == 2 and {r["trust_class"] for r in rows} == {
+        "human_direct", "assistant_inference"}
+    assert {(r["visibility_scope"], r["audience_key"]) for r in rows} == {("private", "alice")}
 
 
 def test_a_repeated_flush_of_the_same_fact_keeps_one_row(db, settings, instance):

@@ -22,6 +22,7 @@ from memory_platform.errors import (
     NotFound,
 )
 from memory_platform.sessions.items import TurnItem, append_items, complete_run
+from memory_platform.sessions.runs import get_run
 from memory_platform.settings import Settings
 from tests.support.settings import hash_embedding_settings
 
@@ -197,6 +198,37 @@ def test_duplicates_of_a_completed_run_are_answered_not_refused(db, settings, in
                              run_id="never-opened")
     assert (elsewhere.run_id, elsewhere.run_index, elsewhere.appended) == ("r", 0, 0)
     assert run_row(db, instance, "never-opened") == {}
+
+
+def agent_written(db: psycopg.Connection, instance: str, run_id: str,
+                  session: str = "agent:main:s1") -> bool:
+    return db.execute("SELECT agent_written FROM agent_session_runs WHERE instance_key = %s"
+                      " AND session_key = %s AND run_id = %s",
+                      (instance, session, run_id)).fetchone()[0]
+
+
+def test_an_agents_append_marks_its_run_and_the_mark_stays(db, settings, instance):
+    ctx = ctx_of(instance)
+    plain = append_items(db, settings, ctx, [say("I prefer tea over coffee.")])
+    assert agent_written(db, instance, plain.run_id) is False
+    assert get_run(db, instance, "agent:main:s1", plain.run_id).agent_written is False
+
+    by_agent = append_items(db, settings, ctx, [say("I prefer tea over coffee.")],
+                            written_by_agent=True)
+    assert agent_written(db, instance, by_agent.run_id) is True
+
+    # A run an agent wrote to stays agent-written, whoever appends to it later.
+    append_items(db, settings, ctx, [say("Hello", client_item_id="h-1")], run_id="mixed")
+    assert agent_written(db, instance, "mixed") is False
+    append_items(db, settings, ctx, [say("I booked it.", "assistant")], run_id="mixed",
+                 written_by_agent=True)
+    append_items(db, settings, ctx, [say("Thanks")], run_id="mixed")
+    assert agent_written(db, instance, "mixed") is True
+    assert get_run(db, instance, "agent:main:s1", "mixed").agent_written is True
+    # Only duplicates add nothing, so they mark nothing either.
+    append_items(db, settings, ctx, [say("Hello", client_item_id="h-1")], run_id="other",
+                 written_by_agent=True)
+    assert run_row(db, instance, "other") == {}
 
 
 def test_concurrent_appends_to_one_session_number_without_gaps(module_database_url, settings,

@@ -204,6 +204,21 @@ def test_the_users_own_sentence_activates_and_a_paraphrase_waits_for_review(
         "extractedBy": "fact-model", "excerpt": PREFERENCE, "memoryClass": "shared_fact"}
 
 
+def test_every_fact_of_a_run_an_agent_wrote_waits_for_review(db, settings, instance):
+    set_share(db, instance, "alice", False)
+    run_id = add_run(db, instance, SESSION, ALICE_RUN, user_id="alice")
+    db.execute("UPDATE agent_session_runs SET agent_written = true"
+               " WHERE instance_key = %s AND run_id = %s", (instance, run_id))
+    report = extract_shared_facts(db, settings, instance, SESSION)
+    assert (report.outcome, len(report.memory_ids)) == ("completed", 2)
+    rows = {r["content"]: r for r in memories(db, instance)}
+    assert set(rows) == {DECISION, PREFERENCE}
+    assert {(r["trust_class"], r["assertion_status"]) for r in rows.values()} == {
+        ("assistant_inference", "candidate")}
+    alice = AccessContext(instance, user_id="alice")
+    assert PREFERENCE not in search(db, settings, alice, "short answers bullet points")
+
+
 def test_rejected_model_facts_are_counted_and_the_rest_is_written(
         db, instance, module_database_url, openai_server):
     settings = http_settings(module_database_url, openai_server.base_url)
