@@ -62,6 +62,7 @@ from memory_platform.sessions.model import (
     session_model,
     session_model_name,
 )
+from memory_platform.sessions.report import OperationReport
 from memory_platform.sessions.runs import SessionRun, completed_runs, get_run, latest_run
 from memory_platform.sessions.state import (
     COMPACTION_SECTION,
@@ -98,16 +99,9 @@ DETAIL_IDS = 50             # ids listed in a report's details (the counts are c
 
 
 @dataclass
-class CompactionReport:
+class CompactionReport(OperationReport):
     """What one compaction pass did (see the module docstring)."""
 
-    outcome: str = "skipped"          # 'completed' | 'skipped' | 'failed'
-    reason: str = "not_due"           # 'not_due' | 'compacted' | 'condensed' | 'repaired' |
-    #                                   'timed_out'
-    retries: int = 0
-    fallbacks: int = 0
-    duration_seconds: float = 0.0
-    error: str | None = None
     trigger: str | None = None        # 'forced' | 'resume' | 'budget_pressure' |
     #                                   'history_share' | 'transcript_bytes'
     leaf_summaries: int = 0

@@ -52,6 +52,7 @@ from memory_platform.sessions.facts import (
     store_fact,
 )
 from memory_platform.sessions.model import SessionModel
+from memory_platform.sessions.report import OperationReport
 from memory_platform.sessions.runs import SessionRun, completed_runs
 from memory_platform.sessions.state import FLUSH_SECTION, merge_section, read_section
 from memory_platform.sessions.tokens import chars_for_tokens
@@ -75,13 +76,7 @@ class BudgetCheck:
 
 
 @dataclass
-class FlushReport:
-    outcome: str = "skipped"          # completed | skipped | failed
-    reason: str = "not_due"
-    retries: int = 0
-    fallbacks: int = 0                # there is no fallback for facts: always 0
-    duration_seconds: float = 0.0
-    error: str | None = None
+class FlushReport(OperationReport):
     memory_ids: list[uuid.UUID] = field(default_factory=list)
     deduplicated: int = 0
     facts_proposed: int = 0

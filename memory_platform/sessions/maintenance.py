@@ -46,7 +46,7 @@ from memory_platform.secrets import find_secret
 from memory_platform.sessions import state
 from memory_platform.sessions.compaction import compact_session
 from memory_platform.sessions.flush import flush_session
-from memory_platform.sessions.metrics import OPERATIONS, OUTCOMES
+from memory_platform.sessions.metrics import OPERATIONS, OUTCOMES, OperationStats
 from memory_platform.sessions.model import SessionModel, session_model
 from memory_platform.sessions.shared_facts import extract_shared_facts
 from memory_platform.settings import Settings
@@ -115,28 +115,20 @@ class SessionPass:
 
 
 @dataclass
-class OperationTotals:
-    """One operation over a batch: counts per outcome, retries, fallbacks, rows, time."""
+class OperationTotals(OperationStats):
+    """One operation over a batch: the event aggregate's numbers, plus the rows written."""
 
-    operation: str
-    outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
-    retries: int = 0
-    fallbacks: int = 0
     rows_written: int = 0
-    duration_seconds_total: float = 0.0
-    duration_seconds_max: float = 0.0
 
     @property
     def runs(self) -> int:
         return sum(self.outcomes.values())
 
     def add(self, result: OperationResult) -> None:
-        self.outcomes[result.outcome] = self.outcomes.get(result.outcome, 0) + 1
-        self.retries += result.retries
-        self.fallbacks += result.fallbacks
+        self.merge(OperationStats(
+            result.operation, {result.outcome: 1}, result.retries, result.fallbacks,
+            result.duration_seconds, result.duration_seconds))
         self.rows_written += result.rows_written
-        self.duration_seconds_total += result.duration_seconds
-        self.duration_seconds_max = max(self.duration_seconds_max, result.duration_seconds)
 
 
 @dataclass

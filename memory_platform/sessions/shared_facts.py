@@ -46,6 +46,7 @@ from memory_platform.sessions.facts import (
     store_fact,
 )
 from memory_platform.sessions.model import SessionModel
+from memory_platform.sessions.report import OperationReport
 from memory_platform.sessions.runs import SessionRun, get_run
 from memory_platform.sessions.tokens import chars_for_tokens
 from memory_platform.settings import Settings
@@ -55,13 +56,8 @@ MAX_RUN_ITEMS = 500  # the newest items of one run that are read
 
 
 @dataclass
-class SharedFactsReport:
-    outcome: str = "skipped"          # completed | skipped | failed
+class SharedFactsReport(OperationReport):
     reason: str = "nothing_pending"
-    retries: int = 0
-    fallbacks: int = 0                # there is no fallback for facts: always 0
-    duration_seconds: float = 0.0
-    error: str | None = None
     runs_done: int = 0
     runs_skipped: int = 0
     runs_failed: int = 0

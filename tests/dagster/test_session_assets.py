@@ -24,15 +24,9 @@ from memory_platform.sessions import state
 from memory_platform.sessions.items import TurnItem, append_items
 from memory_platform.settings import get_settings
 from tests.dagster.conftest import new_instance_key
+from tests.sessions.conversation import DURABLE_TURNS
 
-TURNS = [
-    "We decided to use PostgreSQL 18 for the billing service; Bob owns the migration.",
-    "Our release train leaves every second Tuesday at 10:00 from the Hamburg office.",
-    "I prefer short answers with bullet points when we talk about invoices.",
-    "The invoice run must never start before the 3rd of a month, says Finance.",
-    "Wir nehmen ab sofort Hetzner für das Staging, sagt Jonas aus München.",
-    "Remember that the Kubernetes upgrade to version 1.31 is planned for 2026-12-08.",
-]
+TURNS = DURABLE_TURNS
 NUMBERS = ("sessions_handled", "sessions_done", "sessions_failed", "sessions_busy",
            "sessions", "completed", "failed", "skipped", "retries", "fallbacks",
            "rows_written")

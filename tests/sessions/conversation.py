@@ -244,3 +244,15 @@ def wait_for(predicate: Any, timeout: float = 15.0, interval: float = 0.05) -> b
 
 def iter_pairs(values: Sequence[Any]) -> Iterator[tuple[Any, Any]]:
     return zip(values, values[1:], strict=False)
+
+
+# Durable statements (a decision, a schedule, a preference, a rule, German, a remember
+# intent) for the maintenance tests: one per run.
+DURABLE_TURNS = [
+    "We decided to use PostgreSQL 18 for the billing service; Bob owns the migration.",
+    "Our release train leaves every second Tuesday at 10:00 from the Hamburg office.",
+    "I prefer short answers with bullet points when we talk about invoices.",
+    "The invoice run must never start before the 3rd of a month, says Finance.",
+    "Wir nehmen ab sofort Hetzner für das Staging, sagt Jonas aus München.",
+    "Remember that the Kubernetes upgrade to version 1.31 is planned for 2026-12-08.",
+]

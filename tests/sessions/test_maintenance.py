@@ -26,19 +26,13 @@ from memory_platform.sessions.maintenance import (
 )
 from memory_platform.sessions.metrics import EventTotals, aggregate_events
 from memory_platform.settings import get_settings
+from tests.sessions.conversation import DURABLE_TURNS
 from tests.support.environment import clean_environment  # noqa: F401
 from tests.support.settings import hash_embedding_settings
 
 SESSION = "web:alice-1"
 
-TURNS = [
-    "We decided to use PostgreSQL 18 for the billing service; Bob owns the migration.",
-    "Our release train leaves every second Tuesday at 10:00 from the Hamburg office.",
-    "I prefer short answers with bullet points when we talk about invoices.",
-    "The invoice run must never start before the 3rd of a month, says Finance.",
-    "Wir nehmen ab sofort Hetzner für das Staging, sagt Jonas aus München.",
-    "Remember that the Kubernetes upgrade to version 1.31 is planned for 2026-12-08.",
-]
+TURNS = DURABLE_TURNS
 
 
 @pytest.fixture
