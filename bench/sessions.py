@@ -15,23 +15,26 @@ request, as an agent runtime does.
    (``--batch-items`` items per request, one run per batch, then completed), and the bare
    database operation on direct psycopg connections, as many in parallel: ``bare_single``
    (one one-row INSERT into agent_context_messages per statement) and ``bare_batch`` (one
-   ``--batch-items``-row INSERT per statement), ``--rounds`` times each. Reports items/s per
+   ``--batch-items``-row INSERT per statement), ``--rounds`` times each, after an unmeasured
+   warm-up of ``--warmup-seconds`` per kind and an ANALYZE. Reports items/s per
    round and the median, append and completion latency p50/p95, the CPU cores of the API,
    PostgreSQL and this process (``CpuMeter``), and API / bare ratios.
 2. **Maintenance lag.** ``--lag-sessions`` sessions get 7 completed runs below the flush and
-   compaction thresholds (``--warm-run-bytes`` each, ~16 KB), which are maintained; then, one
-   session every ``--arrival-seconds``, an 8th run (``--last-run-bytes``) that brings the 8
-   runs over 18,000 bytes (flush and compaction due). Meanwhile this process runs
-   ``run_due_sessions`` in a loop every ``--tick-seconds`` (the sensor's job, without
-   Dagster), and a poller searches ``GET /api/v1/memory`` as the session's owner until the
-   session's flush row and summary row are returned. Reports per session the lag from the
-   completion response to searchable, split into waiting for a pass, the pass itself and
-   search visibility after the pass.
+   compaction thresholds (``--warm-run-bytes`` each, ~16 KB), which are maintained in one
+   batch on one connection (as one run of the job); then, one session every
+   ``--arrival-seconds`` on average (exponential gaps), an 8th run (``--last-run-bytes``)
+   that brings the 8 runs over 18,000 bytes (flush and compaction due). Meanwhile this
+   process runs ``run_due_sessions`` every ``--tick-seconds`` on a new connection each time
+   (the sensor's job without Dagster: each of its runs is a new process), and a poller
+   searches ``GET /api/v1/memory`` as the session's owner until the session's flush row and
+   summary row are returned. Reports per session the lag from the completion response to
+   searchable, split into waiting for the loop, waiting behind other sessions of the batch,
+   the pass itself and search visibility after the pass.
 
 Nothing timed is asserted. Prints the numbers (progress on stderr) and writes
 bench/results/sessions.json (``--name``) with the machine facts.
 
-    .venv/bin/python -m bench.sessions                     # ~3 minutes
+    .venv/bin/python -m bench.sessions                     # ~2.5 minutes
     .venv/bin/python -m bench.sessions --round-seconds 15 --rounds 5 --lag-sessions 40
 """
 
@@ -298,6 +301,20 @@ def throughput(server: ApiServer, postgres_pid: int | None, url: str, token: str
                texts: Texts, args) -> dict[str, Any]:
     api, bare = ApiLoad(server, token, texts, args), BareLoad(url, texts, args)
     sessions = {kind: _sessions(kind, args.clients, args.sessions) for kind in KINDS}
+    if args.warmup_seconds > 0:
+        # Unmeasured: connections, caches and first plans; then statistics, as a database
+        # in service has them (ANALYZE also invalidates plans cached on empty tables).
+        for kind in KINDS:
+            stats = RoundStats(kind)
+            if kind.startswith("bare"):
+                bare.run(kind, sessions[kind], args.warmup_seconds, stats)
+            else:
+                asyncio.run(api.run(kind, sessions[kind], args.warmup_seconds, stats))
+            log(f"  warm-up {kind}: {stats.items:,} items" +
+                (f", errors {stats.errors}" if stats.errors else ""))
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("ANALYZE")
+        server.settle(20)
     rounds: list[dict[str, Any]] = []
     for number in range(1, args.rounds + 1):
         for kind in KINDS:
@@ -440,7 +457,7 @@ def _query(text: str, chars: int = 300) -> str:
 
 
 class Maintainer(threading.Thread):
-    """``run_due_sessions`` every ``tick`` seconds on one connection: the sensor's job
+    """``run_due_sessions`` every ``tick`` seconds on a new connection: the sensor's job
     without Dagster. Records every pass (its end is the progress callback's time)."""
 
     def __init__(self, url: str, settings: Settings, tick: float,
@@ -473,20 +490,23 @@ class Maintainer(threading.Thread):
 
     def run(self) -> None:
         try:
-            with connect(self.settings, autocommit=True) as conn:
-                while not self.stop.is_set():
-                    started = self.batch_start = time.perf_counter()
+            while not self.stop.is_set():
+                started = self.batch_start = time.perf_counter()
+                # A connection per tick: each sensor-launched run is a new process (a new
+                # pool), so no plan cached by an earlier run carries over.
+                with connect(self.settings, autocommit=True) as conn:
                     batch = run_due_sessions(conn, self.settings, progress=self._progress)
-                    if batch.passes:
-                        self.batches.append({"sessions": len(batch.passes),
-                                             "seconds": round(batch.duration_seconds, 3)})
-                    self.stop.wait(max(0.0, self.tick - (time.perf_counter() - started)))
+                if batch.passes:
+                    self.batches.append({"sessions": len(batch.passes),
+                                         "seconds": round(batch.duration_seconds, 3)})
+                self.stop.wait(max(0.0, self.tick - (time.perf_counter() - started)))
         except BaseException as exc:  # reported by the main thread
             self.error = exc
 
 
 def drain(url: str, settings: Settings) -> list[dict[str, Any]]:
-    """Maintain every due session now (the warm-up runs); their passes."""
+    """Maintain every due session now (the warm-up runs) on one connection, as one run of
+    the job would; their passes in order."""
     passes: list[dict[str, Any]] = []
     with connect(settings, autocommit=True) as conn:
         while True:
@@ -529,16 +549,21 @@ def watch(url: str, client: LagClient, sessions: list[LagSession], timeout: floa
                 if session.completed_at is None:
                     continue
                 rows = _rows(conn, session.key)
-                if "flush" not in rows or "summary" not in rows:
+                # A flush whose every fact repeats a stored one (the shared facts of the same
+                # turns) writes no row: the write path's dedup only touches the stored
+                # memory. Then the summary row alone is waited for.
+                flush = session.operations.get("memory_flush")
+                need = {"summary"} if flush and flush["rows"] == 0 else {"flush", "summary"}
+                if not need <= rows.keys():
                     continue
                 if session.rows_at is None:
                     session.rows_at = time.perf_counter()
-                    session.row_ids = {k: v[0] for k, v in rows.items()}
+                    session.row_ids = {k: rows[k][0] for k in need}
                 hits: set[str] = set()
-                for source in ("flush", "summary"):
+                for source in need:
                     session.searches += 1
                     hits |= client.search_ids(session.user, _query(rows[source][1]))
-                if all(any(ident in hit for hit in hits) for ident, _ in rows.values()):
+                if all(any(rows[k][0] in hit for hit in hits) for k in need):
                     session.visible_at = time.perf_counter()
             time.sleep(poll)
 
@@ -559,10 +584,10 @@ def lag(server: ApiServer, postgres_pid: int | None, url: str, token: str, texts
     warm = drain(url, settings)
     with psycopg.connect(url, autocommit=True) as conn:
         before = {s.key: _rows(conn, s.key) for s in sessions}
-        transcript = dict(conn.execute(
+        transcript = {key: int(total) for key, total in conn.execute(
             "SELECT session_key, sum(transcript_bytes) FROM agent_session_runs"
             " WHERE instance_key = %s AND session_key LIKE 'lag-%%' GROUP BY 1",
-            (INSTANCE,)).fetchall())
+            (INSTANCE,)).fetchall()}
     early = [k for k, rows in before.items() if rows]
     warm_seconds = [p["seconds"] for p in warm if p["outcome"] == "done"]
     log(f"  warm-up maintained: {len(warm)} passes, p50 "
@@ -627,6 +652,8 @@ def summarize_lag(sessions: list[LagSession], maintainer: Maintainer, warm: list
             op_seconds.setdefault(name, []).append(op["seconds"])
     return {
         "sessions": len(sessions), "searchable": len(done),
+        "flush_all_deduplicated": [s.key for s in sessions
+                                   if s.operations.get("memory_flush", {}).get("rows") == 0],
         "not_searchable_within_timeout": [s.key for s in sessions if s.visible_at is None],
         "tick_seconds": args.tick_seconds, "arrival_seconds": args.arrival_seconds,
         "transcript_bytes_before_last_run": {"min": min(transcript.values()),
@@ -643,6 +670,11 @@ def summarize_lag(sessions: list[LagSession], maintainer: Maintainer, warm: list
         "pass_operations": {name: ms(values) for name, values in op_seconds.items()},
         "searchable_after_pass": ms([s.visible_at - s.pass_end for s in done if s.pass_end]),
         "warm_up_pass": ms([p["seconds"] for p in warm if p["outcome"] == "done"]),
+        "warm_up_pass_seconds_in_order": [round(p["seconds"], 3) for p in warm],
+        "warm_up_operations": {
+            name: ms([p["operations"][name]["seconds"] for p in warm
+                      if name in p["operations"]])
+            for name in ("shared_facts", "memory_flush", "history_compaction")},
         "warm_up_passes": len(warm),
         "batches": maintainer.batches,
         "cpu": cpu,
@@ -663,6 +695,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="sessions per kind of round, dealt to the clients (part 1)")
     p.add_argument("--rounds", type=int, default=3, help="rounds of each kind (part 1)")
     p.add_argument("--round-seconds", type=float, default=7.0, help="seconds per round")
+    p.add_argument("--warmup-seconds", type=float, default=2.0,
+                   help="unmeasured seconds per kind before the rounds (then ANALYZE)")
     p.add_argument("--batch-items", type=int, default=50, help="items per batch request")
     p.add_argument("--turn-items", type=int, default=6,
                    help="single-item requests per run before it is completed")
@@ -774,7 +808,8 @@ def report(result: dict[str, Any]) -> None:
                   f"{str(md['complete_p95_ms']):>8}{md['api_cores']:>7}"
                   f"{md['postgres_cores']:>7}{md['generator_cores']:>7}  {per_round}")
         rb, rs = tp["ratio_api_batch_to_bare_batch"], tp["ratio_api_single_to_bare_single"]
-        print(f"  API batch append = {rb['of_medians']:.1%} of the bare {50}-row INSERT rate "
+        rows = result["parameters"]["batch_items"]
+        print(f"  API batch append = {rb['of_medians']:.1%} of the bare {rows}-row INSERT rate "
               f"(per round {rb['per_round_min']:.1%}-{rb['per_round_max']:.1%})")
         print(f"  API single append = {rs['of_medians']:.1%} of the bare one-row INSERT rate "
               f"(per round {rs['per_round_min']:.1%}-{rs['per_round_max']:.1%})")
@@ -789,7 +824,10 @@ def report(result: dict[str, Any]) -> None:
               f"average):")
         print(f"  searchable: {lg['searchable']}/{lg['sessions']}"
               + (f"; not within the timeout: {lg['not_searchable_within_timeout']}"
-                 if lg["not_searchable_within_timeout"] else ""))
+                 if lg["not_searchable_within_timeout"] else "")
+              + (f"; flush wrote no new row (every fact a repeat of a shared fact), summary "
+                 f"only: {len(lg['flush_all_deduplicated'])}"
+                 if lg["flush_all_deduplicated"] else ""))
         for name in ("lag", "wait_for_pass", "wait_for_tick", "queued_in_batch", "pass",
                      "searchable_after_pass",
                      "warm_up_pass"):
@@ -798,6 +836,9 @@ def report(result: dict[str, Any]) -> None:
                   f"{s['max_ms']} ms  (n {s['n']})")
         for name, s in lg["pass_operations"].items():
             print(f"    of the pass, {name:<20} p50 {s['p50_ms']} ms  p95 {s['p95_ms']} ms")
+        order = lg["warm_up_pass_seconds_in_order"]
+        print(f"  warm-up passes (shared facts of 7 runs each; one batch on one connection, "
+              f"fresh tables) in order: {', '.join(f'{x:.2f}' for x in order)} s")
         c = lg["cpu"]
         print(f"  CPU over the phase: API {c['api_cores']}, PostgreSQL {c['postgres_cores']}, "
               f"this process (maintenance, polling) {c['generator_cores']} cores")
