@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
@@ -29,9 +29,12 @@ _ERRORS = {
 _PATH_PARAMETER = re.compile(r"\{(\w+)(?::\w+)?\}")
 
 
-def _schema(model: type[BaseModel], components: dict[str, Any]) -> dict[str, Any]:
+def _schema(model: type[BaseModel], components: dict[str, Any], *,
+            mode: Literal["validation", "serialization"] = "validation") -> dict[str, Any]:
+    """The model's schema as a component: requests as they are read (``validation``),
+    responses as they are written (``serialization``: the JSON field names they send)."""
     schema = model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}",
-                                     mode="validation")
+                                     mode=mode)
     for name, definition in schema.pop("$defs", {}).items():
         components[name] = definition
     components[model.__name__] = schema
@@ -73,7 +76,7 @@ def build_document(sections: Iterable[Section]) -> dict[str, Any]:
             ok: dict[str, Any] = {"description": "OK"}
             if operation.response is not None:
                 ok["content"] = {"application/json": {
-                    "schema": _schema(operation.response, components)}}
+                    "schema": _schema(operation.response, components, mode="serialization")}}
             statuses = {**_ERRORS, **{str(code): why for code, why in operation.errors}}
             errors = {k: {"description": v, **error} for k, v in sorted(statuses.items())}
             op["responses"] = {str(operation.status): ok, **(errors if operation.scope else {})}

@@ -106,3 +106,17 @@ def test_openapi_lists_the_conflicts_an_operation_answers(client):
     assert {"400", "401", "403", "413", "422"} <= set(append)
     # Only where it can happen: storing a memory never answers 409.
     assert "409" not in paths["/api/v1/memory"]["post"]["responses"]
+
+
+def test_openapi_names_response_fields_as_the_json_sends_them(client):
+    """Responses are documented as they are written (camelCase serialization aliases), not
+    by their Python names: a client generated from the document reads ``createdAt``."""
+    from api.table import TABLE
+
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    models = {op.response for section in TABLE for op in section.operations if op.response}
+    for model in models:
+        sent = {field.serialization_alias or field.alias or name
+                for name, field in model.model_fields.items()}
+        assert set(schemas[model.__name__]["properties"]) == sent, model.__name__
+    assert "createdAt" in schemas["MemoryOut"]["properties"]
