@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -14,7 +13,15 @@ from typing import Any
 from memory_platform.errors import InvalidInput
 from memory_platform.secrets import find_secret, refuse_secret
 
-_ALLOWED_CONTROLS = {"\n", "\t", "\r"}
+# Control characters (Cc) and lone surrogates (Cs), except tab and line breaks: what no
+# stored text holds (PostgreSQL refuses NUL; the rest corrupts what an agent reads back).
+_REFUSED_TEXT_CHARACTER = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def refused_text_character(text: str) -> str | None:
+    """The first character a stored text may not hold, or None (linear time)."""
+    found = _REFUSED_TEXT_CHARACTER.search(text)
+    return found.group() if found else None
 
 
 def clean_content(text: object, *, max_chars: int, field: str = "content") -> str:
@@ -29,8 +36,7 @@ def clean_content(text: object, *, max_chars: int, field: str = "content") -> st
             f"{field} has {len(text)} characters; the limit is {max_chars}",
             details={"field": field, "limit": max_chars, "length": len(text)},
         )
-    bad = next((c for c in text if unicodedata.category(c) in ("Cc", "Cs")
-                and c not in _ALLOWED_CONTROLS), None)
+    bad = refused_text_character(text)
     if bad is not None:
         raise InvalidInput(
             f"{field} contains the control character U+{ord(bad):04X}",

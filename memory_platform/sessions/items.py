@@ -49,7 +49,11 @@ from psycopg.types.json import Jsonb
 from memory_platform.access import AccessContext
 from memory_platform.errors import AccessDenied, Conflict, InvalidInput, NotFound
 from memory_platform.membership import add_session_participant
-from memory_platform.memories.validation import clean_occurred_at
+from memory_platform.memories.validation import (
+    clean_occurred_at,
+    refuse_secrets,
+    refused_text_character,
+)
 from memory_platform.secrets import refuse_secret
 from memory_platform.sessions import state
 from memory_platform.sessions.runs import SessionRun, get_run
@@ -62,7 +66,6 @@ METADATA_MAX_DEPTH = 8
 
 # Text may hold tab and line breaks; identifiers no control character at all. Unpaired
 # surrogates and NUL cannot be stored by PostgreSQL.
-_TEXT_REFUSED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 _IDENTIFIER_REFUSED = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
@@ -117,13 +120,17 @@ def lock_session_items(conn: psycopg.Connection, instance_key: str, session_key:
 
 # --- validation (no database) ------------------------------------------------------------
 def _refuse_characters(value: str, field: str, *, text: bool) -> None:
-    found = (_TEXT_REFUSED if text else _IDENTIFIER_REFUSED).search(value)
-    if found:
+    if text:
+        found = refused_text_character(value)
+    else:
+        match = _IDENTIFIER_REFUSED.search(value)
+        found = match.group() if match else None
+    if found is not None:
         kind = "text fields take only tab and line breaks" if text \
             else "identifiers take no control characters"
-        raise InvalidInput(f"{field} contains the character U+{ord(found.group()):04X}; {kind}",
+        raise InvalidInput(f"{field} contains the character U+{ord(found):04X}; {kind}",
                            code="invalid_characters",
-                           details={"field": field, "character": f"U+{ord(found.group()):04X}"})
+                           details={"field": field, "character": f"U+{ord(found):04X}"})
 
 
 def check_identifier(value: object, field: str, *, code: str) -> str:
@@ -241,8 +248,8 @@ def check_batch(settings: Settings, items: Sequence[TurnItem], *, acting_user: s
         if item.metadata is not None:
             _check_metadata(settings, item.metadata, f"{at}.metadata")
     # The costliest check last: a structural refusal answers before any text is scanned.
-    for index, item in enumerate(items):
-        refuse_secret(item.content, field=f"items[{index}].content")
+    refuse_secrets([(f"items[{index}].content", item.content)
+                    for index, item in enumerate(items)])
     return authors
 
 
