@@ -77,6 +77,15 @@ class Settings(BaseSettings):
     retrieval_keyword_match_cap: int = Field(
         100, ge=10, description="Keyword matches ranked per query (bounds common-word cost)."
     )
+    retrieval_context_keyword_weight: float = Field(
+        0.5, ge=0.0, le=1.0, description="Share of a conversation turn's keyword score that "
+        "its context (the turn before it, the session's date) may add: a reply is found by "
+        "the question it answers (docs/architecture.md, 'Conversational retrieval').")
+    retrieval_neighbour_weight: float = Field(
+        0.0, ge=0.0, le=1.0, description="How far a conversation turn's score is pulled "
+        "toward its best-scoring neighbouring turn among the candidates.")
+    retrieval_turn_context_embedding: bool = Field(
+        True, description="Embed a conversation turn's first chunk with its context.")
     retrieval_exact_scan_max: int = Field(
         1000, ge=0, description="Visible chunks (assertions) up to which memory (assertion) "
         "search scans exactly instead of walking the HNSW index."

@@ -21,8 +21,10 @@ from memory_platform.memories.write_rules import embedding_provenance
 
 def insert_chunks(conn: psycopg.Connection, instance_key: str, memory_id: UUID,
                   chunks: Sequence[Chunk], vectors: np.ndarray | None,
-                  generation: Generation | None, provider: EmbeddingProvider) -> None:
-    """Insert the chunks; without a generation (embedding failed) they are keyword-only."""
+                  generation: Generation | None, provider: EmbeddingProvider,
+                  context: str | None = None) -> None:
+    """Insert the chunks; without a generation (embedding failed) they are keyword-only.
+    ``context`` (a conversation turn's, memories/turns.py) goes to the first chunk."""
     embedded = generation is not None and vectors is not None
     metadata = Jsonb({"embedding": embedding_provenance(
         generation.generation_key, provider.strategy, provider.model)} if embedded else {})
@@ -31,13 +33,13 @@ def insert_chunks(conn: psycopg.Connection, instance_key: str, memory_id: UUID,
             """
             INSERT INTO agent_memory_chunks
                    (instance_key, memory_id, chunk_index, content, start_offset, end_offset,
-                    embedding, generation_id, embedding_key, metadata)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                    embedding, generation_id, embedding_key, metadata, context)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
             """,
             [(instance_key, memory_id, c.index, c.content, c.start, c.end,
               vectors[c.index] if embedded else None,
               generation.id if embedded else None,
               generation.generation_key if embedded else None,
-              metadata)
+              metadata, context if c.index == 0 else None)
              for c in chunks],
         )

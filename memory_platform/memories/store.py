@@ -51,6 +51,7 @@ from memory_platform.ledger.sources import ensure_source
 from memory_platform.memories.chunk_rows import insert_chunks
 from memory_platform.memories.chunking import Chunk, chunk_text
 from memory_platform.memories.sharing import resolve_visibility
+from memory_platform.memories.turns import TurnContext, is_turn, turn_context
 from memory_platform.memories.validation import (
     clean_content,
     clean_metadata,
@@ -202,7 +203,10 @@ def store_memory(
 
     chunks = chunk_text(content, settings.chunk_target_chars, settings.chunk_overlap_chars)
     provider = embedder or get_provider(settings)
-    texts = embedding_texts(content, chunks,
+    turn = (turn_context(conn, ctx, audience, write.occurred_at)
+            if is_turn(ctx, write.source_type, write.memory_class, write.occurred_at) else None)
+    embedded_context = turn.text if turn and settings.retrieval_turn_context_embedding else None
+    texts = embedding_texts(content, chunks, context=embedded_context,
                             asserted=write.source_type in ASSERTION_SOURCE_TYPES)
     # No transaction stays open (nor a lock held) while the provider is called.
     commit_if_idle(conn)
@@ -220,13 +224,13 @@ def store_memory(
         generation = None if vectors is None else ensure_generation(conn, ctx.instance_key,
                                                                      provider)
         return _insert(conn, ctx, write, content, refs, audience, digest, subject, chunks,
-                       vectors, generation, provider)
+                       vectors, generation, provider, turn)
 
 
 def _insert(conn, ctx: AccessContext, write: MemoryWrite, content: str, refs: dict[str, str],
             audience: Audience, digest: str, subject: str, chunks: list[Chunk],
             vectors: np.ndarray | None, generation: Generation | None,
-            provider: EmbeddingProvider) -> StoredMemory:
+            provider: EmbeddingProvider, turn: TurnContext | None) -> StoredMemory:
     memory_id = uuid.uuid4()
     owner = source_owner(ctx, audience)
     source_id = ensure_source(
@@ -246,17 +250,18 @@ def _insert(conn, ctx: AccessContext, write: MemoryWrite, content: str, refs: di
                (id, instance_key, memory_scope, visibility_scope, audience_key, user_id,
                 session_key, group_room_id, channel_thread_key, channel_type, subject_refs,
                 source_type, title, content, content_hash, subject_key, metadata,
-                assertion_id, source_id, occurred_at)
+                assertion_id, source_id, occurred_at, previous_memory_id)
         VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
-                %s)
+                %s, %s)
         """,
         (memory_id, ctx.instance_key, memory_scope(audience, ctx, write.source_type),
          audience.kind, audience.key, ctx.user_id, ctx.session_key, ctx.group_room_id,
          ctx.channel_thread_key, ctx.channel_type, Jsonb(refs), write.source_type, write.title,
          content, digest, subject, Jsonb(metadata), assertion.id if assertion else None,
-         source_id, write.occurred_at),
+         source_id, write.occurred_at, turn.previous_memory_id if turn else None),
     )
-    insert_chunks(conn, ctx.instance_key, memory_id, chunks, vectors, generation, provider)
+    insert_chunks(conn, ctx.instance_key, memory_id, chunks, vectors, generation, provider,
+                  context=turn.text if turn else None)
     if assertion and assertion.recallable and generation and vectors is not None:
         # The chunk's vector when the fact is a single chunk, else the whole text's.
         ledger.store_assertion_vectors(conn, ctx.instance_key, generation,

@@ -201,19 +201,33 @@ def _keyword_arm(visible: sql.Composable, match_cap: int, scan_cap: int) -> sql.
     # `scan_cap` matches are read whoever asks (a caller who sees few of them must not make
     # the scan visit every instance's matches), and the first `match_cap` visible ones are
     # ranked.
+    # A conversation turn also matches by its context (the turn before it, memories/turns.py;
+    # the partial index holds only chunks with a context).
     return sql.SQL("""
         SELECT matches.id FROM (
-            SELECT c.id, c.content_tsv
+            SELECT c.id, c.content_tsv, c.context_tsv
               FROM (SELECT * FROM agent_memory_chunks c
-                     WHERE c.content_tsv @@ {tsq} LIMIT {scan_cap}) c
+                     WHERE c.content_tsv @@ {tsq}
+                        OR (c.context IS NOT NULL AND c.context_tsv @@ {tsq})
+                     LIMIT {scan_cap}) c
              WHERE {visible}
              LIMIT {match_cap}
         ) matches
-        ORDER BY ts_rank(matches.content_tsv, {tsq}, 0) DESC
+        ORDER BY {rank} DESC
         LIMIT {cap}
     """).format(tsq=_bound_tsquery("generating"), visible=visible,
+                rank=_keyword_rank("matches", "generating"),
                 scan_cap=sql.Literal(scan_cap), match_cap=sql.Literal(match_cap),
                 cap=sql.Placeholder("keyword_cap"))
+
+
+def _keyword_rank(alias: str, role: str) -> sql.Composable:
+    """``ts_rank`` of the chunk's own words (no length normalisation: a short turn is no
+    weaker evidence than a long note) plus the weighted rank of its context's."""
+    return sql.SQL("(ts_rank({a}.content_tsv, {q}, 0)"
+                   " + {w} * ts_rank({a}.context_tsv, {q}, 0))").format(
+        a=sql.Identifier(alias), q=_bound_tsquery(role),
+        w=sql.SQL("{}::real").format(sql.Placeholder("context_weight")))
 
 
 def _visible_count(ctx: AccessContext, scopes: tuple[str, ...] | None,
@@ -256,8 +270,7 @@ def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
     if shape.key is not None:
         vector_score = sql.SQL("CASE WHEN c.embedding_key = {key} THEN 1 - {d} END").format(
             key=sql.Literal(shape.key), d=_vector_expr(shape.dims))
-    keyword_score = (sql.SQL("ts_rank(c.content_tsv, {}, 0)").format(_bound_tsquery("terms"))
-                     if shape.scored_terms else sql.SQL("0::real"))
+    keyword_score = _keyword_rank("c", "terms") if shape.scored_terms else sql.SQL("0::real")
     candidates = sql.SQL(" UNION ").join(sql.SQL("({})").format(arm) for arm in arms)
     visible = sql.SQL("{}{}").format(recallable_memory(ctx, placeholder),
                                      _scope_filter("m", scopes))
@@ -268,6 +281,7 @@ def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
                {keyword_score} AS keyword_score, m.visibility_scope, m.audience_key,
                m.memory_scope, m.source_type, m.subject_refs::text, m.assertion_id,
                (c.metadata -> 'embedding')::text, m.created_at, m.occurred_at,
+               m.previous_memory_id,
                coalesce(a.injected_count, 0), coalesce(a.cited_count, 0),
                coalesce(a.corrected_count, 0)
           FROM candidates
@@ -297,6 +311,7 @@ class _Candidate(NamedTuple):
     provenance: str | None  # JSON text
     created_at: datetime
     occurred_at: datetime | None
+    previous_memory_id: UUID | None  # the turn before, for a conversation turn
     injected: int  # the assertion's feedback counters (0 without an assertion)
     cited: int
     corrected: int
@@ -368,7 +383,8 @@ def search_memories(
     statement = _statement(shape, ctx, scopes)
     values = {**context_params(ctx), "scopes": list(scopes or ()), "qv": vector,
               "terms": " | ".join(terms), "generating": " | ".join(generating),
-              "keyword_cap": keyword_cap}
+              "keyword_cap": keyword_cap,
+              "context_weight": settings.retrieval_context_keyword_weight}
     params = [values[role] for role in statement.roles]
     with planner_settings(conn, max(settings.retrieval_hnsw_ef_search, vector_cap)):
         if explain is not None:
@@ -389,13 +405,14 @@ def search_memories(
 
 def _rank(rows: list[_Candidate], settings: Settings, limit: int,
           wanted_refs: Mapping[str, str], similarity_floor: float) -> list[MemoryHit]:
-    """Score every candidate row, keep each memory's best chunk, answer the top ``limit``.
-    Subject refs and provenance arrive as JSON text and are parsed only where needed (the
-    boost, the returned hits): most candidates are dropped."""
+    """Score every candidate row, keep each memory's best chunk, let conversation turns
+    lend each other score (:func:`_smooth`), answer the top ``limit``. Subject refs and
+    provenance arrive as JSON text and are parsed only where needed (the boost, the
+    returned hits): most candidates are dropped."""
     best_keyword = max((r.keyword_rank for r in rows), default=0.0) or 1.0
     similarities = [float(r.similarity) for r in rows if r.similarity is not None]
     low, high = (min(similarities), max(similarities)) if similarities else (0.0, 0.0)
-    best: dict[UUID, tuple[float, float | None, float, _Candidate]] = {}
+    best: dict[UUID, _Scored] = {}
     for row in rows:
         vec, kw = row.similarity, row.keyword_rank
         vector_score = None
@@ -408,16 +425,51 @@ def _rank(rows: list[_Candidate], settings: Settings, limit: int,
                  + settings.retrieval_keyword_weight * keyword_score)
         if score < settings.retrieval_min_score:
             continue  # the gate sees the original score only
-        order = score
-        if wanted_refs:
-            order *= _subject_boost(json.loads(row.subject_refs), wanted_refs)
-        if row.assertion_id is not None and settings.feedback_ranking_enabled:
-            order *= feedback_multiplier(row.injected, row.cited, row.corrected, settings)
-        if row.memory_id not in best or order > best[row.memory_id][0]:
-            best[row.memory_id] = (order, vector_score, keyword_score, row)
-    ranked = sorted(best.values(), key=lambda entry: entry[0], reverse=True)[:limit]
-    return [_hit(row, round(order, 6), vector_score, keyword_score)
-            for order, vector_score, keyword_score, row in ranked]
+        if row.memory_id not in best or score > best[row.memory_id].score:
+            best[row.memory_id] = _Scored(score, vector_score, keyword_score, row)
+    if settings.retrieval_neighbour_weight:
+        best = _smooth(best, settings.retrieval_neighbour_weight)
+    ranked = sorted(best.values(), key=lambda s: _order(s, settings, wanted_refs),
+                    reverse=True)[:limit]
+    return [_hit(s.row, round(_order(s, settings, wanted_refs), 6), s.vector_score,
+                 s.keyword_score) for s in ranked]
+
+
+class _Scored(NamedTuple):
+    score: float  # fused (and smoothed) score of the memory's best chunk
+    vector_score: float | None
+    keyword_score: float
+    row: _Candidate
+
+
+def _smooth(best: dict[UUID, _Scored], weight: float) -> dict[UUID, _Scored]:
+    """Each conversation turn's score pulled ``weight`` of the way toward its best-scoring
+    neighbour among the candidates (the turn before it, the turn after it), never down: an
+    answer that scored low alone sits next to the question that matched."""
+    neighbours: dict[UUID, list[UUID]] = {}
+    for memory_id, scored in best.items():
+        previous = scored.row.previous_memory_id
+        if previous is not None and previous in best:
+            neighbours.setdefault(memory_id, []).append(previous)
+            neighbours.setdefault(previous, []).append(memory_id)
+    smoothed = dict(best)
+    for memory_id, around in neighbours.items():
+        own = best[memory_id]
+        pull = max(best[n].score for n in around) - own.score
+        if pull > 0:
+            smoothed[memory_id] = own._replace(score=own.score + weight * pull)
+    return smoothed
+
+
+def _order(scored: _Scored, settings: Settings, wanted_refs: Mapping[str, str]) -> float:
+    """The ranking key: the score, boosted by matching subject refs and by the assertion's
+    feedback (they reorder what passed the gate)."""
+    order, row = scored.score, scored.row
+    if wanted_refs:
+        order *= _subject_boost(json.loads(row.subject_refs), wanted_refs)
+    if row.assertion_id is not None and settings.feedback_ranking_enabled:
+        order *= feedback_multiplier(row.injected, row.cited, row.corrected, settings)
+    return order
 
 
 def _hit(row: _Candidate, score: float, vector_score: float | None,

@@ -1,0 +1,96 @@
+"""Conversation turns: a memory written into a session, with an event time, is a turn.
+
+An agent that stores a conversation turn by turn (``POST /api/v1/memory`` with
+``context.sessionKey`` and ``occurredAt``) writes short utterances whose meaning often lives
+in the turn before: "Rex! After my grandpa's dog." answers "What did you end up naming the
+puppy?". So a turn links to the turn before it in the same session and audience
+(``previous_memory_id``), and its first chunk carries a *context*: the session's date in
+words and the end of the previous turn. The context is indexed in a second tsvector and
+embedded with the chunk (docs/architecture.md, "Conversational retrieval"); search returns the
+single turn all the same.
+
+The context never crosses an audience: the previous turn is looked up in the new turn's own
+audience, so no text of another audience is copied into a row. When that previous turn is
+deleted, migration 0017's trigger removes the copy and the vector computed from it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+import psycopg
+
+from memory_platform.access import AccessContext, Audience
+
+CONTEXT_MAX_CHARS = 1000  # of the previous turn: its end, where a question usually stands
+TURN_MEMORY_CLASS = "explicit"  # what an agent stores (API, MCP); derived memories are not turns
+
+_MONTHS_EN = ("January", "February", "March", "April", "May", "June", "July", "August",
+              "September", "October", "November", "December")
+_MONTHS_DE = ("Januar", "Februar", "März", "April", "Mai", "Juni", "Juli", "August",
+              "September", "Oktober", "November", "Dezember")
+
+_PREVIOUS_TURN = """
+    SELECT id, content
+      FROM agent_memories
+     WHERE instance_key = %s AND session_key = %s
+       AND visibility_scope = %s AND audience_key = %s
+       AND occurred_at <= %s
+       AND source_type = 'fact' AND metadata ->> 'memoryClass' = %s
+     ORDER BY occurred_at DESC, created_at DESC
+     LIMIT 1
+"""
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """What a new turn takes from its conversation: the turn before it (None for a session's
+    first turn) and the context text its first chunk carries."""
+
+    previous_memory_id: uuid.UUID | None
+    text: str
+
+
+def is_turn(ctx: AccessContext, source_type: str, memory_class: str,
+            occurred_at: datetime | None) -> bool:
+    """Whether a write is a conversation turn: an agent's own memory (not a flush, summary or
+    extracted fact), written in a session, with an event time that orders it."""
+    return (ctx.session_key is not None and occurred_at is not None
+            and source_type == "fact" and memory_class == TURN_MEMORY_CLASS)
+
+
+def turn_context(conn: psycopg.Connection, ctx: AccessContext, audience: Audience,
+                 occurred_at: datetime) -> TurnContext:
+    """The context of a turn written at ``occurred_at`` into ``ctx``'s session and
+    ``audience`` (one index look-up; a turn written late still finds the turn before it)."""
+    row = conn.execute(_PREVIOUS_TURN, (ctx.instance_key, ctx.session_key, audience.kind,
+                                        audience.key, occurred_at, TURN_MEMORY_CLASS)
+                       ).fetchone()
+    date = date_words(occurred_at)
+    if row is None:
+        return TurnContext(None, date)
+    return TurnContext(row[0], f"{date}\n{_tail(row[1], CONTEXT_MAX_CHARS)}")
+
+
+def date_words(moment: datetime) -> str:
+    """The day of ``moment`` as people write it, in English and German ("8 May 2023 ·
+    8. Mai 2023"), so a question naming the month or the year matches its turns."""
+    month = moment.month - 1
+    return (f"{moment.day} {_MONTHS_EN[month]} {moment.year} · "
+            f"{moment.day}. {_MONTHS_DE[month]} {moment.year}")
+
+
+def _tail(text: str, limit: int) -> str:
+    """The last ``limit`` characters of ``text``, starting at a word."""
+    if len(text) <= limit:
+        return text
+    tail = text[-limit:]
+    space = tail.find(" ")
+    return tail[space + 1:] if 0 <= space < len(tail) - 1 else tail
+
+
+def embedding_text(content: str, context: str | None) -> str:
+    """The text embedded for a chunk: its context (when it has one) before its content."""
+    return f"{context}\n{content}" if context else content

@@ -1,0 +1,46 @@
+-- Conversation turns (docs/architecture.md, "Conversational retrieval"). A memory written with
+-- a session key and an event time is a turn of that session's conversation: it links to the
+-- turn before it in the same session and audience, and its first chunk carries that turn's
+-- text (with the session's date) as `context`, indexed in a second tsvector and, when
+-- configured, embedded with the chunk. Search uses both to find a short reply ("Rex! After my
+-- grandpa's dog.") by the question it answers, and the link to let neighbouring turns lend each
+-- other score. The returned unit stays the single turn.
+
+ALTER TABLE agent_memories ADD COLUMN previous_memory_id uuid;
+ALTER TABLE agent_memories
+    ADD CONSTRAINT agent_memories_previous_turn_fk
+    FOREIGN KEY (instance_key, previous_memory_id) REFERENCES agent_memories (instance_key, id)
+    ON DELETE SET NULL (previous_memory_id);
+CREATE INDEX agent_memories_previous_turn_idx
+    ON agent_memories (instance_key, previous_memory_id) WHERE previous_memory_id IS NOT NULL;
+-- The write path's look-up of the turn before a new one.
+CREATE INDEX agent_memories_conversation_idx
+    ON agent_memories (instance_key, session_key, visibility_scope, audience_key,
+                       occurred_at DESC, created_at DESC)
+    WHERE session_key IS NOT NULL AND occurred_at IS NOT NULL;
+
+ALTER TABLE agent_memory_chunks ADD COLUMN context text
+    CHECK (context IS NULL OR (context <> '' AND length(context) <= 2000));
+ALTER TABLE agent_memory_chunks ADD COLUMN context_tsv tsvector GENERATED ALWAYS AS (
+    to_tsvector('english'::regconfig, coalesce(context, ''))
+    || to_tsvector('german'::regconfig, coalesce(context, ''))) STORED;
+CREATE INDEX agent_memory_chunks_context_tsv_idx ON agent_memory_chunks USING gin (context_tsv)
+    WHERE context IS NOT NULL;
+
+-- Deletion really deletes: when the turn a memory took its context from is deleted (the
+-- foreign key sets the link NULL), the copy of its text leaves the chunks, and so does every
+-- vector computed from it (the chunk waits for re-embedding, keyword-reachable meanwhile).
+CREATE FUNCTION memory_forget_turn_context() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE agent_memory_chunks c
+       SET context = NULL, embedding = NULL, generation_id = NULL, embedding_key = NULL,
+           metadata = c.metadata - 'embedding'
+     WHERE c.instance_key = NEW.instance_key AND c.memory_id = NEW.id
+       AND c.context IS NOT NULL;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER agent_memories_forget_turn_context
+    AFTER UPDATE OF previous_memory_id ON agent_memories
+    FOR EACH ROW WHEN (OLD.previous_memory_id IS NOT NULL AND NEW.previous_memory_id IS NULL)
+    EXECUTE FUNCTION memory_forget_turn_context();

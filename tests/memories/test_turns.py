@@ -1,0 +1,127 @@
+"""Conversation turns (memories/turns.py, migration 0017): a memory written into a session
+with an event time links to the turn before it in its session and audience, its first chunk
+carries that turn's text and the day as context (indexed, embedded), and deleting the
+previous turn takes the copy and the vector made from it away."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from pgvector.psycopg import register_vector
+
+from memory_platform.access import AccessContext
+from memory_platform.embeddings.factory import get_provider
+from memory_platform.memories.store import MemoryWrite, store_memory
+from memory_platform.memories.turns import date_words, embedding_text
+from memory_platform.projection.reembed import reembed_backfill
+from memory_platform.retrieval.search import search_memories
+
+DAY = datetime(2023, 5, 8, 18, 0, tzinfo=UTC)
+QUESTION = "Ben: What did you end up naming the puppy?"
+ANSWER = "Anna: Rex! After my grandpa's old companion."
+
+
+def _turn(db, settings, ctx, content, minute, **kwargs):
+    write = MemoryWrite(content, occurred_at=DAY + timedelta(minutes=minute), **kwargs)
+    return store_memory(db, settings, ctx, write)
+
+
+def _memory(db, memory_id):
+    return db.execute("SELECT previous_memory_id FROM agent_memories WHERE id = %s",
+                      (memory_id,)).fetchone()[0]
+
+
+def _chunk(db, memory_id):
+    register_vector(db)
+    return db.execute("SELECT context, embedding, embedding_key FROM agent_memory_chunks"
+                      " WHERE memory_id = %s AND chunk_index = 0", (memory_id,)).fetchone()
+
+
+def test_a_turn_links_to_the_turn_before_it_and_carries_its_text(db, hash_settings, instance):
+    ctx = AccessContext(instance, user_id="anna", session_key="chat-1")
+    first = _turn(db, hash_settings, ctx, QUESTION, 0)
+    second = _turn(db, hash_settings, ctx, ANSWER, 1)
+
+    assert _memory(db, first.id) is None and _memory(db, second.id) == first.id
+    first_context, *_ = _chunk(db, first.id)
+    second_context, vector, _ = _chunk(db, second.id)
+    assert first_context == date_words(DAY) == "8 May 2023 · 8. Mai 2023"
+    assert second_context == f"{date_words(DAY)}\n{QUESTION}"
+    expected = get_provider(hash_settings).embed_documents(
+        [embedding_text(ANSWER, second_context)])[0]
+    assert np.allclose(vector.to_numpy(), expected, atol=1e-3)
+
+
+def test_a_late_turn_finds_the_turn_before_it_by_event_time(db, hash_settings, instance):
+    ctx = AccessContext(instance, user_id="anna", session_key="chat-1")
+    third = _turn(db, hash_settings, ctx, "Anna: He sleeps all day.", 5)
+    first = _turn(db, hash_settings, ctx, QUESTION, 0)  # written late, happened first
+    assert _memory(db, first.id) is None and _memory(db, third.id) is None
+    second = _turn(db, hash_settings, ctx, ANSWER, 1)
+    assert _memory(db, second.id) == first.id
+
+
+@pytest.mark.parametrize("change", [
+    {"session_key": None},                          # no session
+    {"occurred_at": None},                          # no event time
+    {"memory_class": "flush"},                      # derived, not an agent's own turn
+])
+def test_only_an_agents_own_dated_session_memory_is_a_turn(db, hash_settings, instance, change):
+    ctx = AccessContext(instance, user_id="anna", session_key="chat-1")
+    _turn(db, hash_settings, ctx, QUESTION, 0)
+    if "session_key" in change:
+        ctx = AccessContext(instance, user_id="anna")
+    write = MemoryWrite(ANSWER, occurred_at=change.get("occurred_at", DAY + timedelta(minutes=1)),
+                        memory_class=change.get("memory_class", "explicit"))
+    stored = store_memory(db, hash_settings, ctx, write)
+    assert _memory(db, stored.id) is None and _chunk(db, stored.id)[0] is None
+
+
+def test_the_context_never_crosses_an_audience_or_a_session(db, hash_settings, instance):
+    private = AccessContext(instance, user_id="anna", session_key="chat-1")
+    _turn(db, hash_settings, private, "Anna: My PIN hint is the cat's name.", 0)
+    team = _turn(db, hash_settings, private, ANSWER, 1, visibility="team")
+    other_session = _turn(db, hash_settings,
+                          AccessContext(instance, user_id="anna", session_key="chat-2"),
+                          "Anna: Morning!", 2)
+    for stored in (team, other_session):
+        assert _memory(db, stored.id) is None
+        assert "PIN" not in _chunk(db, stored.id)[0]
+
+
+def test_deleting_the_previous_turn_deletes_its_copy_and_the_vector_made_from_it(
+        db, hash_settings, instance):
+    ctx = AccessContext(instance, user_id="anna", session_key="chat-1")
+    first = _turn(db, hash_settings, ctx, QUESTION, 0)
+    second = _turn(db, hash_settings, ctx, ANSWER, 1)
+    db.execute("DELETE FROM agent_memories WHERE id = %s", (first.id,))
+
+    assert _memory(db, second.id) is None
+    assert _chunk(db, second.id) == (None, None, None)
+    assert not db.execute("SELECT count(*) FROM agent_memory_chunks"
+                          " WHERE instance_key = %s AND context LIKE %s",
+                          (instance, "%naming the puppy%")).fetchone()[0]
+    # Re-embedding gives the turn its own vector back, without the deleted text.
+    reembed_backfill(db, hash_settings, instance_key=instance)
+    _, vector, key = _chunk(db, second.id)
+    expected = get_provider(hash_settings).embed_documents([ANSWER])[0]
+    assert key is not None and np.allclose(vector.to_numpy(), expected, atol=1e-3)
+
+
+def test_a_reply_is_found_by_the_question_it_answers(db, hash_settings, instance):
+    ctx = AccessContext(instance, user_id="anna", session_key="chat-1")
+    _turn(db, hash_settings, ctx, QUESTION, 0)
+    answer = _turn(db, hash_settings, ctx, ANSWER, 1)
+    _turn(db, hash_settings, ctx, "Ben: Haha, lovely. The weather is awful here.", 2)
+    keyword_only = hash_settings.model_copy(update={"retrieval_vector_weight": 0.0,
+                                                    "retrieval_keyword_weight": 1.0})
+    hits = search_memories(db, keyword_only, AccessContext(instance, user_id="anna"),
+                           "puppy name", stamp=False)
+    assert answer.id in [h.memory_id for h in hits]
+    without_context = keyword_only.model_copy(update={"retrieval_context_keyword_weight": 0.0})
+    hits = search_memories(db, without_context, AccessContext(instance, user_id="anna"),
+                           "puppy name", stamp=False)
+    found = {h.memory_id: h.keyword_score for h in hits}
+    assert found.get(answer.id, 0.0) == 0.0
