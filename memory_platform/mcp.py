@@ -342,6 +342,10 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
             occurredAt: Annotated[str | None, Field(min_length=1, max_length=64, description=(
                 "When it happened, if not now: ISO-8601 with an offset, e.g. "
                 "2026-11-30T09:12:00+01:00."))] = None,
+            sessionKey: Annotated[str | None, Field(min_length=1, max_length=200, description=(
+                "The conversation it was said in. A memory with a sessionKey and an "
+                "occurredAt is a conversation turn: it is indexed with the turn before it, "
+                "so a short reply is found by the question it answers."))] = None,
         ) -> str:
             body: dict[str, Any] = {"content": content, "visibility": visibility,
                                     "explicitPrivate": explicitPrivate}
@@ -349,6 +353,8 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
                 body["subjectRefs"] = subjectRefs
             if occurredAt is not None:
                 body["occurredAt"] = occurredAt
+            if sessionKey is not None:
+                body["context"] = {"sessionKey": sessionKey}
             return await api.call("POST", MEMORY_PATH, write_token, body=body,
                                   headers=AGENT_WRITER_HEADERS)
 

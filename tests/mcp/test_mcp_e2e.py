@@ -323,6 +323,14 @@ def test_memory_store_forwards_the_event_time(api: LiveApi, tokens: dict[str, st
             "content": "The invoice archive lives in the eu-central bucket."})
         assert not is_error, text
         state["undated"] = json.loads(text)["id"]
+        # With a session key a dated memory is a conversation turn: it links to the one before.
+        for minute, content in enumerate(("Ben: Where does the invoice archive live now?",
+                                          "Anna: In the Frankfurt bucket since Monday.")):
+            is_error, text = await call(client, "memory_store", {
+                "content": content, "sessionKey": "mcp-chat",
+                "occurredAt": f"2026-11-30T10:0{minute}:00+01:00"})
+            assert not is_error, text
+            state[f"turn{minute}"] = json.loads(text)["id"]
         # The API checks it: a local time without an offset is refused, nothing written.
         is_error, text = await call(client, "memory_store", {
             "content": "The VAT audit started with a kickoff call.",
@@ -336,6 +344,10 @@ def test_memory_store_forwards_the_event_time(api: LiveApi, tokens: dict[str, st
     run_in_process({"MEMORY_API_URL": api.url, "MEMORY_WRITE_TOKEN": tokens["write"]},
                    scenario)
     with psycopg.connect(database_url) as conn:
+        turns = dict(conn.execute("SELECT id::text, previous_memory_id::text FROM agent_memories"
+                                  " WHERE session_key = 'mcp-chat'").fetchall())
+        assert turns == {state["turn0"]: None, state["turn1"]: state["turn0"]}
+        conn.execute("DELETE FROM agent_memories WHERE session_key = 'mcp-chat'")
         rows = dict(conn.execute("SELECT id::text, occurred_at FROM agent_memories").fetchall())
     assert rows == {state["dated"]: datetime.fromisoformat(event),
                     state["undated"]: None}
