@@ -4,7 +4,8 @@ Imports a synthetic German/English corpus (default 100,000 memories, hash embedd
 fresh database through the bulk import (HNSW and GIN indexes built), then runs natural
 questions from random callers (private, team, workspace and channel contexts) and reports
 p50/p95/p99 in milliseconds, the plan of the candidate query (HNSW + GIN in use) and the
-machine. Results: stdout and bench/results/retrieval_latency.json.
+machine. Results: stdout and bench/results/retrieval_latency.json (``--results-dir``: another
+directory, e.g. one per run of bench/retrieval_compare.py).
 
     .venv/bin/python bench/retrieval_latency.py --n 100000 --queries 1000
 
@@ -33,6 +34,7 @@ from pgvector.psycopg import register_vector
 
 from bench.common import (
     PROJECT_ROOT,
+    RESULTS_DIR,
     fresh_database,
     machine_info,
     percentile,
@@ -101,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse", default=None, metavar="URL",
                         help="measure this database's corpus instead of importing one")
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR,
+                        help="where retrieval_latency.json goes")
     args = parser.parse_args(argv)
 
     rng = random.Random(args.seed)
@@ -158,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         "target_p95_ms": 10,
         "machine": machine,
     }
-    target = write_result("retrieval_latency", result)
+    target = write_result("retrieval_latency", result, args.results_dir)
     print("\n".join(plan))
     print(f"{len(samples)} queries over {corpus_size:,} memories: p50 {result['p50_ms']} ms, "
           f"p95 {result['p95_ms']} ms, p99 {result['p99_ms']} ms (target p95 <= 10 ms); "
