@@ -84,6 +84,8 @@ class Settings(BaseSettings):
     retrieval_neighbour_weight: float = Field(
         0.0, ge=0.0, le=1.0, description="How far a conversation turn's score is pulled "
         "toward its best-scoring neighbouring turn among the candidates.")
+    retrieval_keyword_idf: bool = Field(
+        True, description="Weigh each question word's keyword rank by its rarity.")
     retrieval_turn_context_embedding: bool = Field(
         True, description="Embed a conversation turn's first chunk with its context.")
     retrieval_exact_scan_max: int = Field(

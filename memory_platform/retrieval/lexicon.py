@@ -19,6 +19,7 @@ Both lookups are cached per process: the statistics for a few minutes, a word's 
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -115,6 +116,26 @@ def generating_terms(conn: psycopg.Connection, terms: list[str], common_share: f
         return selective
     rarest = set(sorted(share, key=share.__getitem__)[:fallback])
     return [t for t in share if t in rarest]
+
+
+def term_weights(conn: psycopg.Connection, terms: list[str]) -> dict[str, float]:
+    """A rarity weight per term, ``log(1 + 1 / share)`` (an inverse document frequency):
+    ``share`` is the largest share of chunks one of the term's lexemes occurs in, and a
+    lexeme missing from the statistics' common list counts as half as frequent as the
+    rarest listed one. ``ts_rank`` itself weighs every word of a question alike, so the
+    speaker's name that opens half of a conversation's turns would count as much as the one
+    rare word that matters. Without statistics every weight is 1."""
+    frequencies = lexeme_frequencies(conn)
+    if not frequencies or not terms:
+        return dict.fromkeys(terms, 1.0)
+    unlisted = min(frequencies.values()) / 2
+    lexemes = stems(conn, terms)
+    weights = {}
+    for term in terms:
+        share = max((frequencies.get(x, unlisted) for x in lexemes.get(term, ())),
+                    default=unlisted)
+        weights[term] = math.log1p(1.0 / max(share, 1e-6))
+    return weights
 
 
 def forget() -> None:

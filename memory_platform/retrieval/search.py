@@ -54,7 +54,7 @@ from memory_platform.embeddings.generations import (
 from memory_platform.errors import InvalidInput
 from memory_platform.retrieval.feedback.ranking import feedback_multiplier
 from memory_platform.retrieval.filters import ASSERTION_JOIN, recallable_memory
-from memory_platform.retrieval.lexicon import generating_terms, selective_terms
+from memory_platform.retrieval.lexicon import generating_terms, selective_terms, term_weights
 from memory_platform.retrieval.planner import bounded_count, gate, planner_settings
 from memory_platform.retrieval.question import QueryVector, embed_question, vector_of
 from memory_platform.retrieval.stamping import RetrievalStamper
@@ -222,12 +222,26 @@ def _keyword_arm(visible: sql.Composable, match_cap: int, scan_cap: int) -> sql.
 
 
 def _keyword_rank(alias: str, role: str) -> sql.Composable:
-    """``ts_rank`` of the chunk's own words (no length normalisation: a short turn is no
-    weaker evidence than a long note) plus the weighted rank of its context's."""
-    return sql.SQL("(ts_rank({a}.content_tsv, {q}, 0)"
-                   " + {w} * ts_rank({a}.context_tsv, {q}, 0))").format(
-        a=sql.Identifier(alias), q=_bound_tsquery(role),
-        w=sql.SQL("{}::real").format(sql.Placeholder("context_weight")))
+    """The keyword score of a chunk: over the question's words (the ``{role}_queries`` CTE,
+    :func:`_term_queries`), each word's ``ts_rank`` (no length normalisation: a short turn
+    is no weaker evidence than a long note) plus the weighted rank of the chunk's context
+    (a conversation turn's, memories/turns.py), times the word's rarity weight
+    (lexicon.term_weights): a name in every other turn counts less than a rare word."""
+    return sql.SQL("""(SELECT coalesce(sum(t.weight * (ts_rank({a}.content_tsv, t.q, 0)
+                                          + {w}::real * ts_rank({a}.context_tsv, t.q, 0))), 0)
+                         FROM {queries} t)""").format(
+        a=sql.Identifier(alias), queries=sql.Identifier(f"{role}_queries"),
+        w=sql.Placeholder("context_weight"))
+
+
+def _term_queries(role: str) -> sql.Composable:
+    """The CTE ``{role}_queries``: one full-text query per word of parameter ``{role}_list``
+    (German and English lexemes) with its weight from ``{role}_weights``."""
+    return sql.SQL("""{name} AS MATERIALIZED (
+        SELECT {tsq} AS q, w.weight
+          FROM unnest({words}::text[], {weights}::float8[]) AS w(word, weight))""").format(
+        name=sql.Identifier(f"{role}_queries"), tsq=tsquery(sql.SQL("w.word")),
+        words=sql.Placeholder(f"{role}_list"), weights=sql.Placeholder(f"{role}_weights"))
 
 
 def _visible_count(ctx: AccessContext, scopes: tuple[str, ...] | None,
@@ -274,8 +288,10 @@ def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
     candidates = sql.SQL(" UNION ").join(sql.SQL("({})").format(arm) for arm in arms)
     visible = sql.SQL("{}{}").format(recallable_memory(ctx, placeholder),
                                      _scope_filter("m", scopes))
+    queries = [_term_queries(role) for role, used in (("generating", shape.keyword_arm),
+                                                      ("terms", shape.scored_terms)) if used]
     return sql.SQL("""
-        WITH visible_count AS MATERIALIZED ({visible_count}),
+        WITH {queries}visible_count AS MATERIALIZED ({visible_count}),
              candidates AS MATERIALIZED ({candidates})
         SELECT c.id, c.memory_id, c.content, {vector_score} AS vector_score,
                {keyword_score} AS keyword_score, m.visibility_scope, m.audience_key,
@@ -289,7 +305,8 @@ def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
           JOIN agent_memories m ON m.instance_key = c.instance_key AND m.id = c.memory_id
           {join}
          WHERE {visible}
-    """).format(visible_count=visible_count, candidates=candidates,
+    """).format(queries=sql.SQL("").join(sql.SQL("{}, ").format(q) for q in queries),
+                visible_count=visible_count, candidates=candidates,
                 vector_score=vector_score, keyword_score=keyword_score, join=ASSERTION_JOIN,
                 visible=visible)
 
@@ -384,7 +401,9 @@ def search_memories(
     values = {**context_params(ctx), "scopes": list(scopes or ()), "qv": vector,
               "terms": " | ".join(terms), "generating": " | ".join(generating),
               "keyword_cap": keyword_cap,
-              "context_weight": settings.retrieval_context_keyword_weight}
+              "context_weight": settings.retrieval_context_keyword_weight,
+              "terms_list": terms, "generating_list": generating,
+              **_weights(conn, settings, terms, generating)}
     params = [values[role] for role in statement.roles]
     with planner_settings(conn, max(settings.retrieval_hnsw_ef_search, vector_cap)):
         if explain is not None:
@@ -401,6 +420,15 @@ def search_memories(
         else:
             stamp_retrieved(conn, ctx.instance_key, ids)
     return hits
+
+
+def _weights(conn: psycopg.Connection, settings: Settings, terms: list[str],
+             generating: list[str]) -> dict[str, list[float]]:
+    if not settings.retrieval_keyword_idf:
+        return {"terms_weights": [1.0] * len(terms), "generating_weights": [1.0] * len(generating)}
+    weights = term_weights(conn, terms)
+    return {"terms_weights": [weights[t] for t in terms],
+            "generating_weights": [weights[t] for t in generating]}
 
 
 def _rank(rows: list[_Candidate], settings: Settings, limit: int,

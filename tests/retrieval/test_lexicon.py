@@ -7,6 +7,7 @@ finding what the selective words and the vectors find.
 
 from __future__ import annotations
 
+import math
 import uuid
 
 import pytest
@@ -93,3 +94,36 @@ def test_f9_when_every_word_is_common_only_the_least_common_few_generate(conn, c
     assert frequencies["quarter"] > frequencies["3"] > 0.05  # "team 3": a seventh of them
     assert lexicon.generating_terms(conn, [COMMON, "3", "report"], 0.05, 1) == ["3"]
     assert lexicon.generating_terms(conn, [COMMON, "3", "report"], 0.05, 0) == []
+
+
+def test_a_rare_word_weighs_more_than_a_common_one(conn, corpus):
+    weights = lexicon.term_weights(conn, [COMMON, "team", "t4007", "unseen"])
+    # "quarterly" is in every chunk, "team" too; the ticket number in one, "unseen" in none
+    # (an unlisted lexeme counts as half as frequent as the rarest listed one).
+    assert weights["unseen"] > weights["t4007"] > 2 * weights[COMMON]
+    assert weights["t4007"] == pytest.approx(math.log(61), rel=0.05)
+    assert weights[COMMON] == pytest.approx(math.log(2), rel=0.05)
+
+
+def test_without_statistics_every_word_weighs_the_same(conn):
+    lexicon.forget()
+    assert lexicon.term_weights(conn, ["quarterly", "t4007"]) == {"quarterly": 1.0,
+                                                                  "t4007": 1.0}
+
+
+def test_the_rare_word_outranks_common_words(conn, settings, ctx, corpus):
+    """Keyword only, every word generating: the one memory with the rare word beats the 60
+    that match the two common words (ts_rank alone counts every word alike, so without the
+    weights two common words beat one rare word)."""
+    rare = store_memory(conn, settings, ctx, MemoryWrite(
+        "Ticket T9999 was closed on Friday.", source_type="manual", visibility="team")).id
+    keyword_only = settings.model_copy(update={
+        "retrieval_vector_weight": 0.0, "retrieval_keyword_weight": 1.0,
+        "retrieval_keyword_common_share": 1.0})
+
+    def first(tuned: Settings) -> uuid.UUID:
+        return search_memories(conn, tuned, ctx, f"{COMMON} report T9999", stamp=False,
+                               embedder=OutageEmbedder())[0].memory_id
+
+    assert first(keyword_only) == rare
+    assert first(keyword_only.model_copy(update={"retrieval_keyword_idf": False})) != rare
