@@ -84,10 +84,13 @@ class Settings(BaseSettings):
     retrieval_neighbour_weight: float = Field(
         0.0, ge=0.0, le=1.0, description="How far a conversation turn's score is pulled "
         "toward its best-scoring neighbouring turn among the candidates.")
+    retrieval_vector_extra_candidates: int = Field(
+        2, ge=0, le=100, description="Vector candidates a search takes beyond its limit.")
+    retrieval_turn_vector_weight: float = Field(0.8, ge=0.0, le=1.0)
+    retrieval_turn_keyword_weight: float = Field(0.2, ge=0.0, le=1.0)
+    retrieval_turn_content_prior: float = Field(0.0, ge=0.0, le=1.0)
     retrieval_keyword_idf: bool = Field(
         True, description="Weigh each question word's keyword rank by its rarity.")
-    retrieval_turn_context_embedding: bool = Field(
-        True, description="Embed a conversation turn's first chunk with its context.")
     retrieval_exact_scan_max: int = Field(
         1000, ge=0, description="Visible chunks (assertions) up to which memory (assertion) "
         "search scans exactly instead of walking the HNSW index."

@@ -1,10 +1,10 @@
 -- Conversation turns (docs/architecture.md, "Conversational retrieval"). A memory written with
 -- a session key and an event time is a turn of that session's conversation: it links to the
 -- turn before it in the same session and audience, and its first chunk carries that turn's
--- text (with the session's date) as `context`, indexed in a second tsvector and, when
--- configured, embedded with the chunk. Search uses both to find a short reply ("Rex! After my
--- grandpa's dog.") by the question it answers, and the link to let neighbouring turns lend each
--- other score. The returned unit stays the single turn.
+-- text (with the session's date) as `context`, indexed in a second tsvector. Search uses the
+-- context to find a short reply ("Rex! After my grandpa's dog.") by the question it answers,
+-- and the link to let neighbouring turns lend each other score. The returned unit stays the
+-- single turn.
 
 ALTER TABLE agent_memories ADD COLUMN previous_memory_id uuid;
 ALTER TABLE agent_memories
@@ -28,14 +28,11 @@ CREATE INDEX agent_memory_chunks_context_tsv_idx ON agent_memory_chunks USING gi
     WHERE context IS NOT NULL;
 
 -- Deletion really deletes: when the turn a memory took its context from is deleted (the
--- foreign key sets the link NULL), the copy of its text leaves the chunks, and so does every
--- vector computed from it (the chunk waits for re-embedding, keyword-reachable meanwhile).
+-- foreign key sets the link NULL), the copy of its text leaves the chunks.
 CREATE FUNCTION memory_forget_turn_context() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    UPDATE agent_memory_chunks c
-       SET context = NULL, embedding = NULL, generation_id = NULL, embedding_key = NULL,
-           metadata = c.metadata - 'embedding'
+    UPDATE agent_memory_chunks c SET context = NULL
      WHERE c.instance_key = NEW.instance_key AND c.memory_id = NEW.id
        AND c.context IS NOT NULL;
     RETURN NULL;

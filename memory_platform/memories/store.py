@@ -205,8 +205,7 @@ def store_memory(
     provider = embedder or get_provider(settings)
     turn = (turn_context(conn, ctx, audience, write.occurred_at)
             if is_turn(ctx, write.source_type, write.memory_class, write.occurred_at) else None)
-    embedded_context = turn.text if turn and settings.retrieval_turn_context_embedding else None
-    texts = embedding_texts(content, chunks, context=embedded_context,
+    texts = embedding_texts(content, chunks,
                             asserted=write.source_type in ASSERTION_SOURCE_TYPES)
     # No transaction stays open (nor a lock held) while the provider is called.
     commit_if_idle(conn)

@@ -4,14 +4,16 @@ An agent that stores a conversation turn by turn (``POST /api/v1/memory`` with
 ``context.sessionKey`` and ``occurredAt``) writes short utterances whose meaning often lives
 in the turn before: "Rex! After my grandpa's dog." answers "What did you end up naming the
 puppy?". So a turn links to the turn before it in the same session and audience
-(``previous_memory_id``), and its first chunk carries a *context*: the session's date in
-words and the end of the previous turn. The context is indexed in a second tsvector and
-embedded with the chunk (docs/architecture.md, "Conversational retrieval"); search returns the
-single turn all the same.
+(``previous_memory_id``: search lets neighbouring turns lend each other score), and its first
+chunk carries a *context*: the session's date in words and the end of the previous turn,
+indexed in a second tsvector (docs/architecture.md, "Conversational retrieval"). Search
+returns the single turn all the same. The context is not embedded with the turn: on the
+conversational benchmark that gained 0.01 recall@10 for 2.5 times the embedding work per
+turn (docs/benchmarks.md).
 
 The context never crosses an audience: the previous turn is looked up in the new turn's own
 audience, so no text of another audience is copied into a row. When that previous turn is
-deleted, migration 0017's trigger removes the copy and the vector computed from it.
+deleted, migration 0017's trigger removes the copy.
 """
 
 from __future__ import annotations
@@ -90,7 +92,3 @@ def _tail(text: str, limit: int) -> str:
     space = tail.find(" ")
     return tail[space + 1:] if 0 <= space < len(tail) - 1 else tail
 
-
-def embedding_text(content: str, context: str | None) -> str:
-    """The text embedded for a chunk: its context (when it has one) before its content."""
-    return f"{context}\n{content}" if context else content

@@ -17,7 +17,6 @@ from memory_platform.access import SUBJECT_REF_KEYS, AccessContext, Audience
 from memory_platform.errors import InvalidInput
 from memory_platform.ledger import assertions as ledger
 from memory_platform.memories.chunking import Chunk
-from memory_platform.memories.turns import embedding_text
 from memory_platform.memories.validation import clean_content
 from memory_platform.secrets import refuse_secret
 from memory_platform.text import canonical_json
@@ -124,15 +123,13 @@ def dedup_lock_key(instance_key: str, audience: Audience, digest: str, subject: 
     return f"memory-dedup:{instance_key}:{audience.kind}:{audience.key}:{digest}:{subject}"
 
 
-def embedding_texts(content: str, chunks: list[Chunk], *, asserted: bool,
-                    context: str | None = None) -> list[str]:
-    """The texts embedded for a memory: its chunks (the first one after its conversation
-    ``context``, memories/turns.py), plus for a memory that carries an assertion (a fact, or
-    an assertion's projection) the whole text alone when the chunks are more than that text
-    (the assertion's own vector, the last one). A single-chunk assertion without context reuses
-    its chunk's vector, which is then also the last one."""
-    texts = [embedding_text(c.content, context if c.index == 0 else None) for c in chunks]
-    if asserted and (len(chunks) > 1 or context):
+def embedding_texts(content: str, chunks: list[Chunk], *, asserted: bool) -> list[str]:
+    """The texts embedded for a memory: its chunks, plus for a multi-chunk memory that carries
+    an assertion (a fact, or an assertion's projection) the whole text (the assertion's own
+    vector, the last one). A single-chunk assertion reuses its chunk's vector, which is then
+    also the last one."""
+    texts = [c.content for c in chunks]
+    if asserted and len(chunks) > 1:
         texts.append(content)
     return texts
 

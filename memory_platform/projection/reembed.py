@@ -36,7 +36,6 @@ from memory_platform.embeddings.factory import get_provider
 from memory_platform.embeddings.generations import Generation, ensure_generation
 from memory_platform.ledger.assertions import store_assertion_vectors
 from memory_platform.ledger.recall import APPROVED_REVIEW_STATES
-from memory_platform.memories.turns import embedding_text
 from memory_platform.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -127,14 +126,13 @@ def _embed_chunks(conn: psycopg.Connection, provider: EmbeddingProvider,
     rows another worker holds), embed, update. Answers (converted, last id)."""
     with committed_unit(conn), conn.cursor() as cur:
         rows = cur.execute(
-            f"SELECT id, content, context {_CHUNK_BACKLOG} AND id > %(after)s"
+            f"SELECT id, content {_CHUNK_BACKLOG} AND id > %(after)s"
             " ORDER BY id LIMIT %(size)s FOR UPDATE SKIP LOCKED",
             _params(generation, after=after, size=size),
         ).fetchall()
         if not rows:
             return 0, after
-        vectors = provider.embed_documents([embedding_text(content, context)
-                                            for _, content, context in rows])
+        vectors = provider.embed_documents([content for _, content in rows])
         provenance = Jsonb({"key": generation.generation_key, "strategy": provider.strategy,
                             "model": provider.model})
         cur.executemany(
@@ -143,7 +141,7 @@ def _embed_chunks(conn: psycopg.Connection, provider: EmbeddingProvider,
             "       metadata = metadata || jsonb_build_object('embedding', %s::jsonb)"
             " WHERE id = %s",
             [(vectors[i], generation.id, generation.generation_key, provenance, chunk_id)
-             for i, (chunk_id, *_) in enumerate(rows)],
+             for i, (chunk_id, _) in enumerate(rows)],
         )
     return len(rows), rows[-1][0]
 

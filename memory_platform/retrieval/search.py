@@ -297,7 +297,7 @@ def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
                {keyword_score} AS keyword_score, m.visibility_scope, m.audience_key,
                m.memory_scope, m.source_type, m.subject_refs::text, m.assertion_id,
                (c.metadata -> 'embedding')::text, m.created_at, m.occurred_at,
-               m.previous_memory_id,
+               m.previous_memory_id, c.context IS NOT NULL, length(c.content_tsv),
                coalesce(a.injected_count, 0), coalesce(a.cited_count, 0),
                coalesce(a.corrected_count, 0)
           FROM candidates
@@ -329,6 +329,8 @@ class _Candidate(NamedTuple):
     created_at: datetime
     occurred_at: datetime | None
     previous_memory_id: UUID | None  # the turn before, for a conversation turn
+    turn: bool  # the first chunk of a conversation turn (it carries a context)
+    lexemes: int  # distinct lexemes of the chunk (English and German)
     injected: int  # the assertion's feedback counters (0 without an assertion)
     cited: int
     corrected: int
@@ -388,7 +390,8 @@ def search_memories(
     # Keyword candidates are cheap (GIN). Every vector candidate is HNSW work: a filtered walk
     # keeps going until `vector_cap` visible rows passed. k + 2 ranked as well as 2k on the
     # labelled fixtures for less PostgreSQL CPU per search (docs/benchmarks.md).
-    keyword_cap, vector_cap = max(limit * 4, 24), max(limit + 2, 8)
+    keyword_cap = max(limit * 4, 24)
+    vector_cap = max(limit + settings.retrieval_vector_extra_candidates, 8)
     shape = _Shape(
         user=bool(ctx.user_id), team=ctx.has_team_access, channels=bool(channel_keys(ctx)),
         scoped=bool(scopes), keyword_arm=bool(generating), scored_terms=bool(terms),
@@ -449,8 +452,13 @@ def _rank(rows: list[_Candidate], settings: Settings, limit: int,
         keyword_score = float(kw) / best_keyword
         if keyword_score == 0.0 and (vec is None or float(vec) <= similarity_floor):
             continue  # no evidence at all: neither a word nor more than noise similarity
-        score = (settings.retrieval_vector_weight * (vector_score or 0.0)
-                 + settings.retrieval_keyword_weight * keyword_score)
+        if row.turn:
+            score = (settings.retrieval_turn_vector_weight * (vector_score or 0.0)
+                     + settings.retrieval_turn_keyword_weight * keyword_score)
+            score *= _content_prior(row.lexemes, settings.retrieval_turn_content_prior)
+        else:
+            score = (settings.retrieval_vector_weight * (vector_score or 0.0)
+                     + settings.retrieval_keyword_weight * keyword_score)
         if score < settings.retrieval_min_score:
             continue  # the gate sees the original score only
         if row.memory_id not in best or score > best[row.memory_id].score:
@@ -461,6 +469,15 @@ def _rank(rows: list[_Candidate], settings: Settings, limit: int,
                     reverse=True)[:limit]
     return [_hit(s.row, round(_order(s, settings, wanted_refs), 6), s.vector_score,
                  s.keyword_score) for s in ranked]
+
+
+CONTENT_LEXEMES = 8  # distinct lexemes (English and German) of a turn that says something
+
+
+def _content_prior(lexemes: int, weight: float) -> float:
+    """Up to ``weight`` less score for a turn with few words ("Which one?", "Haha, really?"):
+    such a turn matches every question about its speaker and is hardly ever the answer."""
+    return 1.0 - weight * max(0.0, 1.0 - lexemes / CONTENT_LEXEMES)
 
 
 class _Scored(NamedTuple):

@@ -1,7 +1,7 @@
 """Conversation turns (memories/turns.py, migration 0017): a memory written into a session
 with an event time links to the turn before it in its session and audience, its first chunk
-carries that turn's text and the day as context (indexed, embedded), and deleting the
-previous turn takes the copy and the vector made from it away."""
+carries that turn's text and the day as context (indexed; the turn's vector is its own
+text's), and deleting the previous turn takes the copy away."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ from pgvector.psycopg import register_vector
 from memory_platform.access import AccessContext
 from memory_platform.embeddings.factory import get_provider
 from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.memories.turns import date_words, embedding_text
-from memory_platform.projection.reembed import reembed_backfill
+from memory_platform.memories.turns import date_words
 from memory_platform.retrieval.search import search_memories
 
 DAY = datetime(2023, 5, 8, 18, 0, tzinfo=UTC)
@@ -49,8 +48,7 @@ def test_a_turn_links_to_the_turn_before_it_and_carries_its_text(db, hash_settin
     second_context, vector, _ = _chunk(db, second.id)
     assert first_context == date_words(DAY) == "8 May 2023 · 8. Mai 2023"
     assert second_context == f"{date_words(DAY)}\n{QUESTION}"
-    expected = get_provider(hash_settings).embed_documents(
-        [embedding_text(ANSWER, second_context)])[0]
+    expected = get_provider(hash_settings).embed_documents([ANSWER])[0]
     assert np.allclose(vector.to_numpy(), expected, atol=1e-3)
 
 
@@ -91,23 +89,20 @@ def test_the_context_never_crosses_an_audience_or_a_session(db, hash_settings, i
         assert "PIN" not in _chunk(db, stored.id)[0]
 
 
-def test_deleting_the_previous_turn_deletes_its_copy_and_the_vector_made_from_it(
-        db, hash_settings, instance):
+def test_deleting_the_previous_turn_deletes_its_copy(db, hash_settings, instance):
     ctx = AccessContext(instance, user_id="anna", session_key="chat-1")
     first = _turn(db, hash_settings, ctx, QUESTION, 0)
     second = _turn(db, hash_settings, ctx, ANSWER, 1)
+    vector_before = _chunk(db, second.id)[1]
     db.execute("DELETE FROM agent_memories WHERE id = %s", (first.id,))
 
     assert _memory(db, second.id) is None
-    assert _chunk(db, second.id) == (None, None, None)
+    context, vector, key = _chunk(db, second.id)
+    assert context is None and key is not None
+    assert np.array_equal(vector.to_numpy(), vector_before.to_numpy())  # its own text's
     assert not db.execute("SELECT count(*) FROM agent_memory_chunks"
                           " WHERE instance_key = %s AND context LIKE %s",
                           (instance, "%naming the puppy%")).fetchone()[0]
-    # Re-embedding gives the turn its own vector back, without the deleted text.
-    reembed_backfill(db, hash_settings, instance_key=instance)
-    _, vector, key = _chunk(db, second.id)
-    expected = get_provider(hash_settings).embed_documents([ANSWER])[0]
-    assert key is not None and np.allclose(vector.to_numpy(), expected, atol=1e-3)
 
 
 def test_a_reply_is_found_by_the_question_it_answers(db, hash_settings, instance):
@@ -115,8 +110,8 @@ def test_a_reply_is_found_by_the_question_it_answers(db, hash_settings, instance
     _turn(db, hash_settings, ctx, QUESTION, 0)
     answer = _turn(db, hash_settings, ctx, ANSWER, 1)
     _turn(db, hash_settings, ctx, "Ben: Haha, lovely. The weather is awful here.", 2)
-    keyword_only = hash_settings.model_copy(update={"retrieval_vector_weight": 0.0,
-                                                    "retrieval_keyword_weight": 1.0})
+    keyword_only = hash_settings.model_copy(update={"retrieval_turn_vector_weight": 0.0,
+                                                    "retrieval_turn_keyword_weight": 1.0})
     hits = search_memories(db, keyword_only, AccessContext(instance, user_id="anna"),
                            "puppy name", stamp=False)
     assert answer.id in [h.memory_id for h in hits]
