@@ -82,13 +82,18 @@ class Settings(BaseSettings):
         "its context (the turn before it, the session's date) may add: a reply is found by "
         "the question it answers (docs/architecture.md, 'Conversational retrieval').")
     retrieval_neighbour_weight: float = Field(
-        0.0, ge=0.0, le=1.0, description="How far a conversation turn's score is pulled "
+        0.3, ge=0.0, le=1.0, description="How far a conversation turn's score is pulled "
         "toward its best-scoring neighbouring turn among the candidates.")
-    retrieval_vector_extra_candidates: int = Field(
-        2, ge=0, le=100, description="Vector candidates a search takes beyond its limit.")
-    retrieval_turn_vector_weight: float = Field(0.8, ge=0.0, le=1.0)
-    retrieval_turn_keyword_weight: float = Field(0.2, ge=0.0, le=1.0)
-    retrieval_turn_content_prior: float = Field(0.0, ge=0.0, le=1.0)
+    retrieval_turn_vector_weight: float = Field(
+        0.6, ge=0.0, le=1.0, description="retrieval_vector_weight for conversation turns "
+        "(memories written with a sessionKey and an occurredAt).")
+    retrieval_turn_keyword_weight: float = Field(
+        0.4, ge=0.0, le=1.0, description="retrieval_keyword_weight for conversation turns: "
+        "short utterances are found by their words more than notes are.")
+    retrieval_turn_content_prior: float = Field(
+        0.5, ge=0.0, le=1.0, description="Most score a conversation turn of few words "
+        "('Which one?', 'Haha, really?') loses: such turns resemble every question about "
+        "their speaker and are hardly ever the answer.")
     retrieval_keyword_idf: bool = Field(
         True, description="Weigh each question word's keyword rank by its rarity.")
     retrieval_exact_scan_max: int = Field(

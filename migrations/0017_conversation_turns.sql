@@ -1,7 +1,7 @@
 -- Conversation turns (docs/architecture.md, "Conversational retrieval"). A memory written with
 -- a session key and an event time is a turn of that session's conversation: it links to the
--- turn before it in the same session and audience, and its first chunk carries that turn's
--- text (with the session's date) as `context`, indexed in a second tsvector. Search uses the
+-- turn before it in the same session and audience, and its first chunk carries the text of the
+-- two turns before (with the session's date) as `context`, indexed in a second tsvector. Search uses the
 -- context to find a short reply ("Rex! After my grandpa's dog.") by the question it answers,
 -- and the link to let neighbouring turns lend each other score. The returned unit stays the
 -- single turn.
@@ -27,14 +27,19 @@ ALTER TABLE agent_memory_chunks ADD COLUMN context_tsv tsvector GENERATED ALWAYS
 CREATE INDEX agent_memory_chunks_context_tsv_idx ON agent_memory_chunks USING gin (context_tsv)
     WHERE context IS NOT NULL;
 
--- Deletion really deletes: when the turn a memory took its context from is deleted (the
--- foreign key sets the link NULL), the copy of its text leaves the chunks.
+-- Deletion really deletes: when a turn is deleted, the foreign key sets the link of the turn
+-- after it NULL, and this trigger removes the copied text from that turn and from the turn
+-- after that (a context holds the two turns before: memories/turns.py, CONTEXT_TURNS).
 CREATE FUNCTION memory_forget_turn_context() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     UPDATE agent_memory_chunks c SET context = NULL
-     WHERE c.instance_key = NEW.instance_key AND c.memory_id = NEW.id
-       AND c.context IS NOT NULL;
+     WHERE c.instance_key = NEW.instance_key AND c.context IS NOT NULL
+       AND c.memory_id IN (SELECT NEW.id
+                           UNION ALL
+                           SELECT m.id FROM agent_memories m
+                            WHERE m.instance_key = NEW.instance_key
+                              AND m.previous_memory_id = NEW.id);
     RETURN NULL;
 END $$;
 CREATE TRIGGER agent_memories_forget_turn_context

@@ -26,7 +26,8 @@ import psycopg
 
 from memory_platform.access import AccessContext, Audience
 
-CONTEXT_MAX_CHARS = 1000  # of the previous turn: its end, where a question usually stands
+CONTEXT_TURNS = 2  # the turns before a turn that make its context
+CONTEXT_MAX_CHARS = 1000  # of their text: its end, where the question usually stands
 TURN_MEMORY_CLASS = "explicit"  # what an agent stores (API, MCP); derived memories are not turns
 
 _MONTHS_EN = ("January", "February", "March", "April", "May", "June", "July", "August",
@@ -34,7 +35,7 @@ _MONTHS_EN = ("January", "February", "March", "April", "May", "June", "July", "A
 _MONTHS_DE = ("Januar", "Februar", "März", "April", "Mai", "Juni", "Juli", "August",
               "September", "Oktober", "November", "Dezember")
 
-_PREVIOUS_TURN = """
+_PREVIOUS_TURNS = """
     SELECT id, content
       FROM agent_memories
      WHERE instance_key = %s AND session_key = %s
@@ -42,7 +43,7 @@ _PREVIOUS_TURN = """
        AND occurred_at <= %s
        AND source_type = 'fact' AND metadata ->> 'memoryClass' = %s
      ORDER BY occurred_at DESC, created_at DESC
-     LIMIT 1
+     LIMIT %s
 """
 
 
@@ -66,14 +67,18 @@ def is_turn(ctx: AccessContext, source_type: str, memory_class: str,
 def turn_context(conn: psycopg.Connection, ctx: AccessContext, audience: Audience,
                  occurred_at: datetime) -> TurnContext:
     """The context of a turn written at ``occurred_at`` into ``ctx``'s session and
-    ``audience`` (one index look-up; a turn written late still finds the turn before it)."""
-    row = conn.execute(_PREVIOUS_TURN, (ctx.instance_key, ctx.session_key, audience.kind,
-                                        audience.key, occurred_at, TURN_MEMORY_CLASS)
-                       ).fetchone()
+    ``audience``: the day, and the last :data:`CONTEXT_TURNS` turns before it (one index
+    look-up; a turn written late still finds the turns before it). Two turns, because an
+    answer often follows a question that follows the news ("Back from Barcelona!" - "Who
+    did you go with?" - "Caleb. The best part was the sea.")."""
+    rows = conn.execute(_PREVIOUS_TURNS, (ctx.instance_key, ctx.session_key, audience.kind,
+                                          audience.key, occurred_at, TURN_MEMORY_CLASS,
+                                          CONTEXT_TURNS)).fetchall()
     date = date_words(occurred_at)
-    if row is None:
+    if not rows:
         return TurnContext(None, date)
-    return TurnContext(row[0], f"{date}\n{_tail(row[1], CONTEXT_MAX_CHARS)}")
+    before = "\n".join(content for _, content in reversed(rows))
+    return TurnContext(rows[0][0], f"{date}\n{_tail(before, CONTEXT_MAX_CHARS)}")
 
 
 def date_words(moment: datetime) -> str:

@@ -390,8 +390,7 @@ def search_memories(
     # Keyword candidates are cheap (GIN). Every vector candidate is HNSW work: a filtered walk
     # keeps going until `vector_cap` visible rows passed. k + 2 ranked as well as 2k on the
     # labelled fixtures for less PostgreSQL CPU per search (docs/benchmarks.md).
-    keyword_cap = max(limit * 4, 24)
-    vector_cap = max(limit + settings.retrieval_vector_extra_candidates, 8)
+    keyword_cap, vector_cap = max(limit * 4, 24), max(limit + 2, 8)
     shape = _Shape(
         user=bool(ctx.user_id), team=ctx.has_team_access, channels=bool(channel_keys(ctx)),
         scoped=bool(scopes), keyword_arm=bool(generating), scored_terms=bool(terms),

@@ -20,6 +20,7 @@ from memory_platform.retrieval.search import search_memories
 DAY = datetime(2023, 5, 8, 18, 0, tzinfo=UTC)
 QUESTION = "Ben: What did you end up naming the puppy?"
 ANSWER = "Anna: Rex! After my grandpa's old companion."
+NEWS = "Anna: Back from Barcelona since Sunday!"
 
 
 def _turn(db, settings, ctx, content, minute, **kwargs):
@@ -89,20 +90,33 @@ def test_the_context_never_crosses_an_audience_or_a_session(db, hash_settings, i
         assert "PIN" not in _chunk(db, stored.id)[0]
 
 
-def test_deleting_the_previous_turn_deletes_its_copy(db, hash_settings, instance):
+def test_the_context_holds_the_two_turns_before(db, hash_settings, instance):
     ctx = AccessContext(instance, user_id="anna", session_key="chat-1")
-    first = _turn(db, hash_settings, ctx, QUESTION, 0)
-    second = _turn(db, hash_settings, ctx, ANSWER, 1)
+    news = _turn(db, hash_settings, ctx, NEWS, 0)
+    _turn(db, hash_settings, ctx, QUESTION, 1)
+    answer = _turn(db, hash_settings, ctx, ANSWER, 2)
+    assert _chunk(db, answer.id)[0] == f"{date_words(DAY)}\n{NEWS}\n{QUESTION}"
+    assert _memory(db, answer.id) not in (None, news.id)  # the link: the turn right before
+
+
+def test_deleting_a_turn_deletes_its_copies_in_the_two_turns_after(db, hash_settings, instance):
+    ctx = AccessContext(instance, user_id="anna", session_key="chat-1")
+    first = _turn(db, hash_settings, ctx, NEWS, 0)
+    second = _turn(db, hash_settings, ctx, QUESTION, 1)
+    third = _turn(db, hash_settings, ctx, ANSWER, 2)
+    fourth = _turn(db, hash_settings, ctx, "Ben: Ha, lovely.", 3)
     vector_before = _chunk(db, second.id)[1]
     db.execute("DELETE FROM agent_memories WHERE id = %s", (first.id,))
 
-    assert _memory(db, second.id) is None
+    assert _memory(db, second.id) is None and _memory(db, third.id) == second.id
     context, vector, key = _chunk(db, second.id)
     assert context is None and key is not None
     assert np.array_equal(vector.to_numpy(), vector_before.to_numpy())  # its own text's
+    assert _chunk(db, third.id)[0] is None
+    assert "Barcelona" not in _chunk(db, fourth.id)[0]  # never held it: untouched
     assert not db.execute("SELECT count(*) FROM agent_memory_chunks"
                           " WHERE instance_key = %s AND context LIKE %s",
-                          (instance, "%naming the puppy%")).fetchone()[0]
+                          (instance, "%Barcelona%")).fetchone()[0]
 
 
 def test_a_reply_is_found_by_the_question_it_answers(db, hash_settings, instance):
