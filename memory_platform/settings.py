@@ -82,7 +82,7 @@ class Settings(BaseSettings):
         "its context (the turn before it, the session's date) may add: a reply is found by "
         "the question it answers (docs/architecture.md, 'Conversational retrieval').")
     retrieval_neighbour_weight: float = Field(
-        0.3, ge=0.0, le=1.0, description="How far a conversation turn's score is pulled "
+        0.5, ge=0.0, le=1.0, description="How far a conversation turn's score is pulled "
         "toward its best-scoring neighbouring turn among the candidates.")
     retrieval_turn_vector_weight: float = Field(
         0.6, ge=0.0, le=1.0, description="retrieval_vector_weight for conversation turns "

@@ -73,8 +73,8 @@ def test_a_turn_is_pulled_toward_its_best_neighbour_never_down(settings):
     assert [hit.memory_id for hit in alone][1] == rival.memory_id
     unsmoothed = {hit.memory_id: hit.score for hit in alone}
     assert scores[question.memory_id] == unsmoothed[question.memory_id]  # never pulled down
-    expected = unsmoothed[answer.memory_id] + 0.3 * (unsmoothed[question.memory_id]
-                                                     - unsmoothed[answer.memory_id])
+    pull = unsmoothed[question.memory_id] - unsmoothed[answer.memory_id]
+    expected = unsmoothed[answer.memory_id] + settings.retrieval_neighbour_weight * pull
     assert scores[answer.memory_id] == pytest.approx(expected, abs=1e-6)
 
 
