@@ -3,8 +3,12 @@
 ``score = vectorWeight * vectorScore + keywordWeight * keywordScore``, both normalised per
 query over the same candidates: ``vectorScore`` is the min-max normalised cosine similarity
 in the query's embedding generation (chunks of other generations have none and compete by
-keyword only), ``keywordScore`` is ``ts_rank`` (normalisation 0) divided by the best rank
-(0 without a match). Every candidate gets both real scores, whichever arm found it.
+keyword only), ``keywordScore`` is the keyword rank divided by the best one (0 without a
+match): per question word its ``ts_rank`` (normalisation 0) plus half the rank of the chunk's
+conversation context, times the word's rarity weight (retrieval/lexicon.py). Every candidate
+gets both real scores, whichever arm found it. Conversation turns (memories/turns.py) are
+fused with their own weights, lose score when they say little, and lend each other score
+(docs/architecture.md, "Conversational retrieval").
 
 A candidate with no keyword match and a similarity at or below the provider's
 ``similarity_floor`` is no evidence and is dropped; ``minScore`` gates the score; the
@@ -401,7 +405,7 @@ def search_memories(
         exact_max=settings.retrieval_exact_scan_max)
     statement = _statement(shape, ctx, scopes)
     values = {**context_params(ctx), "scopes": list(scopes or ()), "qv": vector,
-              "terms": " | ".join(terms), "generating": " | ".join(generating),
+              "generating": " | ".join(generating),
               "keyword_cap": keyword_cap,
               "context_weight": settings.retrieval_context_keyword_weight,
               "terms_list": terms, "generating_list": generating,
@@ -426,6 +430,8 @@ def search_memories(
 
 def _weights(conn: psycopg.Connection, settings: Settings, terms: list[str],
              generating: list[str]) -> dict[str, list[float]]:
+    """The rarity weight of each word, aligned with the two word lists (all 1 when
+    ``retrieval_keyword_idf`` is off)."""
     if not settings.retrieval_keyword_idf:
         return {"terms_weights": [1.0] * len(terms), "generating_weights": [1.0] * len(generating)}
     weights = term_weights(conn, terms)
@@ -464,10 +470,10 @@ def _rank(rows: list[_Candidate], settings: Settings, limit: int,
             best[row.memory_id] = _Scored(score, vector_score, keyword_score, row)
     if settings.retrieval_neighbour_weight:
         best = _smooth(best, settings.retrieval_neighbour_weight)
-    ranked = sorted(best.values(), key=lambda s: _order(s, settings, wanted_refs),
-                    reverse=True)[:limit]
-    return [_hit(s.row, round(_order(s, settings, wanted_refs), 6), s.vector_score,
-                 s.keyword_score) for s in ranked]
+    ordered = sorted(((_order(s, settings, wanted_refs), s) for s in best.values()),
+                     key=lambda entry: entry[0], reverse=True)[:limit]
+    return [_hit(s.row, round(order, 6), s.vector_score, s.keyword_score)
+            for order, s in ordered]
 
 
 CONTENT_LEXEMES = 8  # distinct lexemes (English and German) of a turn that says something

@@ -232,7 +232,8 @@ def test_api_seed_writes_the_same_through_user_keys_deleted_afterwards(
 def test_a_library_run_ranks_under_each_variant_and_leaves_only_the_ledger(
         conn, database_url, instance):
     settings = hash_embedding_settings(database_url)
-    nothing = parse_variant("nothing=retrieval_vector_weight:0,retrieval_keyword_weight:0")
+    nothing = parse_variant("nothing=retrieval_turn_vector_weight:0,"
+                            "retrieval_turn_keyword_weight:0")  # the turns' own weights
     result = evaluate.run(conn, settings, _provider(settings), CORPUS,
                           variants=[Variant("default"), nothing], instance_key=instance,
                           echo=lambda _: None)
