@@ -40,7 +40,7 @@ _PREVIOUS_TURNS = """
       FROM agent_memories
      WHERE instance_key = %s AND session_key = %s
        AND visibility_scope = %s AND audience_key = %s
-       AND occurred_at <= %s
+       AND occurred_at <= %s AND memory_state = 'active'
        AND source_type = 'fact' AND metadata ->> 'memoryClass' = %s
      ORDER BY occurred_at DESC, created_at DESC
      LIMIT %s

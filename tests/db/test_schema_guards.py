@@ -60,7 +60,8 @@ INSTANCE_GUARDED_LINKS: dict[str, tuple[str, ...]] = {
     "agent_memory_assertion_conflicts": ("assertion_id", "conflicting_assertion_id"),
     "agent_memory_assertion_embeddings": ("assertion_id", "generation_id+embedding_key"),
     "agent_memory_retrieval_feedback": ("assertion_id", "memory_id"),
-    "agent_memories": ("assertion_id", "source_id", "superseded_by_memory_id", "dream_id"),
+    "agent_memories": ("assertion_id", "source_id", "superseded_by_memory_id", "dream_id",
+                       "previous_memory_id"),
     "agent_memory_chunks": ("memory_id", "generation_id+embedding_key"),
     "agent_memory_relations": ("from_memory_id", "to_memory_id", "dream_id"),
     "wiki_change_proposals": ("dream_id",),
@@ -101,6 +102,9 @@ AUDIENCE_BLIND_LINKS = [
     "agent_memory_assertions.revision_of",
     "agent_memory_assertions.superseded_by",
     "agent_memories.superseded_by_memory_id",
+    # A conversation turn's link to the turn before: the write path looks it up in the turn's
+    # own audience (memories/turns.py; tests/memories/test_turns.py).
+    "agent_memories.previous_memory_id",
 ]
 
 # Audiences as (kind, key). A cross-audience case puts the row in one audience and its
@@ -171,6 +175,9 @@ GUARD_TRIGGERS = [
     "agent_memory_chunks_audience",
     "agent_memories_push_audience",
     "agent_memory_assertions_push_recall",
+    # A deleted turn's text leaves the turns after it (0017); cases in
+    # tests/memories/test_turns.py.
+    "agent_memories_forget_turn_context",
 ]
 
 

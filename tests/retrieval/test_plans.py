@@ -261,8 +261,10 @@ def test_callers_of_one_shape_share_a_statement_but_see_only_their_own_rows(db, 
     for statement in search._STATEMENTS.values():
         assert all(u.user_id.encode() not in statement.text for u in users)
         assert instance.encode() not in statement.text
-        assert set(statement.roles) <= {"instance", "user", "channels", "scopes", "terms",
-                                        "generating", "qv", "keyword_cap"}
+        assert set(statement.roles) <= {
+            "instance", "user", "channels", "scopes", "generating", "qv", "keyword_cap",
+            "context_weight", "terms_list", "terms_weights", "generating_list",
+            "generating_weights"}
 
 
 def test_the_vector_arms_limit_is_a_literal(db, settings, corpus, monkeypatch):
