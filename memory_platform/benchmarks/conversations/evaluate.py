@@ -47,6 +47,7 @@ import psycopg
 
 from memory_platform.access import AccessContext
 from memory_platform.benchmarks.conversations.corpus import Conversation, Turn
+from memory_platform.benchmarks.conversations.generate import generate
 from memory_platform.benchmarks.conversations.report import (
     RECALL_AT,
     QuestionResult,
@@ -82,9 +83,7 @@ def session_key(conversation: Conversation, session: int) -> str:
 
 
 def default_corpus(conversations: int = 8, seed: int = 14) -> list[Conversation]:
-    """The generated corpus (imported here: the generator is only needed for a real run)."""
-    from memory_platform.benchmarks.conversations.generate import generate
-
+    """The generated corpus."""
     return generate(seed=seed, conversations=conversations)
 
 
