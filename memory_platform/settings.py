@@ -79,7 +79,7 @@ class Settings(BaseSettings):
     )
     retrieval_context_keyword_weight: float = Field(
         0.5, ge=0.0, le=1.0, description="Share of a conversation turn's keyword score that "
-        "its context (the turn before it, the session's date) may add: a reply is found by "
+        "its context (the two turns before it, the session's date) may add: a reply is found by "
         "the question it answers (docs/architecture.md, 'Conversational retrieval').")
     retrieval_neighbour_weight: float = Field(
         0.5, ge=0.0, le=1.0, description="How far a conversation turn's score is pulled "
