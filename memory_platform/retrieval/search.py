@@ -460,7 +460,7 @@ def _rank(rows: list[_Candidate], settings: Settings, limit: int,
         if row.turn:
             score = (settings.retrieval_turn_vector_weight * (vector_score or 0.0)
                      + settings.retrieval_turn_keyword_weight * keyword_score)
-            score *= _content_prior(row.lexemes, settings.retrieval_turn_content_prior)
+            score *= _content_prior(row, settings.retrieval_turn_content_prior)
         else:
             score = (settings.retrieval_vector_weight * (vector_score or 0.0)
                      + settings.retrieval_keyword_weight * keyword_score)
@@ -476,12 +476,18 @@ def _rank(rows: list[_Candidate], settings: Settings, limit: int,
             for order, s in ordered]
 
 
-CONTENT_LEXEMES = 8  # distinct lexemes (English and German) of a turn that says something
+# Distinct lexemes (English and German: most words count twice) of a turn that says enough to
+# be an answer, and what share of its words a question counts with: a question asks, it does
+# not tell. Both chosen on the conversational benchmark (docs/benchmarks.md).
+CONTENT_LEXEMES = 16
+QUESTION_SHARE = 0.5
 
 
-def _content_prior(lexemes: int, weight: float) -> float:
-    """Up to ``weight`` less score for a turn with few words ("Which one?", "Haha, really?"):
-    such a turn matches every question about its speaker and is hardly ever the answer."""
+def _content_prior(row: _Candidate, weight: float) -> float:
+    """Up to ``weight`` less score for a turn that says little ("Which one?", "Haha,
+    really?", "What did you do there?"): such a turn resembles every question about its
+    speaker and is hardly ever the answer."""
+    lexemes = row.lexemes * (QUESTION_SHARE if row.content.rstrip().endswith("?") else 1.0)
     return 1.0 - weight * max(0.0, 1.0 - lexemes / CONTENT_LEXEMES)
 
 

@@ -17,10 +17,10 @@ from memory_platform.settings import Settings
 FLOOR = 0.1
 
 
-def _row(similarity: float, keyword: float, *, turn: bool = True, lexemes: int = 12,
-         previous: uuid.UUID | None = None, memory_id: uuid.UUID | None = None) -> _Candidate:
+def _row(similarity: float, keyword: float, *, turn: bool = True, lexemes: int = 20,
+         previous: uuid.UUID | None = None, content: str = "x") -> _Candidate:
     return _Candidate(
-        chunk_id=1, memory_id=memory_id or uuid.uuid4(), content="x", similarity=similarity,
+        chunk_id=1, memory_id=uuid.uuid4(), content=content, similarity=similarity,
         keyword_rank=keyword, visibility_scope="private", audience_key="anna",
         memory_scope="user", source_type="fact", subject_refs="{}", assertion_id=None,
         provenance=None, created_at=datetime(2026, 1, 1, tzinfo=UTC), occurred_at=None,
@@ -49,7 +49,7 @@ def test_turns_weigh_words_more_than_notes_do(settings):
 
 def test_a_turn_of_few_words_loses_to_one_that_says_something(settings):
     short = _row(0.9, 0.05, lexemes=2)  # "Owen: Which one?"
-    full = _row(0.88, 0.05, lexemes=14)
+    full = _row(0.88, 0.05, lexemes=20)
     far = _row(0.5, 0.0)
     assert _order([short, full, far], settings)[:2] == [full.memory_id, short.memory_id]
     no_prior = settings.model_copy(update={"retrieval_turn_content_prior": 0.0})
@@ -57,6 +57,17 @@ def test_a_turn_of_few_words_loses_to_one_that_says_something(settings):
     # Notes are never judged by their length.
     notes = [row._replace(turn=False) for row in (short, full, far)]
     assert _order(notes, settings)[0] == short.memory_id
+
+
+def test_a_question_counts_its_words_half(settings):
+    question = _row(0.9, 0.05, lexemes=20, content="Owen: And what did you do there?")
+    statement = _row(0.88, 0.05, lexemes=20, content="Owen: We swam in the sea there.")
+    far = _row(0.5, 0.0)
+    assert _order([question, statement, far], settings)[:2] == [statement.memory_id,
+                                                                 question.memory_id]
+    no_prior = settings.model_copy(update={"retrieval_turn_content_prior": 0.0})
+    assert _order([question, statement, far], no_prior)[:2] == [question.memory_id,
+                                                                 statement.memory_id]
 
 
 def test_a_turn_is_pulled_toward_its_best_neighbour_never_down(settings):
