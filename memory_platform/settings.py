@@ -91,9 +91,9 @@ class Settings(BaseSettings):
         0.4, ge=0.0, le=1.0, description="retrieval_keyword_weight for conversation turns: "
         "short utterances are found by their words more than notes are.")
     retrieval_turn_content_prior: float = Field(
-        0.5, ge=0.0, le=1.0, description="Most score a conversation turn of few words "
-        "('Which one?', 'Haha, really?') loses: such turns resemble every question about "
-        "their speaker and are hardly ever the answer.")
+        0.5, ge=0.0, le=1.0, description="Most score a conversation turn that says little "
+        "loses (few words, or a question: 'Which one?', 'Haha, really?'): such turns resemble "
+        "every question about their speaker and are hardly ever the answer.")
     retrieval_keyword_idf: bool = Field(
         True, description="Weigh each question word's keyword rank by its rarity.")
     retrieval_exact_scan_max: int = Field(
