@@ -78,7 +78,7 @@ class Settings(BaseSettings):
         100, ge=10, description="Keyword matches ranked per query (bounds common-word cost)."
     )
     retrieval_context_keyword_weight: float = Field(
-        0.5, ge=0.0, le=1.0, description="Share of a conversation turn's keyword score that "
+        0.75, ge=0.0, le=1.0, description="Share of a conversation turn's keyword score that "
         "its context (the two turns before it, the session's date) may add: a reply is found by "
         "the question it answers (docs/architecture.md, 'Conversational retrieval').")
     retrieval_neighbour_weight: float = Field(
@@ -91,7 +91,7 @@ class Settings(BaseSettings):
         0.4, ge=0.0, le=1.0, description="retrieval_keyword_weight for conversation turns: "
         "short utterances are found by their words more than notes are.")
     retrieval_turn_content_prior: float = Field(
-        0.5, ge=0.0, le=1.0, description="Most score a conversation turn that says little "
+        0.7, ge=0.0, le=1.0, description="Most score a conversation turn that says little "
         "loses (few words, or a question: 'Which one?', 'Haha, really?'): such turns resemble "
         "every question about their speaker and are hardly ever the answer.")
     retrieval_keyword_idf: bool = Field(

@@ -4,7 +4,7 @@
 query over the same candidates: ``vectorScore`` is the min-max normalised cosine similarity
 in the query's embedding generation (chunks of other generations have none and compete by
 keyword only), ``keywordScore`` is the keyword rank divided by the best one (0 without a
-match): per question word its ``ts_rank`` (normalisation 0) plus half the rank of the chunk's
+match): per question word its ``ts_rank`` (normalisation 0) plus a share of the rank of the chunk's
 conversation context, times the word's rarity weight (retrieval/lexicon.py). Every candidate
 gets both real scores, whichever arm found it. Conversation turns (memories/turns.py) are
 fused with their own weights, lose score when they say little, and lend each other score
