@@ -19,11 +19,12 @@ CREATE INDEX agent_memories_conversation_idx
                        occurred_at DESC, created_at DESC)
     WHERE session_key IS NOT NULL AND occurred_at IS NOT NULL;
 
+-- Neither column rewrites the table (the largest one, vectors inline): a constant default is
+-- stored once in the catalog. The writer fills context_tsv from context (chunk_rows.py), like
+-- content_tsv's definition; a generated column would have rewritten every chunk on upgrade.
 ALTER TABLE agent_memory_chunks ADD COLUMN context text
     CHECK (context IS NULL OR (context <> '' AND length(context) <= 2000));
-ALTER TABLE agent_memory_chunks ADD COLUMN context_tsv tsvector GENERATED ALWAYS AS (
-    to_tsvector('english'::regconfig, coalesce(context, ''))
-    || to_tsvector('german'::regconfig, coalesce(context, ''))) STORED;
+ALTER TABLE agent_memory_chunks ADD COLUMN context_tsv tsvector NOT NULL DEFAULT ''::tsvector;
 CREATE INDEX agent_memory_chunks_context_tsv_idx ON agent_memory_chunks USING gin (context_tsv)
     WHERE context IS NOT NULL;
 
@@ -33,7 +34,7 @@ CREATE INDEX agent_memory_chunks_context_tsv_idx ON agent_memory_chunks USING gi
 CREATE FUNCTION memory_forget_turn_context() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    UPDATE agent_memory_chunks c SET context = NULL
+    UPDATE agent_memory_chunks c SET context = NULL, context_tsv = ''::tsvector
      WHERE c.instance_key = NEW.instance_key AND c.context IS NOT NULL
        AND c.memory_id IN (SELECT NEW.id
                            UNION ALL

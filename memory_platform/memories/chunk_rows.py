@@ -24,7 +24,9 @@ def insert_chunks(conn: psycopg.Connection, instance_key: str, memory_id: UUID,
                   generation: Generation | None, provider: EmbeddingProvider,
                   context: str | None = None) -> None:
     """Insert the chunks; without a generation (embedding failed) they are keyword-only.
-    ``context`` (a conversation turn's, memories/turns.py) goes to the first chunk."""
+    ``context`` (a conversation turn's, memories/turns.py) goes to the first chunk, with its
+    tsvector made the way ``content_tsv`` is (migration 0017 says why it is no generated
+    column)."""
     embedded = generation is not None and vectors is not None
     metadata = Jsonb({"embedding": embedding_provenance(
         generation.generation_key, provider.strategy, provider.model)} if embedded else {})
@@ -33,13 +35,15 @@ def insert_chunks(conn: psycopg.Connection, instance_key: str, memory_id: UUID,
             """
             INSERT INTO agent_memory_chunks
                    (instance_key, memory_id, chunk_index, content, start_offset, end_offset,
-                    embedding, generation_id, embedding_key, metadata, context)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                    embedding, generation_id, embedding_key, metadata, context, context_tsv)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+                    coalesce(to_tsvector('english'::regconfig, %s::text)
+                             || to_tsvector('german'::regconfig, %s::text), ''::tsvector))
             """,
             [(instance_key, memory_id, c.index, c.content, c.start, c.end,
               vectors[c.index] if embedded else None,
               generation.id if embedded else None,
               generation.generation_key if embedded else None,
-              metadata, context if c.index == 0 else None)
+              metadata, *[context if c.index == 0 else None] * 3)
              for c in chunks],
         )

@@ -106,8 +106,12 @@ def test_deleting_a_turn_deletes_its_copies_in_the_two_turns_after(db, hash_sett
     third = _turn(db, hash_settings, ctx, ANSWER, 2)
     fourth = _turn(db, hash_settings, ctx, "Ben: Ha, lovely.", 3)
     vector_before = _chunk(db, second.id)[1]
+    indexed = ("SELECT count(*) FROM agent_memory_chunks WHERE instance_key = %s"
+               " AND context_tsv @@ to_tsquery('english', 'barcelona')")
+    assert db.execute(indexed, (instance,)).fetchone()[0] == 2  # the two turns after it
     db.execute("DELETE FROM agent_memories WHERE id = %s", (first.id,))
 
+    assert db.execute(indexed, (instance,)).fetchone()[0] == 0
     assert _memory(db, second.id) is None and _memory(db, third.id) == second.id
     context, vector, key = _chunk(db, second.id)
     assert context is None and key is not None
