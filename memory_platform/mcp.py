@@ -344,7 +344,7 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
                 "2026-11-30T09:12:00+01:00."))] = None,
             sessionKey: Annotated[str | None, Field(min_length=1, max_length=200, description=(
                 "The conversation it was said in. A memory with a sessionKey and an "
-                "occurredAt is a conversation turn: it is indexed with the turn before it, "
+                "occurredAt is a conversation turn: it is indexed with the two turns before it, "
                 "so a short reply is found by the question it answers."))] = None,
         ) -> str:
             body: dict[str, Any] = {"content": content, "visibility": visibility,

@@ -1,10 +1,10 @@
 -- Conversation turns (docs/architecture.md, "Conversational retrieval"). A memory written with
 -- a session key and an event time is a turn of that session's conversation: it links to the
 -- turn before it in the same session and audience, and its first chunk carries the text of the
--- two turns before (with the session's date) as `context`, indexed in a second tsvector. Search uses the
--- context to find a short reply ("Rex! After my grandpa's dog.") by the question it answers,
--- and the link to let neighbouring turns lend each other score. The returned unit stays the
--- single turn.
+-- two turns before (with the session's date) as `context`, indexed in a second tsvector.
+-- Search uses the context to find a short reply ("Rex! After my grandpa's dog.") by the
+-- question it answers, and the link to let neighbouring turns lend each other score. The
+-- returned unit stays the single turn.
 
 ALTER TABLE agent_memories ADD COLUMN previous_memory_id uuid;
 ALTER TABLE agent_memories

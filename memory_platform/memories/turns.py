@@ -5,15 +5,15 @@ An agent that stores a conversation turn by turn (``POST /api/v1/memory`` with
 in the turn before: "Rex! After my grandpa's dog." answers "What did you end up naming the
 puppy?". So a turn links to the turn before it in the same session and audience
 (``previous_memory_id``: search lets neighbouring turns lend each other score), and its first
-chunk carries a *context*: the session's date in words and the end of the previous turn,
+chunk carries a *context*: the session's date in words and the end of the two turns before,
 indexed in a second tsvector (docs/architecture.md, "Conversational retrieval"). Search
 returns the single turn all the same. The context is not embedded with the turn: on the
 conversational benchmark that gained 0.01 recall@10 for 2.5 times the embedding work per
 turn (docs/benchmarks.md).
 
-The context never crosses an audience: the previous turn is looked up in the new turn's own
-audience, so no text of another audience is copied into a row. When that previous turn is
-deleted, migration 0017's trigger removes the copy.
+The context never crosses an audience: the turns before are looked up in the new turn's own
+audience, so no text of another audience is copied into a row. When one of them is deleted,
+migration 0017's trigger removes the copy.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@
 query over the same candidates: ``vectorScore`` is the min-max normalised cosine similarity
 in the query's embedding generation (chunks of other generations have none and compete by
 keyword only), ``keywordScore`` is the keyword rank divided by the best one (0 without a
-match): per question word its ``ts_rank`` (normalisation 0) plus a share of the rank of the chunk's
-conversation context, times the word's rarity weight (retrieval/lexicon.py). Every candidate
+match): per question word its ``ts_rank`` (normalisation 0) plus a share of the rank of the
+chunk's conversation context, times the word's rarity weight (retrieval/lexicon.py). Every candidate
 gets both real scores, whichever arm found it. Conversation turns (memories/turns.py) are
 fused with their own weights, lose score when they say little, and lend each other score
 (docs/architecture.md, "Conversational retrieval").
@@ -205,8 +205,8 @@ def _keyword_arm(visible: sql.Composable, match_cap: int, scan_cap: int) -> sql.
     # `scan_cap` matches are read whoever asks (a caller who sees few of them must not make
     # the scan visit every instance's matches), and the first `match_cap` visible ones are
     # ranked.
-    # A conversation turn also matches by its context (the turn before it, memories/turns.py;
-    # the partial index holds only chunks with a context).
+    # A conversation turn also matches by its context (the two turns before it,
+    # memories/turns.py; the partial index holds only chunks with a context).
     return sql.SQL("""
         SELECT matches.id FROM (
             SELECT c.id, c.content_tsv, c.context_tsv
