@@ -27,6 +27,8 @@ DOMAIN = [                                   # bottom first
     {"memories"},
     {"projection"},
     {"retrieval"},
+    {"graph"},
+    {"context"},
     {"dreaming"},
     {"sessions"},
     {"apikeys", "operator_status", "demo", "benchmarks"},

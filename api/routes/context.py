@@ -7,7 +7,7 @@ from starlette.requests import Request
 
 from api.auth import with_caller
 from api.schemas import ActingUser, ContextItemOut, ContextSearch, ContextSearchResponse
-from memory_platform.retrieval.context import ContextItem, context_get, context_search
+from memory_platform.context import ContextItem, context_get, context_search
 from memory_platform.retrieval.question import embed_question
 
 

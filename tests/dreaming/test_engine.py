@@ -10,13 +10,13 @@ import pytest
 from psycopg.rows import dict_row
 
 from memory_platform.access import AccessContext
+from memory_platform.context import context_search
 from memory_platform.dreaming.engine import run_dream_partition
 from memory_platform.dreaming.lock import dream_lock
 from memory_platform.dreaming.partitions import Partition
 from memory_platform.dreaming.runs import list_dreams, reconcile_stale_dreams
 from memory_platform.errors import DreamLocked
 from memory_platform.llm.base import ModelError
-from memory_platform.retrieval.context import context_search
 from tests.dreaming.support import (
     HUMAN_FACT,
     TEAM_SESSIONS,

@@ -12,6 +12,7 @@ import pytest
 from pgvector.psycopg import register_vector
 
 from memory_platform.access import AccessContext
+from memory_platform.context import context_get, context_search
 from memory_platform.errors import InvalidInput
 from memory_platform.memories.bulk.rows import check_row
 from memory_platform.memories.store import MemoryWrite, store_memory
@@ -21,7 +22,6 @@ from memory_platform.memories.validation import (
     parse_occurred_at,
 )
 from memory_platform.retrieval import search
-from memory_platform.retrieval.context import context_get, context_search
 from memory_platform.retrieval.memories import get_memory
 from memory_platform.retrieval.search import search_memories
 from tests.memories.bulk_support import memories, run

@@ -7,6 +7,7 @@ import psycopg
 import pytest
 
 from memory_platform.access import AccessContext
+from memory_platform.context import context_search
 from memory_platform.dreaming.engine import run_dream_partition
 from memory_platform.dreaming.partitions import Partition
 from memory_platform.ledger.assertions import record_decision
@@ -16,7 +17,6 @@ from memory_platform.projection.outbox import (
     process_outbox,
 )
 from memory_platform.projection.reembed import reembed_backfill
-from memory_platform.retrieval.context import context_search
 from tests.dreaming.support import ScriptedModel, assertion, counts, payload, remember
 from tests.memories.support import OutageEmbedder
 

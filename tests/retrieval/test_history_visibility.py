@@ -15,10 +15,10 @@ import uuid
 import pytest
 
 from memory_platform.access import AccessContext
+from memory_platform.context import context_get, context_search
 from memory_platform.errors import NotFound
 from memory_platform.membership import add_session_participant, claim_session
 from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval.context import context_get, context_search
 from memory_platform.settings import Settings
 from tests.support.settings import hash_embedding_settings
 

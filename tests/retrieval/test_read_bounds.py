@@ -14,13 +14,14 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.pq import TransactionStatus
 
+from memory_platform import context
 from memory_platform.access import AccessContext
+from memory_platform.context import context_get, context_search
 from memory_platform.embeddings.factory import get_provider
 from memory_platform.errors import NotFound
 from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval import context, search
+from memory_platform.retrieval import search
 from memory_platform.retrieval.assertions import _lexical, search_assertions, visible_assertion_ids
-from memory_platform.retrieval.context import context_get, context_search
 from memory_platform.retrieval.feedback.events import record_response, record_visible_injection
 from memory_platform.retrieval.memories import get_memory
 from memory_platform.retrieval.search import search_memories

@@ -45,11 +45,11 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from memory_platform.access import AccessContext, AccessError
+from memory_platform.context import context_get, context_search
 from memory_platform.errors import AccessDenied, InvalidInput, NotFound
 from memory_platform.membership import add_channel_member
 from memory_platform.memories.sharing import set_share_with_team
 from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval.context import context_get, context_search
 from memory_platform.retrieval.memories import get_memory
 from memory_platform.retrieval.search import search_memories
 from memory_platform.settings import Settings

@@ -1,0 +1,1 @@
+"""The knowledge graph: extraction from approved assertions, storage, retrieval (see types)."""
