@@ -46,9 +46,10 @@ from memory_platform.dreaming.contract import (
 )
 from memory_platform.dreaming.grounding import informative_excerpt
 from memory_platform.llm.base import Completion, JsonRequest, ModelError
+from memory_platform.llm.selection import OFFLINE_MODEL
 from memory_platform.settings import Settings
 
-NAME = "extractive"
+NAME = OFFLINE_MODEL
 MIN_SENTENCE_CHARS = 20
 MIN_SENTENCE_WORDS = 4
 MAX_SENTENCE_CHARS = 400

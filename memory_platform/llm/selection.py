@@ -20,6 +20,9 @@ from memory_platform.llm.base import ModelError
 from memory_platform.llm.openai_compatible import OpenAICompatibleModel
 from memory_platform.settings import Settings
 
+# The offline deterministic maintenance model (Dreaming, sessions, graph extraction): only ever
+# used when configured by this name, never as a fallback.
+OFFLINE_MODEL = "extractive"
 SETTING_KEY = "memory_dreaming_model"
 MAX_MODEL_CHARS = 200
 
