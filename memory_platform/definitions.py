@@ -11,6 +11,14 @@ partition)::
                       agent_memory_dreams   ..._reviews, ..._outbox  ..._chunks,  wiki_change_
                                                                      ..._embeddings, proposals
                                                                      ..._relations
+                                                                          |
+                                                      knowledge_graph  <--+  (group knowledge_graph)
+                                                             |
+                                                             v
+                                  agent_knowledge_entities, _claims, _edges, _evidence
+
+``dream_audience_job`` runs the Dream multi-asset, then ``knowledge_graph`` (its own op) and
+the blocking checks of both; ``dream_batch`` does the same per partition in one run.
 
 Session maintenance (group ``sessions``; the context tables in group ``session_context``)::
 
@@ -39,6 +47,7 @@ from memory_platform.assets.dreaming import (
     dream_batch,
     dream_checks,
 )
+from memory_platform.assets.graph import knowledge_graph, knowledge_graph_check
 from memory_platform.assets.ledger import ledger_tables
 from memory_platform.assets.maintenance import outbox_job
 from memory_platform.assets.sessions import (
@@ -62,8 +71,9 @@ def build_definitions(resources: dict[str, Any] | None = None,
     the settings-derived defaults (tests)."""
     settings = settings or get_settings()
     return Definitions(
-        assets=[*ledger_tables, *session_context_tables, *session_assets, dream_audience],
-        asset_checks=dream_checks,
+        assets=[*ledger_tables, *session_context_tables, *session_assets, dream_audience,
+                knowledge_graph],
+        asset_checks=[*dream_checks, knowledge_graph_check],
         jobs=[dream_audience_job, dream_batch, outbox_job, session_maintenance_job],
         sensors=[audience_partitions_sensor, build_outbox_sensor(settings),
                  build_stale_dream_reconciler(settings),

@@ -46,6 +46,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from memory_platform.assets.graph import knowledge_graph
 from memory_platform.assets.ledger import DREAM_READS
 from memory_platform.dreaming.runs import TRIGGERS, Trigger
 from memory_platform.dreaming.targets import parse_partition_keys
@@ -57,6 +58,7 @@ from memory_platform.orchestration.dream_step import (
     guarding_checks,
     step_trigger,
 )
+from memory_platform.orchestration.graph_step import GRAPH_CHECK, graph_check, graph_step
 from memory_platform.orchestration.home import DREAMING_RUN_TAG, WRITER_POOL
 from memory_platform.orchestration.keys import (
     ASSERTION_PROJECTIONS,
@@ -64,6 +66,7 @@ from memory_platform.orchestration.keys import (
     DREAM_ASSERTIONS,
     DREAM_INPUTS,
     DREAM_PROPOSALS,
+    KNOWLEDGE_GRAPH,
     SESSION_ASSETS,
     WIKI_PROPOSALS,
 )
@@ -209,9 +212,10 @@ def _dream_check(name: str, asset: str):
 dream_checks = [_dream_check(name, asset) for name, asset in CHECK_GUARDS.items()]
 
 dream_audience_job = define_asset_job(
-    DREAM_AUDIENCE_JOB, selection=AssetSelection.assets(dream_audience),
+    DREAM_AUDIENCE_JOB, selection=AssetSelection.assets(dream_audience, knowledge_graph),
     tags={DREAMING_RUN_TAG: "true"},
-    description="Dream one audience partition (the five Dream assets and their checks).")
+    description="Dream one audience partition (the five Dream assets, the knowledge graph "
+    "and their checks).")
 
 
 # --- many partitions per run ---------------------------------------------------------------
@@ -268,6 +272,9 @@ def dream_partitions(context: OpExecutionContext, config: DreamBatchConfig,
                 if not outcome.passed:
                     problems.append([key, dream_id,
                                      f"check {name} failed: {outcome.description}"])
+            if ASSERTION_PROJECTIONS in step.assets and not any(
+                    not outcome.passed for _, _, outcome in checks):
+                yield from _graph_events(context, conn, settings, key, dream_id, problems)
             if step.problem:
                 problems.append([key, dream_id, step.problem])
             summaries.append(step.summary())
@@ -281,6 +288,26 @@ def dream_partitions(context: OpExecutionContext, config: DreamBatchConfig,
             metadata={"failures": MetadataValue.md(md_table(
                 ["partition", "dream id", "problem"], problems)),
                 "dreamed": MetadataValue.int(len(summaries))})
+
+
+def _graph_events(context: OpExecutionContext, conn, settings, key: str, dream_id: str,
+                  problems: list[list[str]]):
+    """The partition's knowledge graph after its Dream, as the ``knowledge_graph`` asset
+    records it: a materialisation and its check (a failure is a problem, the batch goes on)."""
+    try:
+        graph = graph_step(conn, settings, key)
+        outcome = graph_check(conn, key)
+    except Exception as exc:  # recorded; the batch goes on
+        problems.append([key, dream_id, f"knowledge graph: {type(exc).__name__}: {exc}"])
+        return
+    context.log.info(graph.summary())
+    yield AssetMaterialization(asset_key=KNOWLEDGE_GRAPH, partition=key,
+                               metadata=graph.metadata)
+    context.log_event(AssetCheckEvaluation(
+        asset_key=AssetKey(KNOWLEDGE_GRAPH), check_name=GRAPH_CHECK, blocking=True,
+        partition=key, **check_fields(outcome)))
+    if not outcome.passed:
+        problems.append([key, dream_id, f"check {GRAPH_CHECK} failed: {outcome.description}"])
 
 
 @job(name=DREAM_BATCH_JOB, tags={DREAMING_RUN_TAG: "true"},

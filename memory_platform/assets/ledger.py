@@ -15,6 +15,7 @@ from memory_platform.orchestration.keys import (
     DREAM_ASSERTIONS,
     DREAM_INPUTS,
     DREAM_PROPOSALS,
+    KNOWLEDGE_GRAPH,
     WIKI_PROPOSALS,
 )
 
@@ -46,8 +47,13 @@ _TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
                             (DREAM_INPUTS, DREAM_PROPOSALS)),
     "wiki_change_proposals": ("Draft Wiki proposals awaiting human review.",
                               (WIKI_PROPOSALS,)),
-    "agent_knowledge_entities": ("Knowledge graph nodes.", ()),
-    "agent_knowledge_claims": ("Knowledge graph claims (subject, predicate, object).", ()),
+    "agent_knowledge_entities": ("Knowledge graph nodes.", (KNOWLEDGE_GRAPH,)),
+    "agent_knowledge_claims": ("Knowledge graph claims (subject, predicate, object or "
+                               "literal) with cumulative source refs.", (KNOWLEDGE_GRAPH,)),
+    "agent_knowledge_edges": ("Knowledge graph relations between entities.",
+                              (KNOWLEDGE_GRAPH,)),
+    "agent_knowledge_evidence": ("Provenance of graph items: assertions, source memories, "
+                                 "Dreams.", (KNOWLEDGE_GRAPH,)),
 }
 
 # What Dream input selection reads (drawn upstream of dream_inputs).

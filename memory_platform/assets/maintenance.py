@@ -1,4 +1,8 @@
-"""Maintenance jobs: the projection outbox worker (launched by ``outbox_sensor``)."""
+"""Maintenance jobs: the projection outbox worker (launched by ``outbox_sensor``).
+
+One run works off the projection jobs, then the graph jobs they and the ledger triggers
+wrote (approved assertions written outside Dreaming, coalesced per audience into bounded
+extraction batches), then sweeps graph refs of assertions whose validity ended."""
 
 from dagster import (
     AssetObservation,
@@ -11,6 +15,7 @@ from dagster import (
 )
 
 from memory_platform.assets.ledger import OUTBOX_TABLE
+from memory_platform.graph.build import process_graph_jobs, sweep_unsupported
 from memory_platform.orchestration.home import WRITER_POOL
 from memory_platform.projection.outbox import process_outbox_until_idle
 from memory_platform.resources import EmbeddingsResource, PostgresResource, run_settings
@@ -23,13 +28,24 @@ _MAX_BATCHES = 20          # bounded: the sensor launches another run for the re
 
 @op(pool=WRITER_POOL, tags={"kind": "postgres"},
     retry_policy=RetryPolicy(max_retries=3, delay=10, backoff=Backoff.EXPONENTIAL),
-    description="Work off due projection jobs (idempotent: a retry repeats nothing).")
+    description="Work off due projection and graph jobs (idempotent: a retry repeats "
+    "nothing).")
 def process_projection_outbox(context: OpExecutionContext, postgres: PostgresResource,
                               embeddings: EmbeddingsResource) -> dict[str, int]:
     settings = run_settings(postgres, embeddings)
     with postgres.connection(settings) as conn:
         total = process_outbox_until_idle(conn, settings, batch=_BATCH, max_batches=_MAX_BATCHES)
-    summary = total.summary()
+        graph = process_graph_jobs(conn, settings)
+        swept = sweep_unsupported(conn)
+    summary = {**total.summary(), "graphJobs": graph.jobs, "graphBatches": graph.batches,
+               "graphFailedBatches": len(graph.failures),
+               "graphClaimsAdded": graph.changes.claims_added,
+               "graphClaimsRetracted": graph.changes.claims_retracted + swept.claims_retracted,
+               "graphEntitiesQuarantined": (graph.changes.entities_quarantined
+                                            + swept.entities_quarantined)}
+    for failure in graph.failures:
+        context.log.warning(f"graph batch kept for retry: {failure.partition_key} "
+                            f"{failure.code}: {failure.message}")
     context.log_event(AssetObservation(
         asset_key=OUTBOX_TABLE,
         metadata={k: MetadataValue.int(v) for k, v in summary.items()}))

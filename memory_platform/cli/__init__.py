@@ -13,6 +13,7 @@ from memory_platform.cli.config import config
 from memory_platform.cli.db import db
 from memory_platform.cli.demo import demo
 from memory_platform.cli.dream import dream
+from memory_platform.cli.graph import graph
 from memory_platform.cli.imports import embeddings, import_command
 from memory_platform.cli.keys import keys
 from memory_platform.cli.members import members, sessions
@@ -27,5 +28,5 @@ def main() -> None:
 
 
 for command in (config, db, api_command, dev_command, bench, keys, members, sessions,
-                mcp_command, import_command, embeddings, dream, demo):
+                mcp_command, import_command, embeddings, dream, graph, demo):
     main.add_command(command)

@@ -7,6 +7,7 @@ DREAM_PROPOSALS = "dream_proposals"
 DREAM_ASSERTIONS = "dream_assertions"
 ASSERTION_PROJECTIONS = "assertion_projections"
 WIKI_PROPOSALS = "wiki_proposals"
+KNOWLEDGE_GRAPH = "knowledge_graph"      # downstream of assertion_projections, own op
 
 DREAM_ASSETS = (DREAM_INPUTS, DREAM_PROPOSALS, DREAM_ASSERTIONS, ASSERTION_PROJECTIONS,
                 WIKI_PROPOSALS)

@@ -8,6 +8,10 @@ claimable again after ``outbox_processing_timeout_seconds``.
 
 Handlers register themselves in :data:`HANDLERS` by job type (``projection.assertions`` for
 ``assertion_projection``); importing ``memory_platform.projection`` registers them all.
+``graph_projection`` jobs (written by triggers on the assertion table, migration 0020) are
+not handled one by one: the graph worker (``memory_platform.graph.build``) claims them with
+:func:`claim` and works them off in batches per audience, so they are no handler here; the
+due check (:func:`due_outbox_job`) counts them so the outbox sensor starts a run for them.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from memory_platform.settings import Settings
 log = logging.getLogger(__name__)
 
 ASSERTION_PROJECTION = "assertion_projection"
+GRAPH_PROJECTION = "graph_projection"
 EMBEDDING_DEFERRED = "assertion_embedding_deferred"
 
 
@@ -128,8 +133,8 @@ def enqueue_assertion_projection(
                    f"{ASSERTION_PROJECTION}:{assertion_id}:{stamp}", payload)
 
 
-# A job is due: a known type with attempts left, pending (or failed) and available, or
-# left in processing by a worker that stopped answering.
+# A job is due: one of the asked types with attempts left, pending (or failed) and available,
+# or left in processing by a worker that stopped answering.
 _DUE = sql.SQL("""
     job_type = ANY(%(types)s)
     AND attempts < %(max_attempts)s
@@ -146,6 +151,9 @@ _CLAIM = sql.SQL("""
          WHERE {due}
            AND (%(instance)s::text IS NULL OR instance_key = %(instance)s::text)
            AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s::bigint[]))
+           AND (%(audience_kind)s::text IS NULL
+                OR (payload ->> 'audienceKind' = %(audience_kind)s::text
+                    AND payload ->> 'audienceKey' = %(audience_key)s::text))
          ORDER BY available_at, id
          LIMIT %(limit)s
          FOR UPDATE SKIP LOCKED)
@@ -157,23 +165,33 @@ _DUE_JOB = sql.SQL("SELECT id, attempts FROM agent_memory_ingestion_outbox WHERE
                    " ORDER BY available_at, id LIMIT 1").format(due=_DUE)
 
 
-def _due_params(settings: Settings) -> dict:
-    return {"types": list(HANDLERS), "max_attempts": settings.outbox_max_attempts,
+def _due_params(settings: Settings, types: list[str] | None = None) -> dict:
+    return {"types": types if types is not None else list(HANDLERS),
+            "max_attempts": settings.outbox_max_attempts,
             "stale": settings.outbox_processing_timeout_seconds}
 
 
 def due_outbox_job(conn: psycopg.Connection, settings: Settings) -> tuple[int, int] | None:
-    """(id, attempts) of the first job ``process_outbox`` would claim now, or None."""
-    row = conn.execute(_DUE_JOB, _due_params(settings)).fetchone()
+    """(id, attempts) of the first job an outbox run would claim now (a handled job or graph
+    work), or None."""
+    row = conn.execute(_DUE_JOB, _due_params(settings, [*HANDLERS, GRAPH_PROJECTION])
+                       ).fetchone()
     return (row[0], row[1]) if row else None
 
 
-def _claim(conn, settings: Settings, limit: int, instance_key: str | None,
-           job_ids: list[int] | None) -> list[Job]:
+def claim(conn: psycopg.Connection, settings: Settings, limit: int, *,
+          types: list[str] | None = None, instance_key: str | None = None,
+          job_ids: list[int] | None = None,
+          audience: tuple[str, str] | None = None) -> list[Job]:
+    """Claim up to ``limit`` due jobs of ``types`` (default: the handled ones), optionally of
+    one instance, exactly ``job_ids``, or one audience (``(kind, key)`` as the payload names
+    it), committed at once: another worker skips them until done, failed or stale."""
+    kind, key = audience or (None, None)
     with conn.transaction():
         rows = conn.execute(_CLAIM, {
-            **_due_params(settings), "worker": f"{socket.gethostname()}:{os.getpid()}",
-            "instance": instance_key, "ids": job_ids, "limit": limit}).fetchall()
+            **_due_params(settings, types), "worker": f"{socket.gethostname()}:{os.getpid()}",
+            "instance": instance_key, "ids": job_ids, "limit": limit,
+            "audience_kind": kind, "audience_key": key}).fetchall()
     commit_if_idle(conn)
     return sorted((Job(*r) for r in rows), key=lambda j: j.id)
 
@@ -188,7 +206,9 @@ def mark_done(conn: psycopg.Connection, job: Job) -> None:
     )
 
 
-def _mark_failed(conn, settings: Settings, job: Job, error: str) -> None:
+def mark_failed(conn: psycopg.Connection, settings: Settings, job: Job, error: str) -> None:
+    """Record ``error`` on the job and make it due again after exponential backoff (its own
+    committed unit)."""
     delay = settings.outbox_retry_backoff_seconds * (2 ** max(0, job.attempts - 1))
     with conn.transaction():
         conn.execute(
@@ -217,7 +237,7 @@ def process_outbox(
         return result
     if not conn.autocommit:
         require_idle(conn, "process_outbox")
-    jobs = _claim(conn, settings, limit, instance_key, job_ids)
+    jobs = claim(conn, settings, limit, instance_key=instance_key, job_ids=job_ids)
     result.claimed = len(jobs)
     for job in jobs:
         try:
@@ -229,7 +249,7 @@ def process_outbox(
             log.warning("outbox job %s (%s %s) failed: %s", job.id, job.job_type,
                         job.subject_id, exc)
             error = f"{type(exc).__name__}: {exc}"
-            _mark_failed(conn, settings, job, error)
+            mark_failed(conn, settings, job, error)
             outcome = JobOutcome(job.id, job.job_type, job.subject_id, "failed", error=error)
             result.failed += 1
         result.outcomes.append(outcome)

@@ -158,15 +158,22 @@ def test_outbox_sensor_launches_the_worker_only_when_work_is_due(
                     "The staging database is restored every Sunday night.",
                     source_type="fact", visibility="team")
     job_id = enqueue_assertion_projection(db, key, fact.assertion_id, {})
+    # The ledger trigger queued the fact's graph job first (migration 0020).
+    (first,) = db.execute("SELECT min(id) FROM agent_memory_ingestion_outbox"
+                          " WHERE instance_key = %s", (key,)).fetchone()
+    assert first < job_id
 
     request = sense(outbox_sensor, instance, resources)
 
-    assert request.run_key == f"outbox:{job_id}:0"
+    assert request.run_key == f"outbox:{first}:0"
     job = build_definitions(resources).resolve_job_def("outbox_job")
     assert job.execute_in_process(instance=instance).success
-    status = db.execute("SELECT status FROM agent_memory_ingestion_outbox WHERE id = %s",
-                        (job_id,)).fetchone()[0]
-    assert status == "done"
+    statuses = db.execute("SELECT job_type, status FROM agent_memory_ingestion_outbox"
+                          " WHERE instance_key = %s ORDER BY id", (key,)).fetchall()
+    assert statuses == [("graph_projection", "done"), ("assertion_projection", "done")]
+    claims = db.execute("SELECT count(*) FROM agent_knowledge_claims WHERE instance_key = %s",
+                        (key,)).fetchone()[0]
+    assert claims == 1
     again = sense(outbox_sensor, instance, resources)
     assert isinstance(again, SkipReason)
 

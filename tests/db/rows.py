@@ -243,9 +243,13 @@ def cleanup_audit(conn: Conn, instance: str, **overrides: Any) -> int:
 
 
 def entity(conn: Conn, instance: str, **overrides: Any) -> uuid.UUID:
+    # An active unlinked entity is unique per (audience, type, normalised label) (0018): each
+    # default row gets a label of its own, so one test can make several.
     kind, key = _audience(overrides, "visibility_scope")
-    row = {"instance_key": instance, "entity_type": "person", "label": "Alice",
-           "normalized_label": "alice", "visibility_scope": kind, "audience_key": key} | overrides
+    n = next(_counter)
+    row = {"instance_key": instance, "entity_type": "person", "label": f"Alice {n}",
+           "normalized_label": f"alice {n}", "visibility_scope": kind,
+           "audience_key": key} | overrides
     return _insert(conn, "agent_knowledge_entities", row)["id"]
 
 

@@ -178,6 +178,10 @@ GUARD_TRIGGERS = [
     # A deleted turn's text leaves the turns after it (0017); cases in
     # tests/memories/test_turns.py.
     "agent_memories_forget_turn_context",
+    # Graph work enters the outbox with every change of an assertion's state (0020); cases in
+    # tests/graph/test_build.py.
+    "agent_memory_assertions_graph_insert",
+    "agent_memory_assertions_graph_update",
 ]
 
 

@@ -1,0 +1,113 @@
+"""The knowledge graph of one audience partition as Dagster reports it: the step that both the
+``knowledge_graph`` asset and the Dream batch run, its metadata and its invariant check.
+
+The step builds the graph from the partition's latest Dream that wrote to the ledger (its
+approved assertions, with Dream evidence), together with the partition's other due graph
+work (approved assertions written outside Dreaming), through
+:func:`memory_platform.graph.build.build_dream_graph`; without such a Dream it only works off
+the partition's due jobs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from dagster import MetadataValue
+
+from memory_platform.db.units import committed_unit
+from memory_platform.dreaming.checks import CheckOutcome
+from memory_platform.dreaming.partitions import Partition
+from memory_platform.embeddings.base import EmbeddingProvider
+from memory_platform.graph.build import (
+    GraphBuild,
+    build_dream_graph,
+    latest_dream,
+    process_graph_jobs,
+)
+from memory_platform.graph.checks import graph_support_check
+from memory_platform.orchestration.metadata import md_table
+from memory_platform.settings import Settings
+
+__all__ = ["GRAPH_CHECK", "GRAPH_CHECK_DESCRIPTION", "GraphStep", "graph_check",
+           "graph_metadata", "graph_step"]
+
+GRAPH_CHECK = "graph_items_have_current_support"
+GRAPH_CHECK_DESCRIPTION = ("Every active claim and edge of the partition has a source ref "
+                           "whose assertion is told now (active, approved, valid).")
+GRAPH_WRITES = ("agent_knowledge_entities, agent_knowledge_claims, agent_knowledge_edges, "
+                "agent_knowledge_evidence, agent_knowledge_entity_embeddings, "
+                "agent_knowledge_claim_embeddings, agent_memory_ingestion_outbox, "
+                "agent_memory_dreams (stats_json.graph)")
+
+
+@dataclass
+class GraphStep:
+    partition_key: str
+    dream_id: Any
+    build: GraphBuild
+
+    @property
+    def metadata(self) -> dict[str, MetadataValue]:
+        return graph_metadata(self.build, self.dream_id)
+
+    def summary(self) -> str:
+        s = self.build.summary()
+        return (f"{self.partition_key}: graph from dream {self.dream_id or '-'}: "
+                f"{s['jobs']} jobs, {s['batches']} batches, +{s['entitiesAdded']} entities, "
+                f"+{s['claimsAdded']} claims, +{s['edgesAdded']} edges, "
+                f"{s['entitiesQuarantined']} quarantined, {s['failedBatches']} failed batches")
+
+
+def graph_step(conn: psycopg.Connection, settings: Settings, partition_key: str, *,
+               rebuild: bool = False,
+               embedder: EmbeddingProvider | None = None) -> GraphStep:
+    """Build the partition's graph (see the module docstring); ``rebuild`` removes the latest
+    Dream's refs first and extracts its assertions again."""
+    partition = Partition.from_partition_key(partition_key)
+    with committed_unit(conn):
+        dream_id = latest_dream(conn, partition.instance_key, partition.kind, partition.key)
+    if dream_id is not None:
+        build = build_dream_graph(conn, settings, dream_id, rebuild=rebuild, embedder=embedder)
+    else:
+        build = process_graph_jobs(conn, settings, instance_key=partition.instance_key,
+                                   audience=(partition.kind, partition.key), embedder=embedder)
+    return GraphStep(partition_key, dream_id, build)
+
+
+def graph_metadata(build: GraphBuild, dream_id: Any) -> dict[str, MetadataValue]:
+    """Numbers the UI plots, the new claims with their source assertions, failures."""
+    meta: dict[str, MetadataValue] = {
+        _snake(name): MetadataValue.int(int(value)) for name, value in build.summary().items()}
+    meta["dream_id"] = MetadataValue.text(str(dream_id) if dream_id else "-")
+    meta["models"] = MetadataValue.json(build.models)
+    meta["new_claims"] = MetadataValue.md(md_table(
+        ["subject", "predicate", "object", "claim", "source assertions"],
+        [[c.get("subject"), c.get("predicate"), c.get("object"), c.get("assertionText"),
+          ", ".join(str(a) for a in c.get("assertionIds", []))]
+         for c in build.changes.new_claims],
+        empty="_no new claims_"))
+    if build.failures:
+        meta["failures"] = MetadataValue.md(md_table(
+            ["partition", "code", "message", "assertions"],
+            [[f.partition_key, f.code, f.message, len(f.assertion_ids)]
+             for f in build.failures]))
+    meta["writes"] = MetadataValue.text(GRAPH_WRITES)
+    return meta
+
+
+def _snake(name: str) -> str:
+    """``claimsAdded`` -> ``claims_added``: metadata keys are snake case, as the Dream's."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def graph_check(conn: psycopg.Connection, partition_key: str) -> CheckOutcome:
+    partition = Partition.from_partition_key(partition_key)
+    result = graph_support_check(conn, partition.instance_key, partition.kind, partition.key)
+    violations = int(result["unsupported_claims"]) + int(result["unsupported_edges"])
+    return CheckOutcome(
+        GRAPH_CHECK, bool(result["passed"]), int(result.get("checked", violations)),
+        violations, GRAPH_CHECK_DESCRIPTION,
+        [{"id": str(i)} for i in result.get("sample", [])])
