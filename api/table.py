@@ -27,7 +27,17 @@ from api.auth import RequireScope
 from api.input import MAX_VALUES, read_json, read_query
 from api.metrics import metrics_page
 from api.responses import model_response
-from api.routes import context, dreams, feedback, health, internal, members, memory, sessions
+from api.routes import (
+    context,
+    dreams,
+    feedback,
+    health,
+    internal,
+    knowledge,
+    members,
+    memory,
+    sessions,
+)
 from memory_platform.settings import Settings
 
 READ, WRITE, ADMIN, RUNTIME = "memory:read", "memory:write", "admin", "runtime"
@@ -108,6 +118,21 @@ TABLE: tuple[Section, ...] = (
         Operation("GET", "/context/{item_id:path}", context.get_one,
                   "One context item with its provenance", READ, query=schemas.ActingUser,
                   response=schemas.ContextItemOut),
+        Operation("POST", "/knowledge/search", knowledge.search,
+                  "Hybrid knowledge-graph search: entities, claims, expanded edges", READ,
+                  body=schemas.KnowledgeSearch, response=schemas.KnowledgeSearchResponse),
+        Operation("GET", "/knowledge/entities/{entity_id}", knowledge.entity,
+                  "One graph entity with its current claims and edges (404: unknown or not "
+                  "visible)", READ, query=schemas.KnowledgeReadParams,
+                  response=schemas.KnowledgeEntityResponse),
+        Operation("GET", "/knowledge/entities/{entity_id}/neighbors",
+                  knowledge.entity_neighbors,
+                  "The entities within one or two edges of an entity", READ,
+                  query=schemas.NeighborParams, response=schemas.KnowledgeNeighborsResponse),
+        Operation("GET", "/knowledge/claims/{claim_id}/explain", knowledge.explain,
+                  "One claim's source refs (currently supported or not) and evidence", READ,
+                  query=schemas.KnowledgeReadParams,
+                  response=schemas.KnowledgeExplainResponse),
         Operation("POST", "/feedback/injected", feedback.injected,
                   "Record the assertions a run injected", WRITE,
                   body=schemas.InjectedFeedback, response=schemas.InjectedResponse),

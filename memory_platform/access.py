@@ -12,7 +12,8 @@ The rules (specification, "Memory scopes and retrieval boundaries"):
 * ``team`` rows whenever a team-access context is established: an authenticated user, a group
   room, a channel thread or a channel type. An empty context sees none;
 * ``channel`` rows to readers in the same conversation (the row's thread, or its room when
-  it has no thread: the audience key) and to the linked user. A room-level reader does not
+  it has no thread: the audience key) and to the linked user (memories and ledger: the
+  writer; graph rows, which name no writer: a member of the channel). A room-level reader does not
   see thread-level rows: the strict reading, identical for memories, ledger and graph.
 
 The instance boundary comes first: no predicate ever matches another instance's rows.
@@ -187,10 +188,36 @@ def chunk_branches(ctx: AccessContext, alias: str = "c",
     return _branches(ctx, alias, "visibility_scope", "audience_key", "owner_user_id", bind)
 
 
-def graph_predicate(ctx: AccessContext, alias: str = "k") -> sql.Composed:
-    """The same rule over knowledge-graph rows (``visibility_scope``/``audience_key``; graph
-    rows name no owner, so only the channel itself opens a channel row)."""
-    return _rule(ctx, alias, "visibility_scope", "audience_key", None)
+def graph_branches(ctx: AccessContext, alias: str = "k",
+                   bind: Binder = literal) -> list[sql.Composed]:
+    """The disjuncts of :func:`graph_predicate` without the instance boundary (callers add
+    it): graph search counts the visible rows one index scan per branch.
+
+    Graph rows name no owner: a private row's audience key is its owner's user id, and a
+    channel row opens to the readers of its conversation and to the members of its channel
+    (``agent_channel_members``, checked here in SQL: a linked user reads a channel's graph
+    without claiming the channel)."""
+    branches = _branches(ctx, alias, "visibility_scope", "audience_key", None, bind)
+    if ctx.user_id:
+        branches.append(sql.SQL(
+            "({kind} = 'channel' AND EXISTS (SELECT 1 FROM agent_channel_members member"
+            " WHERE member.instance_key = {instance} AND member.channel_key = {key}"
+            " AND member.user_id = {user}))").format(
+            kind=sql.Identifier(alias, "visibility_scope"),
+            instance=sql.Identifier(alias, "instance_key"),
+            key=sql.Identifier(alias, "audience_key"), user=bind("user", ctx.user_id)))
+    return branches
+
+
+def graph_predicate(ctx: AccessContext, alias: str = "k",
+                    bind: Binder = literal) -> sql.Composed:
+    """The same rule over knowledge-graph rows (entities, claims, edges: ``visibility_scope``,
+    ``audience_key``): workspace rows instance-wide, team rows with a team context, private
+    rows for the user whose id is their audience key, channel rows for the same thread or
+    room and for the channel's members (:func:`graph_branches`)."""
+    return sql.SQL("({} = {} AND ({}))").format(
+        sql.Identifier(alias, "instance_key"), bind("instance", ctx.instance_key),
+        sql.SQL(" OR ").join(graph_branches(ctx, alias, bind)))
 
 
 def history_visibility(ctx: AccessContext, alias: str,

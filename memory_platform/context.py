@@ -6,13 +6,15 @@ One query searches every recall surface the caller may see and merges them:
 * durable memory chunks (hybrid, :mod:`retrieval.search`);
 * session history: lossless context messages and summaries (exact lexical), owner-scoped
   (:func:`history_visibility`);
-* knowledge-graph claims, when the graph has any.
+* the knowledge graph: claims and entities of the hybrid graph search
+  (:mod:`graph.search`).
 
 Results are fused with reciprocal-rank fusion over canonical identities (a memory that
 projects an assertion counts as that assertion), plus a small confidence contribution, and
 every contributing source keeps at least one slot before the final limit. Ids are typed
 (``assertion:<uuid>``, ``memory:<uuid>``, ``message:<uuid>``, ``summary:<uuid>``,
-``claim:<uuid>``) so ``context_get`` can fetch the item with its provenance.
+``claim:<uuid>``, ``entity:<uuid>``) so ``context_get`` can fetch the item with its
+provenance (a claim with its source refs and evidence, an entity with its claims and edges).
 """
 
 from __future__ import annotations
@@ -25,15 +27,12 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
-from memory_platform.access import (
-    AccessContext,
-    audience_predicate,
-    graph_predicate,
-    history_visibility,
-)
+from memory_platform.access import AccessContext, audience_predicate, history_visibility
 from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.embeddings.factory import get_provider
 from memory_platform.errors import InvalidInput, NotFound
+from memory_platform.graph.reads import explain_claim, get_entity
+from memory_platform.graph.search import knowledge_search
 from memory_platform.retrieval.assertions import recallable_assertion, search_assertions
 from memory_platform.retrieval.fusion import reciprocal_rank
 from memory_platform.retrieval.lexicon import generating_terms
@@ -46,8 +45,9 @@ from memory_platform.retrieval.terms import or_tsquery, query_terms
 from memory_platform.settings import Settings
 
 CONFIDENCE_WEIGHT = 0.002  # a tie-breaker, far below one rank step of RRF
-ItemKind = Literal["assertion", "memory", "message", "summary", "claim"]
-ITEM_KINDS: tuple[str, ...] = ("assertion", "memory", "message", "summary", "claim")
+ItemKind = Literal["assertion", "memory", "message", "summary", "claim", "entity"]
+ITEM_KINDS: tuple[str, ...] = ("assertion", "memory", "message", "summary", "claim", "entity")
+GRAPH_LIMIT_MAX = 100  # graph.search.LIMIT_MAX
 
 
 @dataclass
@@ -59,12 +59,6 @@ class ContextItem:
     confidence: float = 0.5
     found_by: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
-
-
-def claim_visibility(ctx: AccessContext, alias: str = "k") -> sql.Composed:
-    """Active graph claims the caller may see (the shared rule, access.graph_predicate)."""
-    return sql.SQL("{} AND {} = 'active'").format(graph_predicate(ctx, alias),
-                                                 sql.Identifier(alias, "status"))
 
 
 def _search_history(conn, ctx: AccessContext, terms: _LexicalTerms,
@@ -100,25 +94,26 @@ def _search_history(conn, ctx: AccessContext, terms: _LexicalTerms,
             for kind, ident, content, session, created, _ in rows]
 
 
-def _search_claims(conn, ctx: AccessContext, terms: _LexicalTerms,
-                   cap: int) -> list[ContextItem]:
-    """Graph claims matching the generating terms, at most the scan cap read whoever asks,
-    the visible ones ranked by all terms."""
-    if not terms.generating:
-        return []
-    rows = conn.execute(sql.SQL("""
-        SELECT k.id, k.assertion_text, k.predicate, k.confidence, k.visibility_scope
-          FROM (SELECT * FROM agent_knowledge_claims
-                 WHERE claim_tsv @@ {generating} LIMIT {scan_cap}) k
-         WHERE {visible}
-         ORDER BY ts_rank(k.claim_tsv, {ranked}, 0) DESC
-         LIMIT {cap}
-    """).format(generating=or_tsquery(terms.generating), ranked=or_tsquery(terms.ranked),
-                scan_cap=sql.Literal(terms.scan_cap), visible=claim_visibility(ctx),
-                cap=sql.Literal(cap)))
-    return [ContextItem(f"claim:{ident}", "claim", text, confidence=float(confidence),
-                        details={"predicate": predicate, "visibility": scope})
-            for ident, text, predicate, confidence, scope in rows]
+def _search_graph(conn, settings: Settings, ctx: AccessContext, query: str,
+                  question: QueryVector, cap: int) -> list[ContextItem]:
+    """Graph claims and entities of the hybrid knowledge search (graph/search.py: lexical
+    and vector arms, bounded reads, recency decay), in one ranking by their fused score."""
+    result = knowledge_search(conn, settings, ctx, query, limit=min(cap, GRAPH_LIMIT_MAX),
+                              question=question)
+    ranked = [(c.score, ContextItem(
+        f"claim:{c.id}", "claim", c.text, confidence=c.confidence,
+        details={"predicate": c.predicate, "subject": c.subject_label,
+                 "object": c.object_label, "value": c.object_value,
+                 "visibility": c.visibility,
+                 **({"decayFactor": c.decay_factor} if c.decay_factor is not None else {})}))
+        for c in result.claims]
+    ranked += [(e.score, ContextItem(
+        f"entity:{e.id}", "entity", e.label,
+        details={"entityType": e.entity_type, "aliases": e.aliases,
+                 "visibility": e.visibility}))
+        for e in result.entities]
+    ranked.sort(key=lambda pair: pair[0], reverse=True)
+    return [item for _, item in ranked[:cap]]
 
 
 def context_search(
@@ -171,15 +166,15 @@ def context_search(
                                      question=question, stamper=stamper)
         ],
         "history": _search_history(conn, ctx, terms, per_source),
-        "graph": _search_claims(conn, ctx, terms, per_source),
+        "graph": _search_graph(conn, settings, ctx, query, question, per_source),
     }
     return fuse(sources, limit)
 
 
 @dataclass(frozen=True)
 class _LexicalTerms:
-    """The terms of the history and graph arms: the ones that generate candidates, the ones
-    that rank them, and how many matches an arm reads."""
+    """The terms of the history arm: the ones that generate candidates, the ones that rank
+    them, and how many matches an arm reads (the graph search reads its own)."""
 
     generating: list[str]
     ranked: list[str]
@@ -297,11 +292,17 @@ def context_get(conn: psycopg.Connection, ctx: AccessContext, item_id: object) -
                 "SELECT message_id FROM agent_context_summary_messages WHERE summary_id = %s",
                 (ident,))]
         return ContextItem(f"{kind}:{ident}", kind, row[0], details=details)
-    row = conn.execute(parameter_safe(sql.SQL("""
-        SELECT k.assertion_text, k.predicate, k.confidence, k.source_refs
-          FROM agent_knowledge_claims k WHERE k.id = %s AND {visible}
-    """).format(visible=claim_visibility(ctx))), (ident,)).fetchone()
-    if row is None:
-        raise NotFound(f"no context item claim:{ident}")
-    return ContextItem(f"claim:{ident}", "claim", row[0], confidence=float(row[2]),
-                       details={"predicate": row[1], "sourceRefs": row[3]})
+    if kind == "entity":
+        entity = get_entity(conn, ctx, ident)
+        return ContextItem(f"entity:{ident}", "entity", entity["entity"]["label"],
+                           details={k: v for k, v in entity.items() if k != "entity"}
+                           | {"entity": entity["entity"]})
+    explained = explain_claim(conn, ctx, ident)
+    claim = explained["claim"]
+    return ContextItem(f"claim:{ident}", "claim", claim["text"], confidence=claim["confidence"],
+                       details={"predicate": claim["predicate"], "subject": claim["subject"],
+                                "object": claim["object"], "value": claim["value"],
+                                "visibility": claim["visibility"],
+                                "sourceRefs": explained["sourceRefs"],
+                                "supported": explained["supported"],
+                                "evidence": explained["evidence"]})

@@ -6,6 +6,9 @@ Narrow tools call the HTTP API (``MEMORY_API_URL``, default ``http://127.0.0.1:8
   ``memory_describe`` and ``memory_expand`` (session history: exact search, one node, from a
   summary back to the raw items), listed only when ``MEMORY_READ_TOKEN`` is set (an API key
   with ``memory:read``);
+* ``knowledge_search``, ``knowledge_get_entity``, ``knowledge_neighbors`` and
+  ``knowledge_explain_claim`` (the knowledge graph: hybrid search, one entity, its
+  neighbourhood, one claim's provenance), with the same read token;
 * ``memory_store`` and ``session_append``, listed only when the separate ``MEMORY_WRITE_TOKEN``
   is set (an API key with ``memory:write``); durable mutation is an explicit operator opt-in
   even when the adapter is installed globally. Both mark every write as the agent's
@@ -47,6 +50,9 @@ DEFAULT_API_URL = "http://127.0.0.1:8080"
 DEFAULT_TIMEOUT_SECONDS = 30.0
 MEMORY_PATH = "/api/v1/memory"
 SESSIONS_PATH = "/api/v1/sessions"
+KNOWLEDGE_PATH = "/api/v1/knowledge"
+DEFAULT_KNOWLEDGE_LIMIT = 8
+DEFAULT_NEIGHBORS_LIMIT = 25
 DEFAULT_SEARCH_LIMIT = 6
 DEFAULT_GREP_LIMIT = 20
 DEFAULT_EXPAND_LIMIT = 100
@@ -125,6 +131,34 @@ APPEND_DESCRIPTION = (
     "user's review). Give each turn a clientItemId so a retry adds nothing twice. "
     "Never include secrets, credentials or tokens (the whole batch is refused)."
 )
+
+KNOWLEDGE_SEARCH_DESCRIPTION = (
+    "Search the knowledge graph distilled from the user's approved memories: entities "
+    "(people, organisations, projects, documents, ...), claims about them (subject, "
+    "predicate, object or value, with confidence) and the edges between them. Answers a "
+    "ready 'Structured knowledge graph' block with citable ids (claim:<uuid>, "
+    "edge:<uuid>). Use knowledge_explain_claim before relying on a claim. " + UNTRUSTED_NOTE
+)
+
+KNOWLEDGE_ENTITY_DESCRIPTION = (
+    "One knowledge-graph entity by id (as knowledge_search returned it): its current claims "
+    "as subject and as object, its edges and how much evidence backs it. " + UNTRUSTED_NOTE
+)
+
+KNOWLEDGE_NEIGHBORS_DESCRIPTION = (
+    "The entities within one or two edges of a knowledge-graph entity, with the edges that "
+    "reach them (the graph branches and loops; it is not a tree). " + UNTRUSTED_NOTE
+)
+
+KNOWLEDGE_EXPLAIN_DESCRIPTION = (
+    "Why the graph holds a claim: its source refs (approved assertions, Dreams), whether "
+    "each still supports it, and its evidence (assertion text and status, excerpt, source "
+    "memory). " + UNTRUSTED_NOTE
+)
+
+
+def _graph_id(description: str) -> Any:
+    return Field(min_length=1, max_length=200, description=description)
 
 
 class TurnItemArg(BaseModel):
@@ -307,7 +341,50 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
             return await api.call("GET", f"{SESSIONS_PATH}/nodes/{quote(id, safe='')}/expand",
                                   read_token, params=params)
 
+        async def knowledge_search(
+            query: Annotated[str, Field(min_length=1, max_length=2000,
+                                        description="What to look for, in natural language.")],
+            limit: Annotated[int, Field(ge=1, le=50, description=(
+                "Most entities, claims and edges each."))] = DEFAULT_KNOWLEDGE_LIMIT,
+        ) -> str:
+            return await api.call("POST", f"{KNOWLEDGE_PATH}/search", read_token,
+                                  body={"query": query, "limit": limit})
+
+        async def knowledge_get_entity(
+            id: Annotated[str, _graph_id("The entity id (a uuid).")],
+        ) -> str:
+            return await api.call("GET", f"{KNOWLEDGE_PATH}/entities/{quote(id, safe='')}",
+                                  read_token)
+
+        async def knowledge_neighbors(
+            id: Annotated[str, _graph_id("The entity id (a uuid).")],
+            depth: Annotated[int, Field(ge=1, le=2, description="Edges away (1 or 2).")] = 1,
+            limit: Annotated[int, Field(ge=1, le=100, description="Most neighbours.")]
+            = DEFAULT_NEIGHBORS_LIMIT,
+        ) -> str:
+            return await api.call(
+                "GET", f"{KNOWLEDGE_PATH}/entities/{quote(id, safe='')}/neighbors", read_token,
+                params={"depth": depth, "limit": limit})
+
+        async def knowledge_explain_claim(
+            id: Annotated[str, _graph_id("The claim id (a uuid; claim:<uuid> works too).")],
+        ) -> str:
+            claim = id.removeprefix("claim:")
+            return await api.call(
+                "GET", f"{KNOWLEDGE_PATH}/claims/{quote(claim, safe='')}/explain", read_token)
+
         read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+        for tool, name, title, description in (
+                (knowledge_search, "knowledge_search", "Search the knowledge graph",
+                 KNOWLEDGE_SEARCH_DESCRIPTION),
+                (knowledge_get_entity, "knowledge_get_entity", "Get one graph entity",
+                 KNOWLEDGE_ENTITY_DESCRIPTION),
+                (knowledge_neighbors, "knowledge_neighbors", "Neighbours of a graph entity",
+                 KNOWLEDGE_NEIGHBORS_DESCRIPTION),
+                (knowledge_explain_claim, "knowledge_explain_claim",
+                 "Explain one graph claim", KNOWLEDGE_EXPLAIN_DESCRIPTION)):
+            server.add_tool(tool, name=name, title=title, description=description,
+                            annotations=read_only, structured_output=False)
         server.add_tool(memory_search, name="memory_search", title="Search memories",
                         description=SEARCH_DESCRIPTION, annotations=read_only,
                         structured_output=False)

@@ -156,11 +156,12 @@ def embeddings_reembed(limit: int | None, until_done: bool, instance: str | None
                        provider: str | None) -> None:
     """Convert the re-embedding backlog to the configured provider's generation.
 
-    Chunks without a vector (or with another generation's) and active assertions without
-    one get a vector of the configured provider's generation, in transactions of
-    MEMORY_REEMBED_BATCH_SIZE rows. Progress goes to stderr; the totals and the remaining
-    backlog to stdout. Safe to run in several processes at once (rows are locked with SKIP
-    LOCKED). Exit status 1 on a provider error (the failed batch is left untouched)."""
+    Chunks without a vector (or with another generation's), active assertions and
+    knowledge-graph entities and claims without one get a vector of the configured
+    provider's generation, in transactions of MEMORY_REEMBED_BATCH_SIZE rows. Progress goes
+    to stderr; the totals and the remaining backlog to stdout. Safe to run in several
+    processes at once (rows are locked with SKIP LOCKED). Exit status 1 on a provider error
+    (the failed batch is left untouched)."""
     from memory_platform.embeddings.base import EmbeddingError
     from memory_platform.embeddings.factory import get_provider
     from memory_platform.projection.reembed import reembed_backfill, reembed_until_done
@@ -181,7 +182,17 @@ def embeddings_reembed(limit: int | None, until_done: bool, instance: str | None
     with platform_connection(settings) as conn:
         result = run(conn, settings, limit=limit, embedder=embedder, instance_key=instance,
                      progress=progress)
+        graph = {"embedded": 0, "deferred": 0}
+        if not result.error:   # graph entities and claims, in bounded rounds
+            from memory_platform.graph.embed import reembed_graph
+            while True:
+                done = reembed_graph(conn, settings, result.instance_key, embedder=embedder)
+                graph = {k: graph[k] + done[k] for k in graph}
+                if done["deferred"] or done["embedded"] == 0 or not until_done:
+                    break
     line.done()
+    click.echo(f"{result.instance_key}: graph: {graph['embedded']:,} entities and claims "
+               f"embedded, {graph['deferred']:,} deferred", err=bool(graph["deferred"]))
     click.echo(f"{result.instance_key}: {result.chunks_converted:,} chunks and "
                f"{result.assertions_embedded:,} assertions embedded with "
                f"{result.generation_key}; backlog ~{result.remaining_chunks:,} chunks, "

@@ -180,3 +180,20 @@ def embedding_backlog(conn: psycopg.Connection, instance_key: str, key: str,
                        if left > 0 else [])
         left -= len(found[kind])
     return found["entity"], found["claim"]
+
+
+def reembed_graph(conn: psycopg.Connection, settings: Settings, instance_key: str, *,
+                  embedder: EmbeddingProvider | None = None,
+                  limit: int = 1000) -> dict[str, int]:
+    """The graph's share of the re-embedding backlog: up to ``limit`` active entities and
+    claims of the instance without a vector of the provider's generation get one (after a
+    model switch, or after an embedding outage during a build). Self-committing; a provider
+    failure leaves the rest ``deferred``. Returns the counts of :func:`embed_graph_items`."""
+    require_idle(conn, "reembed_graph")
+    provider = embedder or get_provider(settings)
+    with committed_unit(conn):
+        entity_ids, claim_ids = embedding_backlog(conn, instance_key, key_of(provider), limit)
+    if not entity_ids and not claim_ids:
+        return {"embedded": 0, "skipped": 0, "deferred": 0}
+    return embed_graph_items(conn, settings, instance_key, entity_ids, claim_ids,
+                             embedder=provider)

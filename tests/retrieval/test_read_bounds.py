@@ -19,6 +19,7 @@ from memory_platform.access import AccessContext
 from memory_platform.context import context_get, context_search
 from memory_platform.embeddings.factory import get_provider
 from memory_platform.errors import NotFound
+from memory_platform.graph.search import knowledge_search
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.retrieval import search
 from memory_platform.retrieval.assertions import _lexical, search_assertions, visible_assertion_ids
@@ -142,11 +143,16 @@ def test_f9_history_and_graph_arms_read_at_most_the_scan_cap(db, bounded, crowde
     explaining = Explaining(db)
     terms = context._lexical_terms(db, bounded, TEXT)
     assert context._search_history(explaining, stranger, terms, 40) == []
-    assert context._search_claims(explaining, stranger, terms, 40) == []
-    history, claims = explaining.plans
+    [history] = explaining.plans
     for table in ("agent_context_messages", "agent_context_summaries"):
         assert 0 < max(_rows_read(history, table)) <= SCAN_CAP, table
-    assert 0 < max(_rows_read(claims, "agent_knowledge_claims")) <= SCAN_CAP
+    plan: list[str] = []
+    result = knowledge_search(db, bounded, stranger, TEXT, embedder=OutageEmbedder(),
+                              explain=plan)
+    assert result.claims == [] and result.entities == []
+    claim_scans = [int(re.search(r"actual [^)]*rows=(\d+)", line).group(1)) for line in plan
+                   if re.search(r"Scan on agent_knowledge_claims x(_\d+)? .*actual", line)]
+    assert claim_scans and 0 < max(claim_scans) <= SCAN_CAP, "\n".join(plan)
 
 
 def test_f9_the_owner_still_finds_its_history_and_claims(db, bounded, crowded):
@@ -241,6 +247,6 @@ def test_f27_a_percent_in_a_callers_values_never_confuses_parameters(db, bounded
         get_memory(db, ctx, uuid.uuid4())
     assert search_memories(db, bounded, ctx, "ledger audit", stamp=False)
     assert context_get(db, ctx, f"assertion:{assertion}").details["evidence"] is not None
-    for kind in ("message", "summary", "claim"):
+    for kind in ("message", "summary", "claim", "entity"):
         with pytest.raises(NotFound):
             context_get(db, ctx, f"{kind}:{uuid.uuid4()}")
