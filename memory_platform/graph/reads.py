@@ -19,12 +19,12 @@ from psycopg.rows import dict_row
 
 from memory_platform.access import AccessContext, graph_predicate
 from memory_platform.errors import InvalidInput, NotFound
+from memory_platform.graph.edges import EDGE_SCAN_MAX, edges_around
 from memory_platform.retrieval.statements import parameter_safe
 
 ITEMS_MAX = 50            # claims or edges per list of get_entity; evidence rows of a claim
 NEIGHBORS_MAX = 100       # largest neighbors limit
 NEIGHBORS_DEFAULT = 25
-EDGE_SCAN_MAX = 500       # edges of one entity read per hop (a hub costs no more)
 
 
 def parse_graph_id(value: object, field: str) -> UUID:
@@ -152,20 +152,8 @@ def get_entity(conn: psycopg.Connection, ctx: AccessContext, entity_id: object) 
 
 _HOP = """
     SELECT DISTINCT ON (g.id) g.id, g.source_entity_id, s.label AS source, g.relation_type,
-           g.target_entity_id, t.label AS target, g.confidence, f.id AS came_from
-      FROM unnest(%(frontier)s::uuid[]) AS f(id)
-     CROSS JOIN LATERAL (
-           (SELECT * FROM agent_knowledge_edges x
-             WHERE x.instance_key = {instance} AND x.source_entity_id = f.id
-               AND x.status = 'active' LIMIT {scan})
-           UNION ALL
-           (SELECT * FROM agent_knowledge_edges x
-             WHERE x.instance_key = {instance} AND x.target_entity_id = f.id
-               AND x.status = 'active' LIMIT {scan})) g
-      JOIN agent_knowledge_entities s ON s.instance_key = g.instance_key
-       AND s.id = g.source_entity_id AND s.status = 'active'
-      JOIN agent_knowledge_entities t ON t.instance_key = g.instance_key
-       AND t.id = g.target_entity_id AND t.status = 'active'
+           g.target_entity_id, t.label AS target, g.confidence, anchor.id AS came_from
+      {around}
      WHERE {visible}
      ORDER BY g.id, g.confidence DESC
 """
@@ -183,9 +171,9 @@ def neighbors(conn: psycopg.Connection, ctx: AccessContext, entity_id: object, *
     if not isinstance(limit, int) or not 1 <= limit <= NEIGHBORS_MAX:
         raise InvalidInput(f"limit must be 1-{NEIGHBORS_MAX}", details={"field": "limit"})
     root = _visible_entity(conn, ctx, ident)
-    hop = sql.SQL(_HOP).format(instance=sql.Literal(ctx.instance_key),
-                               scan=sql.Literal(EDGE_SCAN_MAX),
-                               visible=graph_predicate(ctx, "g"))
+    hop = sql.SQL(_HOP).format(
+        around=edges_around(sql.Placeholder("frontier"), sql.Literal(ctx.instance_key)),
+        visible=graph_predicate(ctx, "g"))
     found: dict[UUID, dict[str, Any]] = {}
     edges: dict[UUID, dict[str, Any]] = {}
     frontier = [ident]

@@ -53,6 +53,7 @@ from memory_platform.embeddings.generations import (
     indexed_distance,
 )
 from memory_platform.errors import InvalidInput
+from memory_platform.graph.edges import edges_around
 from memory_platform.retrieval.lexicon import generating_terms
 from memory_platform.retrieval.planner import bounded_count, planner_settings
 from memory_platform.retrieval.question import QueryVector, embed_question
@@ -62,9 +63,6 @@ from memory_platform.settings import Settings
 
 log = logging.getLogger(__name__)
 
-# Edges of one expanded entity read before they are ranked: a hub entity with thousands of
-# edges costs no more than this (a module constant until it needs to be a setting).
-EDGE_SCAN_MAX = 500
 LIMIT_MAX = 100
 
 # The documents of migration 0019 (stored, GIN-indexed).
@@ -379,19 +377,7 @@ _EDGES = """
                (SELECT max(ev.created_at) FROM agent_knowledge_evidence ev
                  WHERE ev.edge_id = g.id AND ev.instance_key = g.instance_key),
                g.updated_at)) / 86400.0
-      FROM unnest(%(anchors)s::uuid[]) AS anchor(id)
-     CROSS JOIN LATERAL (
-           (SELECT * FROM agent_knowledge_edges x
-             WHERE x.instance_key = {instance} AND x.source_entity_id = anchor.id
-               AND x.status = 'active' LIMIT {scan})
-           UNION ALL
-           (SELECT * FROM agent_knowledge_edges x
-             WHERE x.instance_key = {instance} AND x.target_entity_id = anchor.id
-               AND x.status = 'active' LIMIT {scan})) g
-      JOIN agent_knowledge_entities s
-        ON s.instance_key = g.instance_key AND s.id = g.source_entity_id AND s.status = 'active'
-      JOIN agent_knowledge_entities t
-        ON t.instance_key = g.instance_key AND t.id = g.target_entity_id AND t.status = 'active'
+      {around}
      WHERE {visible}
 """
 
@@ -521,7 +507,7 @@ def _expand(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
     if not anchors:
         return []
     statement = parameter_safe(sql.SQL(_EDGES).format(
-        instance=sql.Placeholder("instance"), scan=sql.Literal(EDGE_SCAN_MAX),
+        around=edges_around(sql.Placeholder("anchors"), sql.Placeholder("instance")),
         visible=graph_predicate(ctx, "g", placeholder)))
     anchor_score = {a.id: a.score for a in anchors}
     best: dict[UUID, EdgeHit] = {}
