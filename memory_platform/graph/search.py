@@ -40,6 +40,7 @@ from psycopg import sql
 
 from memory_platform.access import (
     AccessContext,
+    channel_keys,
     context_params,
     graph_branches,
     graph_predicate,
@@ -54,10 +55,10 @@ from memory_platform.embeddings.generations import (
 )
 from memory_platform.errors import InvalidInput
 from memory_platform.graph.edges import edges_around
-from memory_platform.retrieval.lexicon import generating_terms
+from memory_platform.retrieval.lexicon import CLAIM_TEXT, generating_terms
 from memory_platform.retrieval.planner import bounded_count, planner_settings
 from memory_platform.retrieval.question import QueryVector, embed_question
-from memory_platform.retrieval.statements import parameter_safe
+from memory_platform.retrieval.statements import ShapeCache
 from memory_platform.retrieval.terms import query_terms
 from memory_platform.settings import Settings
 
@@ -350,8 +351,17 @@ _CLAIM_ROWS = """
 """
 
 
+_STATEMENTS = ShapeCache()
+
+
+def _shape(ctx: AccessContext) -> tuple[bool, bool, bool]:
+    """What of the caller decides the statement's text: which branches of the rule apply."""
+    return bool(ctx.user_id), ctx.has_team_access, bool(channel_keys(ctx))
+
+
 def _statement(ctx: AccessContext, plan: _Plan) -> sql.Composable:
-    """Both arms of both kinds, then each candidate's details, in one statement."""
+    """Both arms of both kinds, then each candidate's details, in one statement (its text
+    depends on the caller's shape and the plan only: every value is a placeholder)."""
     ctes: list[sql.Composable] = []
     for kind in ("entity", "claim"):
         if plan.key is not None:
@@ -411,7 +421,7 @@ def knowledge_search(
         question = embed_question(embedder or get_provider(settings), query)
     terms = query_terms(query)
     generating = generating_terms(conn, terms, settings.retrieval_keyword_common_share,
-                                  settings.retrieval_common_terms_fallback)
+                                  settings.retrieval_common_terms_fallback, CLAIM_TEXT)
     key = _vector_key(conn, ctx, question)
     plan = _Plan(lexical=bool(generating), key=key, dims=question.dimensions,
                  cap=max(settings.graph_search_candidates, limit),
@@ -457,13 +467,15 @@ def _run(conn: psycopg.Connection, settings: Settings, ctx: AccessContext, plan:
     without them)."""
     if not plan.lexical and plan.key is None:
         return []
-    statement = parameter_safe(_statement(ctx, plan))
+    statement = _STATEMENTS.get((_shape(ctx), plan), lambda: _statement(ctx, plan))
+    params = statement.params(values)
     try:
         with planner_settings(conn, max(settings.retrieval_hnsw_ef_search, plan.cap)):
             if explain is not None:
-                explain.extend(row[0] for row in conn.execute(
-                    sql.SQL("EXPLAIN (ANALYZE, BUFFERS) {}").format(statement), values))
-            return conn.execute(statement, values, prepare=True).fetchall()
+                explain.extend(row[0] for row in psycopg.RawCursor(conn).execute(
+                    b"EXPLAIN (ANALYZE, BUFFERS) " + statement.text, params))
+            return psycopg.RawCursor(conn).execute(statement.text, params,
+                                                   prepare=True).fetchall()
     except psycopg.Error as exc:
         if plan.key is None or conn.closed:
             raise
@@ -506,15 +518,15 @@ def _expand(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
     anchors = entities[:settings.graph_expand_entities]
     if not anchors:
         return []
-    statement = parameter_safe(sql.SQL(_EDGES).format(
+    statement = _STATEMENTS.get(("edges", _shape(ctx)), lambda: sql.SQL(_EDGES).format(
         around=edges_around(sql.Placeholder("anchors"), sql.Placeholder("instance")),
         visible=graph_predicate(ctx, "g", placeholder)))
     anchor_score = {a.id: a.score for a in anchors}
     best: dict[UUID, EdgeHit] = {}
+    params = statement.params({**context_params(ctx), "anchors": [a.id for a in anchors]})
     for (ident, source, source_label, relation, target, target_label, confidence, scope,
-         via, age_days) in conn.execute(statement, {**context_params(ctx),
-                                                    "anchors": [a.id for a in anchors]},
-                                        prepare=True):
+         via, age_days) in psycopg.RawCursor(conn).execute(statement.text, params,
+                                                          prepare=True):
         factor = decay_factor(float(age_days), settings)
         score = round(anchor_score[via] * (factor if factor is not None else 1.0), 6)
         if ident not in best or score > best[ident].score:

@@ -34,9 +34,13 @@ _STEM_CACHE_SIZE = 20_000
 _STATS = """
     SELECT most_common_elems::text::text[], most_common_elem_freqs
       FROM pg_stats
-     WHERE schemaname = current_schema() AND tablename = 'agent_memory_chunks'
-       AND attname = 'content_tsv'
+     WHERE schemaname = current_schema() AND tablename = %s AND attname = %s
 """
+# Whose words: the text column whose planner statistics say how common a word is. Chunk
+# search asks the chunks; graph search the claim texts (a word common in conversation may be
+# rare among claims, and the other way round).
+CHUNK_TEXT = ("agent_memory_chunks", "content_tsv")
+CLAIM_TEXT = ("agent_knowledge_claims", "claim_tsv")
 _STEMS = """
     SELECT w, tsvector_to_array(to_tsvector('english', w) || to_tsvector('german', w))
       FROM unnest(%s::text[]) AS w
@@ -47,15 +51,17 @@ _frequencies: dict[tuple, tuple[float, dict[str, float]]] = {}
 _stems: OrderedDict[str, tuple[str, ...]] = OrderedDict()
 
 
-def lexeme_frequencies(conn: psycopg.Connection) -> dict[str, float]:
-    """Share of chunks containing each common lexeme (empty without statistics)."""
-    key = database_identity(conn)
+def lexeme_frequencies(conn: psycopg.Connection,
+                       column: tuple[str, str] = CHUNK_TEXT) -> dict[str, float]:
+    """Share of rows of ``column`` (table, tsvector column) containing each common lexeme
+    (empty without statistics)."""
+    key = (*database_identity(conn), *column)
     now = time.monotonic()
     with _lock:
         cached = _frequencies.get(key)
     if cached and now - cached[0] < STATS_TTL_SECONDS:
         return cached[1]
-    row = conn.execute(_STATS).fetchone()
+    row = conn.execute(_STATS, column).fetchone()
     frequencies: dict[str, float] = {}
     if row and row[0] and row[1]:
         frequencies = dict(zip(row[0], row[1], strict=False))  # freqs end with min/max/null
@@ -98,14 +104,15 @@ def selective_terms(conn: psycopg.Connection, terms: list[str], common_share: fl
 
 
 def generating_terms(conn: psycopg.Connection, terms: list[str], common_share: float,
-                     fallback: int) -> list[str]:
+                     fallback: int, column: tuple[str, str] = CHUNK_TEXT) -> list[str]:
     """The terms that generate lexical candidates: the selective ones (see
     :func:`selective_terms`); when none is, the ``fallback`` least common terms (in the
     question's order), so a question of common words only still finds its matches where no
-    other arm would. A term that stems to nothing never generates."""
+    other arm would. A term that stems to nothing never generates. ``column`` is the text
+    whose statistics count (chunks by default)."""
     if not terms:
         return []
-    frequencies = lexeme_frequencies(conn)
+    frequencies = lexeme_frequencies(conn, column)
     if not frequencies:
         return terms
     lexemes = stems(conn, terms)

@@ -29,7 +29,6 @@ and stays prepared. docs/architecture.md
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -62,6 +61,7 @@ from memory_platform.retrieval.lexicon import generating_terms, selective_terms,
 from memory_platform.retrieval.planner import bounded_count, gate, planner_settings
 from memory_platform.retrieval.question import QueryVector, embed_question, vector_of
 from memory_platform.retrieval.stamping import RetrievalStamper
+from memory_platform.retrieval.statements import Numbered, ShapeCache
 from memory_platform.retrieval.terms import query_terms, tsquery
 from memory_platform.settings import Settings
 
@@ -114,52 +114,15 @@ class _Shape:
     exact_max: int
 
 
-@dataclass(frozen=True)
-class _Statement:
-    text: bytes  # with $1..$n placeholders, for a RawCursor
-    roles: tuple[str, ...]  # the value role of each $n
-
-
-_STATEMENTS: dict[_Shape, _Statement] = {}
-_STATEMENTS_MAX = 512
-_PLACEHOLDER = re.compile(rb"%\((\w+)\)s|%%")
+_STATEMENTS = ShapeCache()
 
 
 def _statement(shape: _Shape, ctx: AccessContext,
-               scopes: tuple[str, ...] | None) -> _Statement:
+               scopes: tuple[str, ...] | None) -> Numbered:
     """The statement for ``shape``, composed once per process (``ctx`` and ``scopes`` are
     of that shape: they decide which rule branches and filters appear, no value of theirs
     enters the text). Numbered placeholders spare psycopg parsing a 5 KB text per search."""
-    statement = _STATEMENTS.get(shape)
-    if statement is None:
-        if len(_STATEMENTS) >= _STATEMENTS_MAX:
-            _STATEMENTS.clear()
-        statement = _STATEMENTS[shape] = _numbered(_compose(shape, ctx, scopes))
-    return statement
-
-
-def _numbered(statement: sql.Composable) -> _Statement:
-    """The text of ``statement`` with ``%(role)s`` -> ``$n`` (one number per role) and
-    ``%%`` -> ``%``, rewritten in its SQL text and placeholders only: a literal (or an
-    identifier) is rendered as it is, whatever it contains."""
-    roles: list[str] = []
-
-    def number(match: re.Match[bytes]) -> bytes:
-        if match.group(0) == b"%%":
-            return b"%"
-        role = match.group(1).decode()
-        if role not in roles:
-            roles.append(role)
-        return b"$%d" % (roles.index(role) + 1)
-
-    def render(part: sql.Composable) -> bytes:
-        if isinstance(part, sql.Composed):
-            return b"".join(render(child) for child in part)
-        if isinstance(part, sql.SQL | sql.Placeholder):
-            return _PLACEHOLDER.sub(number, part.as_bytes(None))
-        return part.as_bytes(None)
-
-    return _Statement(render(statement), tuple(roles))
+    return _STATEMENTS.get(shape, lambda: _compose(shape, ctx, scopes))
 
 
 def _compose(shape: _Shape, ctx: AccessContext,
@@ -410,7 +373,7 @@ def search_memories(
               "context_weight": settings.retrieval_context_keyword_weight,
               "terms_list": terms, "generating_list": generating,
               **_weights(conn, settings, terms, generating)}
-    params = [values[role] for role in statement.roles]
+    params = statement.params(values)
     with planner_settings(conn, max(settings.retrieval_hnsw_ef_search, vector_cap)):
         if explain is not None:
             explain.extend(row[0] for row in psycopg.RawCursor(conn).execute(

@@ -24,6 +24,7 @@ from memory_platform.memories.validation import (
 from memory_platform.retrieval import search
 from memory_platform.retrieval.memories import get_memory
 from memory_platform.retrieval.search import search_memories
+from memory_platform.retrieval.statements import ShapeCache
 from tests.memories.bulk_support import memories, run
 from tests.memories.support import nothing_written
 
@@ -185,7 +186,7 @@ def test_exact_retrieval_search_and_context_reads_return_the_event_time(
 
 def test_the_search_statement_with_the_event_time_is_still_composed_and_prepared_once(
         module_database_url, hash_settings, instance, monkeypatch):
-    monkeypatch.setattr(search, "_STATEMENTS", {})
+    monkeypatch.setattr(search, "_STATEMENTS", ShapeCache())
     with psycopg.connect(module_database_url, autocommit=True) as conn:
         register_vector(conn)
         users = [AccessContext(instance, user_id=name) for name in ("ada", "bob")]

@@ -29,6 +29,7 @@ from memory_platform.retrieval import search
 from memory_platform.retrieval.assertions import _semantic_ids, search_assertions
 from memory_platform.retrieval.question import embed_question
 from memory_platform.retrieval.search import search_memories
+from memory_platform.retrieval.statements import ShapeCache
 from memory_platform.settings import Settings
 from tests.support.settings import hash_embedding_settings
 
@@ -252,12 +253,12 @@ def test_callers_of_one_shape_share_a_statement_but_see_only_their_own_rows(db, 
                 f"Private locker code of {u.user_id} is 4711.", source_type="manual",
                 visibility="private")).id
             for u in users}
-    monkeypatch.setattr(search, "_STATEMENTS", {})
+    monkeypatch.setattr(search, "_STATEMENTS", ShapeCache())
     for _ in range(2):  # the second round runs the cached statements
         for user in users:
             hits = search_memories(db, settings, user, "locker code 4711", stamp=False)
             assert [h.memory_id for h in hits] == [mine[user.user_id]]
-    assert len(search._STATEMENTS) == 1  # three users, one shape, one text
+    assert len(search._STATEMENTS.statements) == 1  # three users, one shape, one text
     for statement in search._STATEMENTS.values():
         assert all(u.user_id.encode() not in statement.text for u in users)
         assert instance.encode() not in statement.text
@@ -270,7 +271,7 @@ def test_callers_of_one_shape_share_a_statement_but_see_only_their_own_rows(db, 
 def test_the_vector_arms_limit_is_a_literal(db, settings, corpus, monkeypatch):
     # With `LIMIT $n` the generic plan assumed a tenth of the visible rows and sorted all of
     # them exactly instead of walking the HNSW index (docs/benchmarks.md).
-    monkeypatch.setattr(search, "_STATEMENTS", {})
+    monkeypatch.setattr(search, "_STATEMENTS", ShapeCache())
     search_memories(db, settings, corpus.ada, "VAT filing Mandant Nord", limit=6, stamp=False)
     (statement,) = search._STATEMENTS.values()
     assert b"::halfvec(1536)) LIMIT 8" in statement.text

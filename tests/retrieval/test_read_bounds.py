@@ -26,6 +26,7 @@ from memory_platform.retrieval.assertions import _lexical, search_assertions, vi
 from memory_platform.retrieval.feedback.events import record_response, record_visible_injection
 from memory_platform.retrieval.memories import get_memory
 from memory_platform.retrieval.search import search_memories
+from memory_platform.retrieval.statements import numbered
 from memory_platform.settings import Settings
 from tests.memories.support import OutageEmbedder
 from tests.support.settings import hash_embedding_settings
@@ -215,10 +216,10 @@ def test_f27_numbering_never_rewrites_a_literal():
     statement = sql.SQL("SELECT {}, {}, {}, 100 %% 7, {}").format(
         sql.Literal("50%(user)s off %% now"), sql.Placeholder("user"),
         sql.Identifier("odd%(instance)s"), sql.Placeholder("instance"))
-    numbered = search._numbered(statement)
-    assert numbered.text == (b"SELECT '50%(user)s off %% now', $1, \"odd%(instance)s\","
+    rendered = numbered(statement)
+    assert rendered.text == (b"SELECT '50%(user)s off %% now', $1, \"odd%(instance)s\","
                              b" 100 % 7, $2")
-    assert numbered.roles == ("user", "instance")
+    assert rendered.roles == ("user", "instance")
 
 
 def test_f27_the_search_statement_numbers_every_role(db, bounded, crowded):
