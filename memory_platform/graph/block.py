@@ -27,9 +27,11 @@ def _flat(text: str | None, limit: int = FIELD_MAX_CHARS) -> str:
 
 
 def claim_line(claim: ClaimHit) -> str:
+    """``subject predicate object``, then the claim's own text (the assertion it came from:
+    the triple alone can be too compact to read right), confidence and id."""
     obj = claim.object_label if claim.object_id else claim.object_value
-    return (f"- {_flat(claim.subject_label)} {_flat(claim.predicate, 80)} {_flat(obj)}"
-            f" ({claim.confidence:.2f}, claim:{claim.id})")
+    return (f"- {_flat(claim.subject_label)} {_flat(claim.predicate, 80)} {_flat(obj)}:"
+            f" \"{_flat(claim.text, 240)}\" ({claim.confidence:.2f}, claim:{claim.id})")
 
 
 def edge_line(edge: EdgeHit) -> str:

@@ -77,12 +77,17 @@ def graph_step(conn: psycopg.Connection, settings: Settings, partition_key: str,
     return GraphStep(partition_key, dream_id, build)
 
 
+# Shown first (the UI lists metadata in order): what changed, then the new claims.
+_LEADING = ("entitiesAdded", "claimsAdded", "edgesAdded", "claimsReinforced",
+            "entitiesQuarantined", "claimsRetracted", "failedBatches")
+
+
 def graph_metadata(build: GraphBuild, dream_id: Any) -> dict[str, MetadataValue]:
     """Numbers the UI plots, the new claims with their source assertions, failures."""
-    meta: dict[str, MetadataValue] = {
-        _snake(name): MetadataValue.int(int(value)) for name, value in build.summary().items()}
-    meta["dream_id"] = MetadataValue.text(str(dream_id) if dream_id else "-")
-    meta["models"] = MetadataValue.json(build.models)
+    summary = build.summary()
+    meta: dict[str, MetadataValue] = {"dream_id": MetadataValue.text(
+        str(dream_id) if dream_id else "-")}
+    meta.update({_snake(name): MetadataValue.int(int(summary[name])) for name in _LEADING})
     meta["new_claims"] = MetadataValue.md(md_table(
         ["subject", "predicate", "object", "claim", "source assertions"],
         [[c.get("subject"), c.get("predicate"), c.get("object"), c.get("assertionText"),
@@ -94,6 +99,9 @@ def graph_metadata(build: GraphBuild, dream_id: Any) -> dict[str, MetadataValue]
             ["partition", "code", "message", "assertions"],
             [[f.partition_key, f.code, f.message, len(f.assertion_ids)]
              for f in build.failures]))
+    meta.update({_snake(name): MetadataValue.int(int(value))
+                 for name, value in summary.items() if name not in _LEADING})
+    meta["models"] = MetadataValue.json(build.models)
     meta["writes"] = MetadataValue.text(GRAPH_WRITES)
     return meta
 
