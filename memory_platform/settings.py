@@ -397,6 +397,13 @@ class Settings(BaseSettings):
     outbox_retry_backoff_seconds: float = Field(
         30.0, ge=0.0, description="Delay before the first retry; doubles on each further one."
     )
+    outbox_retry_max_seconds: float = Field(
+        3600.0, ge=0.0, description="Longest delay between two attempts of an outbox job.")
+    graph_max_attempts: int = Field(
+        48, ge=1, description="Attempts of a graph extraction job before it stays failed: "
+        "graph work waits out an unreachable model or a malformed answer (about two days "
+        "with the default backoff; `memory-platform graph build --requeue-failed` revives "
+        "jobs that ran out).")
     outbox_processing_timeout_seconds: int = Field(
         600, ge=1, description="A job claimed longer ago than this is claimable again."
     )

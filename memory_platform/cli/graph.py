@@ -22,8 +22,12 @@ def graph() -> None:
               "assertions and its other due graph work (`dream partitions` lists them).")
 @click.option("--rebuild", is_flag=True, help="With --partition: remove the latest Dream's "
               "refs first and extract its assertions again.")
+@click.option("--requeue-failed", is_flag=True, help="First make graph jobs that ran out of "
+              "attempts (MEMORY_GRAPH_MAX_ATTEMPTS; e.g. a model unreachable for days) due "
+              "again.")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as one JSON object.")
-def graph_build(partition: str | None, rebuild: bool, as_json: bool) -> None:
+def graph_build(partition: str | None, rebuild: bool, requeue_failed: bool,
+                as_json: bool) -> None:
     """Extract the graph from approved assertions that are waiting for it (the outbox worker
     does this every outbox_poll_seconds under `make dev`; this does it now, in this process).
     Work that cannot be done now (model unreachable, malformed answer) stays queued."""
@@ -36,6 +40,12 @@ def graph_build(partition: str | None, rebuild: bool, as_json: bool) -> None:
         raise click.UsageError("--rebuild needs --partition")
     settings = get_settings()
     with platform_connection(settings) as conn:
+        if requeue_failed:
+            from memory_platform.projection.outbox import GRAPH_PROJECTION, requeue_exhausted
+
+            revived = requeue_exhausted(conn, settings, GRAPH_PROJECTION)
+            click.echo(f"requeued {revived} graph job(s) that had run out of attempts",
+                       err=True)
         if partition:
             try:
                 known_partitions(conn, [partition])

@@ -137,7 +137,8 @@ def enqueue_assertion_projection(
 # or left in processing by a worker that stopped answering.
 _DUE = sql.SQL("""
     job_type = ANY(%(types)s)
-    AND attempts < %(max_attempts)s
+    AND attempts < CASE WHEN job_type = 'graph_projection' THEN %(graph_max_attempts)s
+                        ELSE %(max_attempts)s END
     AND ((status IN ('pending', 'failed') AND available_at <= now())
          OR (status = 'processing' AND locked_at < now() - make_interval(secs => %(stale)s)))
 """)
@@ -168,6 +169,7 @@ _DUE_JOB = sql.SQL("SELECT id, attempts FROM agent_memory_ingestion_outbox WHERE
 def _due_params(settings: Settings, types: list[str] | None = None) -> dict:
     return {"types": types if types is not None else list(HANDLERS),
             "max_attempts": settings.outbox_max_attempts,
+            "graph_max_attempts": settings.graph_max_attempts,
             "stale": settings.outbox_processing_timeout_seconds}
 
 
@@ -209,7 +211,8 @@ def mark_done(conn: psycopg.Connection, job: Job) -> None:
 def mark_failed(conn: psycopg.Connection, settings: Settings, job: Job, error: str) -> None:
     """Record ``error`` on the job and make it due again after exponential backoff (its own
     committed unit)."""
-    delay = settings.outbox_retry_backoff_seconds * (2 ** max(0, job.attempts - 1))
+    delay = min(settings.outbox_retry_backoff_seconds * (2 ** min(max(0, job.attempts - 1), 30)),
+                settings.outbox_retry_max_seconds)
     with conn.transaction():
         conn.execute(
             "UPDATE agent_memory_ingestion_outbox"
@@ -219,6 +222,22 @@ def mark_failed(conn: psycopg.Connection, settings: Settings, job: Job, error: s
             (error[:1000], delay, job.id),
         )
     commit_if_idle(conn)
+
+
+def requeue_exhausted(conn: psycopg.Connection, settings: Settings, job_type: str, *,
+                      instance_key: str | None = None) -> int:
+    """Make failed jobs of ``job_type`` that ran out of attempts due again, with a fresh
+    attempt budget (an operator's decision once the cause is fixed); how many."""
+    limit = (settings.graph_max_attempts if job_type == GRAPH_PROJECTION
+             else settings.outbox_max_attempts)
+    with conn.transaction():
+        count = conn.execute(
+            "UPDATE agent_memory_ingestion_outbox SET status = 'pending', attempts = 0,"
+            " available_at = now() WHERE job_type = %s AND status = 'failed'"
+            " AND attempts >= %s AND (%s::text IS NULL OR instance_key = %s::text)",
+            (job_type, limit, instance_key, instance_key)).rowcount
+    commit_if_idle(conn)
+    return count
 
 
 def process_outbox(
