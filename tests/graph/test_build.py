@@ -10,13 +10,13 @@ import re
 import uuid
 
 import pytest
-from memory_platform.graph.model import GraphModel
 from psycopg import sql
 
 from memory_platform.access import AccessContext
 from memory_platform.dreaming.engine import run_dream_partition
 from memory_platform.dreaming.partitions import Partition
 from memory_platform.graph.build import build_dream_graph, process_graph_jobs
+from memory_platform.graph.model import GraphModel
 from memory_platform.ledger.assertions import record_decision
 from memory_platform.llm.selection import OFFLINE_MODEL, http_model_client
 from memory_platform.projection.outbox import GRAPH_PROJECTION, enqueue, process_outbox
