@@ -28,6 +28,7 @@ from api.input import MAX_VALUES, read_json, read_query
 from api.metrics import metrics_page
 from api.responses import model_response
 from api.routes import (
+    assertions,
     context,
     dreams,
     feedback,
@@ -133,6 +134,10 @@ TABLE: tuple[Section, ...] = (
                   "One claim's source refs (currently supported or not) and evidence", READ,
                   query=schemas.KnowledgeReadParams,
                   response=schemas.KnowledgeExplainResponse),
+        Operation("GET", "/assertions/as-of", assertions.as_of,
+                  "The assertions believed true at a past moment (recorded and valid then), "
+                  "each with its revision chain and its state now", READ,
+                  query=schemas.AssertionAsOfParams, response=schemas.AssertionAsOfResponse),
         Operation("POST", "/feedback/injected", feedback.injected,
                   "Record the assertions a run injected", WRITE,
                   body=schemas.InjectedFeedback, response=schemas.InjectedResponse),

@@ -17,8 +17,10 @@ partition)::
                                                              v
                                   agent_knowledge_entities, _claims, _edges, _evidence
 
-``dream_audience_job`` runs the Dream multi-asset, then ``knowledge_graph`` (its own op) and
-the blocking checks of both; ``dream_batch`` does the same per partition in one run.
+``dream_audience_job`` runs the Dream multi-asset, then ``knowledge_graph`` and
+``consolidation`` (own ops, group ``knowledge_graph`` / ``consolidation``) with the blocking
+checks of each; ``dream_batch`` does the same per partition in one run and sweeps quiet
+partitions once at its end (``consolidation_sweep``, also its own job).
 
 Session maintenance (group ``sessions``; the context tables in group ``session_context``)::
 
@@ -41,6 +43,12 @@ from typing import Any
 
 from dagster import Definitions, definitions
 
+from memory_platform.assets.consolidation import (
+    consolidation,
+    consolidation_check_def,
+    consolidation_sweep,
+    consolidation_sweep_job,
+)
 from memory_platform.assets.dreaming import (
     dream_audience,
     dream_audience_job,
@@ -72,9 +80,10 @@ def build_definitions(resources: dict[str, Any] | None = None,
     settings = settings or get_settings()
     return Definitions(
         assets=[*ledger_tables, *session_context_tables, *session_assets, dream_audience,
-                knowledge_graph],
-        asset_checks=[*dream_checks, knowledge_graph_check],
-        jobs=[dream_audience_job, dream_batch, outbox_job, session_maintenance_job],
+                knowledge_graph, consolidation, consolidation_sweep],
+        asset_checks=[*dream_checks, knowledge_graph_check, consolidation_check_def],
+        jobs=[dream_audience_job, dream_batch, outbox_job, session_maintenance_job,
+              consolidation_sweep_job],
         sensors=[audience_partitions_sensor, build_outbox_sensor(settings),
                  build_stale_dream_reconciler(settings),
                  build_session_maintenance_sensor(settings)],

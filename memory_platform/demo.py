@@ -12,6 +12,9 @@ writes it; there is no SQL here except the optional ``--reset`` delete. The work
 * direct sessions of the sharing users (team audience by their preference), a few direct
   team facts, and the opted-out user's direct session (private audience);
 * ``ben``'s private notes (explicitly private, although he shares with the team);
+* for consolidation, a planted contradiction (Ben: the staging database is restored on
+  Sundays; later Chiara: on Saturdays) and a planted duplicate (the same code-review rule,
+  once without its full stop) among the direct team facts;
 * an unlinked Slack support thread (channel audience, ``human_channel`` trust);
 * the agent's own automation sessions (``heartbeat:``, ``webhook:github…``, ``cron:``),
   some in the team room: their rows are full of cue words, and Dreaming must never see them
@@ -183,11 +186,19 @@ SESSIONS: tuple[DemoSession, ...] = (
                      "follows the Keep a Changelog format. Ben would rather ship small "
                      "releases every two weeks than big quarterly ones."),
             _fact("The on-call handbook is the Platform/On-Call page of the team wiki."),
+            # Planted for consolidation: contradicted by Chiara later (a newer statement of
+            # equal trust: superseded by a model judge), and duplicated by her.
+            _fact("The staging database is restored from the nightly backup every Sunday at "
+                  "23:00."),
+            _fact("Code reviews must be finished within one working day."),
         )),
     DemoSession(
         "direct:chiara:notes", "Chiara's direct session (shared with the team)",
         user_id="chiara", rows=(
             _fact("Dagster runs as its own code location named memory_platform."),
+            _fact("The staging database is restored from the nightly backup every Saturday "
+                  "at 23:00."),
+            _fact("Code reviews must be finished within one working day"),
         )),
     # --- the opted-out user's direct session: private audience --------------------------
     DemoSession(

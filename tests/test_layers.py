@@ -29,6 +29,7 @@ DOMAIN = [                                   # bottom first
     {"retrieval"},
     {"graph"},
     {"context"},
+    {"consolidation"},
     {"dreaming"},
     {"sessions"},
     {"apikeys", "operator_status", "demo", "benchmarks"},

@@ -46,11 +46,19 @@ from dagster import (
 )
 from pydantic import Field
 
+from memory_platform.assets.consolidation import consolidation
 from memory_platform.assets.graph import knowledge_graph
 from memory_platform.assets.ledger import DREAM_READS
 from memory_platform.dreaming.runs import TRIGGERS, Trigger
 from memory_platform.dreaming.targets import parse_partition_keys
 from memory_platform.errors import DreamLocked, InvalidInput
+from memory_platform.orchestration.consolidation_step import (
+    CONSOLIDATION_CHECK,
+    consolidation_check,
+    consolidation_step,
+    sweep_metadata,
+    sweep_step,
+)
 from memory_platform.orchestration.dream_step import (
     check_fields,
     dream_step,
@@ -63,6 +71,8 @@ from memory_platform.orchestration.home import DREAMING_RUN_TAG, WRITER_POOL
 from memory_platform.orchestration.keys import (
     ASSERTION_PROJECTIONS,
     CHECK_GUARDS,
+    CONSOLIDATION,
+    CONSOLIDATION_SWEEP,
     DREAM_ASSERTIONS,
     DREAM_INPUTS,
     DREAM_PROPOSALS,
@@ -212,10 +222,11 @@ def _dream_check(name: str, asset: str):
 dream_checks = [_dream_check(name, asset) for name, asset in CHECK_GUARDS.items()]
 
 dream_audience_job = define_asset_job(
-    DREAM_AUDIENCE_JOB, selection=AssetSelection.assets(dream_audience, knowledge_graph),
+    DREAM_AUDIENCE_JOB,
+    selection=AssetSelection.assets(dream_audience, knowledge_graph, consolidation),
     tags={DREAMING_RUN_TAG: "true"},
-    description="Dream one audience partition (the five Dream assets, the knowledge graph "
-    "and their checks).")
+    description="Dream one audience partition (the five Dream assets, the knowledge graph, "
+    "consolidation and their checks).")
 
 
 # --- many partitions per run ---------------------------------------------------------------
@@ -236,6 +247,7 @@ def dream_partitions(context: OpExecutionContext, config: DreamBatchConfig,
     trigger = step_trigger(context.run.tags, config.trigger)
     summaries: list[str] = []
     problems: list[list[str]] = []
+    consolidated: list[tuple[str, Any]] = []   # (partition key, dream id) consolidated
     with postgres.connection(settings) as conn:
         for number, key in enumerate(keys, 1):
             progress = f"[{number}/{len(keys)}]"
@@ -274,11 +286,20 @@ def dream_partitions(context: OpExecutionContext, config: DreamBatchConfig,
                                      f"check {name} failed: {outcome.description}"])
             if ASSERTION_PROJECTIONS in step.assets and not any(
                     not outcome.passed for _, _, outcome in checks):
-                yield from _graph_events(context, conn, settings, key, dream_id, problems)
+                graphed = yield from _graph_events(context, conn, settings, key, dream_id,
+                                                   problems)
+                if graphed and not config.dry_run:
+                    yield from _consolidation_events(context, conn, settings, key, dream_id,
+                                                     problems)
+                    consolidated.append((key, step.result.dream_id))
             if step.problem:
                 problems.append([key, dream_id, step.problem])
             summaries.append(step.summary())
             context.log.info(f"{progress} {step.summary()}")
+    if consolidated:
+        yield from _sweep_events(context, conn_factory=lambda: postgres.connection(settings),
+                                 settings=settings, consolidated=consolidated,
+                                 problems=problems)
     # The output flushes the logged check evaluations before a failure ends the step.
     yield Output(summaries)
     if problems:
@@ -308,6 +329,44 @@ def _graph_events(context: OpExecutionContext, conn, settings, key: str, dream_i
         partition=key, **check_fields(outcome)))
     if not outcome.passed:
         problems.append([key, dream_id, f"check {GRAPH_CHECK} failed: {outcome.description}"])
+        return False
+    return True
+
+
+def _consolidation_events(context: OpExecutionContext, conn, settings, key: str,
+                          dream_id: str, problems: list[list[str]]):
+    """The partition's consolidation after its graph, as the ``consolidation`` asset
+    records it (the batch sweeps once at its end)."""
+    try:
+        step = consolidation_step(conn, settings, key, with_sweep=False)
+        outcome = consolidation_check(conn, key)
+    except Exception as exc:  # recorded; the batch goes on
+        problems.append([key, dream_id, f"consolidation: {type(exc).__name__}: {exc}"])
+        return
+    context.log.info(step.summary())
+    yield AssetMaterialization(asset_key=CONSOLIDATION, partition=key, metadata=step.metadata)
+    context.log_event(AssetCheckEvaluation(
+        asset_key=AssetKey(CONSOLIDATION), check_name=CONSOLIDATION_CHECK, blocking=True,
+        partition=key, **check_fields(outcome)))
+    if not outcome.passed:
+        problems.append([key, dream_id,
+                         f"check {CONSOLIDATION_CHECK} failed: {outcome.description}"])
+
+
+def _sweep_events(context: OpExecutionContext, *, conn_factory, settings,
+                  consolidated: list[tuple[str, Any]], problems: list[list[str]]):
+    """After the batch's partitions: the quiet partitions it did not process, recorded on
+    its last dream row and as a ``consolidation_sweep`` materialisation."""
+    try:
+        with conn_factory() as conn:
+            swept = sweep_step(conn, settings, processed={k for k, _ in consolidated},
+                               record_dream=consolidated[-1][1])
+    except Exception as exc:  # recorded; the batch's output stands
+        problems.append(["sweep", "-", f"consolidation sweep: {type(exc).__name__}: {exc}"])
+        return
+    for result in swept:
+        context.log.info(f"sweep {result.partition.partition_key}: {result.summary()}")
+    yield AssetMaterialization(asset_key=CONSOLIDATION_SWEEP, metadata=sweep_metadata(swept))
 
 
 @job(name=DREAM_BATCH_JOB, tags={DREAMING_RUN_TAG: "true"},

@@ -1,8 +1,9 @@
 """Maintenance jobs: the projection outbox worker (launched by ``outbox_sensor``).
 
-One run works off the projection jobs, then the graph jobs they and the ledger triggers
-wrote (approved assertions written outside Dreaming, coalesced per audience into bounded
-extraction batches), then sweeps graph refs of assertions whose validity ended."""
+One run first expires assertions whose validity window ended (their projection and graph
+jobs follow in the same run), works off the projection jobs, then the graph jobs they and the
+ledger triggers wrote (approved assertions written outside Dreaming, coalesced per audience
+into bounded extraction batches), then sweeps graph refs of assertions no longer told."""
 
 from dagster import (
     AssetObservation,
@@ -15,6 +16,7 @@ from dagster import (
 )
 
 from memory_platform.assets.ledger import OUTBOX_TABLE
+from memory_platform.consolidation.lifecycle import expire_due
 from memory_platform.graph.build import process_graph_jobs, sweep_unsupported
 from memory_platform.orchestration.home import WRITER_POOL
 from memory_platform.projection.outbox import process_outbox_until_idle
@@ -34,10 +36,12 @@ def process_projection_outbox(context: OpExecutionContext, postgres: PostgresRes
                               embeddings: EmbeddingsResource) -> dict[str, int]:
     settings = run_settings(postgres, embeddings)
     with postgres.connection(settings) as conn:
+        expired = expire_due(conn, settings)
         total = process_outbox_until_idle(conn, settings, batch=_BATCH, max_batches=_MAX_BATCHES)
         graph = process_graph_jobs(conn, settings)
         swept = sweep_unsupported(conn)
-    summary = {**total.summary(), "graphJobs": graph.jobs, "graphBatches": graph.batches,
+    summary = {**total.summary(), "expiredAssertions": len(expired),
+               "graphJobs": graph.jobs, "graphBatches": graph.batches,
                "graphFailedBatches": len(graph.failures),
                "graphClaimsAdded": graph.changes.claims_added,
                "graphClaimsRetracted": graph.changes.claims_retracted + swept.claims_retracted,

@@ -23,6 +23,7 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
+from memory_platform.consolidation.lifecycle import open_conflict
 from memory_platform.dreaming.grounding import unsafe_instruction
 from memory_platform.dreaming.inputs import NON_HUMAN_TRUST, DreamInput
 from memory_platform.dreaming.partitions import Partition
@@ -244,29 +245,14 @@ def _unchanged(candidate: Candidate, verdict: Verdict) -> bool:
     return False
 
 
-def _open_correction_conflict(conn, settings: Settings, partition: Partition,
+def _open_correction_conflict(conn, settings: Settings, partition: Partition, dream_id: UUID,
                               assertion_id: UUID, conflicts: Iterable[UUID]) -> None:
-    from memory_platform.retrieval.feedback.events import record_corrections
-
+    """The correction and each active assertion it corrects stand in an open conflict until a
+    person decides (the ledger's life cycle: audited, idempotent per pair, the corrected
+    assertion's ``corrected`` feedback recorded)."""
     for other in conflicts:
-        row = conn.execute(
-            """
-            INSERT INTO agent_memory_assertion_conflicts
-                   (instance_key, audience_kind, audience_key, assertion_id,
-                    conflicting_assertion_id, detected_by, reason)
-            VALUES (%s, %s, %s, %s, %s, 'dream', %s)
-            ON CONFLICT (LEAST(assertion_id, conflicting_assertion_id),
-                         GREATEST(assertion_id, conflicting_assertion_id))
-               WHERE status = 'open'
-               DO NOTHING
-            RETURNING id
-            """,
-            (partition.instance_key, partition.kind, partition.key, assertion_id, other,
-             CORRECTION_NEEDS_REVIEW)).fetchone()
-        if row:
-            record_corrections(conn, partition.instance_key, [other],
-                               reason=CORRECTION_NEEDS_REVIEW, event_key=f"conflict:{row[0]}",
-                               settings=settings)
+        open_conflict(conn, partition.instance_key, assertion_id, other, detected_by="dream",
+                      reason=CORRECTION_NEEDS_REVIEW, dream_id=dream_id, settings=settings)
 
 
 # --- the pass ------------------------------------------------------------------------------
@@ -304,8 +290,8 @@ def run_safety_pass(
                 decision="defer", reviewer_kind="policy", reason_code=verdict.reason_code,
                 dream_id=dream_id, note=f"before={before[0]}/{before[1]}")
             if verdict.reason_code == CORRECTION_NEEDS_REVIEW:
-                _open_correction_conflict(conn, settings, partition, p.assertion_id,
-                                          candidate.conflicts)
+                _open_correction_conflict(conn, settings, partition, dream_id,
+                                          p.assertion_id, candidate.conflicts)
         result.decisions.append(Decision(p.assertion_id, verdict.decision,
                                          verdict.reason_code, changed, before))
     return result

@@ -8,6 +8,8 @@ DREAM_ASSERTIONS = "dream_assertions"
 ASSERTION_PROJECTIONS = "assertion_projections"
 WIKI_PROPOSALS = "wiki_proposals"
 KNOWLEDGE_GRAPH = "knowledge_graph"      # downstream of assertion_projections, own op
+CONSOLIDATION = "consolidation"          # downstream of knowledge_graph, own op
+CONSOLIDATION_SWEEP = "consolidation_sweep"   # not partitioned: the quiet partitions
 
 DREAM_ASSETS = (DREAM_INPUTS, DREAM_PROPOSALS, DREAM_ASSERTIONS, ASSERTION_PROJECTIONS,
                 WIKI_PROPOSALS)

@@ -43,13 +43,14 @@ def test_batch_job_writes_one_dream_row_and_one_set_of_materialisations_per_part
         assert per_partition[("dream_inputs", key)] == 1
         assert per_partition[("dream_assertions", key)] == 1
         assert per_partition[("knowledge_graph", key)] == 1
+        assert per_partition[("consolidation", key)] == 1
         inputs = next(e for e in events if e.partition == key
                       and e.asset_key == AssetKey("dream_inputs")).materialization.metadata
         assert inputs["dream_id"] == TextMetadataValue(str(row["id"]))
         assert inputs["inputs_total"] == IntMetadataValue(row["stats_json"]["inputsTotal"])
     checks = [e.event_specific_data for e in result.all_events
               if e.event_type_value == "ASSET_CHECK_EVALUATION"]
-    assert Counter(c.partition for c in checks) == {key: 4 for key in keys}
+    assert Counter(c.partition for c in checks) == {key: 5 for key in keys}
     assert all(c.passed for c in checks)
 
 
@@ -65,7 +66,7 @@ def test_a_failing_partition_does_not_stop_the_batch(db, settings, resources, in
     assert statuses == {bad.partition_key: "failed", good.partition_key: "completed"}
     materialised = {e.partition for e in result.all_events
                     if e.event_type_value == "ASSET_MATERIALIZATION"}
-    assert materialised == {good.partition_key}
+    assert materialised == {good.partition_key, None}   # None: the batch's sweep
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
     assert "1 problem(s) in 2 partition(s)" in failure.event_specific_data.error.message
 

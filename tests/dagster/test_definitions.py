@@ -68,7 +68,8 @@ def test_dream_checks_are_blocking_and_partitioned():
     assert set(checks) == {("dream_assertions", "active_assertions_cite_verbatim_evidence"),
                            ("dream_assertions", "evidence_stays_in_audience"),
                            ("assertion_projections", "no_projection_of_inactive_assertion"),
-                           ("knowledge_graph", "graph_items_have_current_support")}
+                           ("knowledge_graph", "graph_items_have_current_support"),
+                           ("consolidation", "consolidation_mutations_audited")}
     assert all(spec.blocking for spec in checks.values())
     assert all(spec.partitions_def.name == "audiences" for spec in checks.values())
 

@@ -182,6 +182,11 @@ GUARD_TRIGGERS = [
     # tests/graph/test_build.py.
     "agent_memory_assertions_graph_insert",
     "agent_memory_assertions_graph_update",
+    # Recorded time of the assertion ledger (0021); cases in tests/consolidation/test_history.py.
+    "agent_memory_assertion_history_append_only",
+    "agent_memory_assertions_history_insert",
+    "agent_memory_assertions_history_update",
+    "agent_memory_assertions_history_delete",
 ]
 
 

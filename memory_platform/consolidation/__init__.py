@@ -1,0 +1,1 @@
+"""The ledger's life cycle and consolidation (specification, "Consolidation")."""

@@ -1,0 +1,179 @@
+"""Consolidation as Dagster reports it: one partition's step (the ``consolidation`` asset and
+the Dream batch), the sweep (``consolidation_sweep``), their metadata and the audit check.
+
+A partition's step consolidates it after its latest Dream that wrote to the ledger and records
+the result on that dream row (``stats_json.consolidation``); the single-partition job also
+sweeps quiet partitions there (``stats_json.consolidation.sweep``), the batch sweeps once at
+its end, skipping every partition it processed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from dagster import MetadataValue
+
+from memory_platform.consolidation.checks import unaudited_mutations
+from memory_platform.consolidation.run import (
+    ConsolidationResult,
+    consolidate_partition,
+    record_on_dream,
+    sweep,
+)
+from memory_platform.consolidation.types import Partition
+from memory_platform.db.units import committed_unit
+from memory_platform.dreaming.checks import CheckOutcome
+from memory_platform.dreaming.partitions import Partition as DreamPartition
+from memory_platform.graph.build import latest_dream
+from memory_platform.orchestration.metadata import md_table
+from memory_platform.settings import Settings
+
+__all__ = ["CONSOLIDATION_CHECK", "CONSOLIDATION_CHECK_DESCRIPTION", "ConsolidationStep",
+           "consolidation_check", "consolidation_step", "sweep_metadata", "sweep_step"]
+
+CONSOLIDATION_CHECK = "consolidation_mutations_audited"
+CONSOLIDATION_CHECK_DESCRIPTION = (
+    "Every assertion consolidation superseded or folded, every conflict it opened and every "
+    "entity it merged has a before-image audit row.")
+WRITES = ("agent_memory_assertions, agent_memory_assertion_reviews, "
+          "agent_memory_assertion_conflicts, agent_memory_v2_cleanup_audit, "
+          "agent_knowledge_entities, agent_knowledge_claims, agent_knowledge_edges, "
+          "agent_knowledge_evidence, agent_memory_ingestion_outbox, "
+          "agent_memory_dreams (stats_json.consolidation)")
+_LEADING = ("pairsJudged", "duplicates", "superseded", "conflictsOpened", "entitiesMerged",
+            "claimsPruned", "edgesPruned", "auditRows")
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def _partition(key: str) -> Partition:
+    dream = DreamPartition.from_partition_key(key)
+    return Partition(dream.instance_key, dream.kind, dream.key)
+
+
+@dataclass
+class ConsolidationStep:
+    partition_key: str
+    dream_id: UUID | None
+    result: ConsolidationResult
+    swept: list[ConsolidationResult] = field(default_factory=list)
+
+    @property
+    def metadata(self) -> dict[str, MetadataValue]:
+        meta = result_metadata(self.result)
+        meta["dream_id"] = MetadataValue.text(str(self.dream_id) if self.dream_id else "-")
+        if self.swept:
+            meta["sweep"] = MetadataValue.md(_sweep_table(self.swept))
+        return meta
+
+    def summary(self) -> str:
+        s = self.result.summary()
+        return (f"{self.partition_key}: consolidation{' (dry run)' if self.result.dry_run else ''}"
+                f": {s['pairsJudged']} pairs judged, {s['duplicates']} duplicates, "
+                f"{s['superseded']} superseded, {s['conflictsOpened']} conflicts, "
+                f"{s['entitiesMerged']} entities merged, {s['claimsPruned']} claims pruned, "
+                f"{s['auditRows']} audit rows; sweep: {len(self.swept)} partition(s)")
+
+
+def consolidation_step(conn: psycopg.Connection, settings: Settings, partition_key: str, *,
+                       dry_run: bool = False, with_sweep: bool = True) -> ConsolidationStep:
+    """Consolidate the partition (after its latest Dream, whose row gets the result) and,
+    ``with_sweep``, the quiet partitions."""
+    partition = _partition(partition_key)
+    with committed_unit(conn):
+        dream_id = latest_dream(conn, partition.instance_key, partition.audience_kind,
+                                partition.audience_key)
+    result = consolidate_partition(conn, settings, partition, dry_run=dry_run,
+                                   dream_id=dream_id)
+    swept = (sweep(conn, settings, instance_key=partition.instance_key,
+                   processed={partition_key}, dry_run=dry_run) if with_sweep else [])
+    if dream_id is not None:
+        record_on_dream(conn, dream_id, result, swept)
+    return ConsolidationStep(partition_key, dream_id, result, swept)
+
+
+def sweep_step(conn: psycopg.Connection, settings: Settings, *, processed: set[str],
+               dry_run: bool = False, record_dream: UUID | None = None
+               ) -> list[ConsolidationResult]:
+    """The sweep of a batch (after its partitions), recorded on ``record_dream`` if given."""
+    swept = sweep(conn, settings, processed=processed, dry_run=dry_run)
+    if record_dream is not None:
+        with committed_unit(conn):
+            conn.execute(
+                "UPDATE agent_memory_dreams SET stats_json = jsonb_set(stats_json,"
+                " '{consolidation,sweep}', %s::jsonb, true) WHERE id = %s"
+                " AND stats_json ? 'consolidation'",
+                (_sweep_json(swept), record_dream))
+    return swept
+
+
+def _sweep_json(swept: list[ConsolidationResult]) -> str:
+    return json.dumps([{"envelope": {"instanceKey": s.partition.instance_key,
+                                     "audienceKind": s.partition.audience_kind,
+                                     "audienceKey": s.partition.audience_key},
+                        "result": s.as_json()} for s in swept], default=str)
+
+
+def result_metadata(result: ConsolidationResult) -> dict[str, MetadataValue]:
+    """Counts (changes first), the decisions with both texts and the reason, the merges,
+    diagnostics."""
+    summary = result.summary()
+    meta: dict[str, MetadataValue] = {
+        _snake(name): MetadataValue.int(int(summary[name])) for name in _LEADING}
+    meta["decisions"] = MetadataValue.md(md_table(
+        ["relation", "outcome", "survivor", "loser", "left", "right", "reason"],
+        [[d.relation, d.outcome, d.survivor, d.loser, d.left_text, d.right_text, d.reason]
+         for d in result.slots.pair_decisions], empty="_no pair judged_"))
+    meta["merges"] = MetadataValue.md(md_table(
+        ["method", "merged", "survivor", "loser", "reason"],
+        [[m.method, m.merged, m.survivor_label, m.loser_label, m.reason]
+         for m in result.entities.merges], empty="_no entity merged_"))
+    meta.update({_snake(name): MetadataValue.int(int(value))
+                 for name, value in summary.items() if name not in _LEADING})
+    diagnostics = result.all_diagnostics()
+    if diagnostics:
+        meta["diagnostics_detail"] = MetadataValue.json(diagnostics[:50])
+    meta["dry_run"] = MetadataValue.bool(result.dry_run)
+    meta["model"] = MetadataValue.text(result.model or "-")
+    meta["writes"] = MetadataValue.text(WRITES)
+    return meta
+
+
+def _sweep_table(swept: list[ConsolidationResult]) -> str:
+    rows = []
+    for s in swept:
+        summary = s.summary()
+        rows.append([s.partition.partition_key, summary["pairsJudged"], summary["duplicates"],
+                     summary["superseded"], summary["conflictsOpened"],
+                     summary["entitiesMerged"], summary["claimsPruned"],
+                     summary["diagnostics"]])
+    return md_table(["partition", "pairs", "duplicates", "superseded", "conflicts",
+                     "merged", "pruned", "diagnostics"], rows, empty="_no quiet partition_")
+
+
+def sweep_metadata(swept: list[ConsolidationResult]) -> dict[str, MetadataValue]:
+    totals: dict[str, int] = {}
+    for s in swept:
+        for name, value in s.summary().items():
+            totals[name] = totals.get(name, 0) + int(value)
+    meta: dict[str, MetadataValue] = {"partitions": MetadataValue.int(len(swept))}
+    meta.update({_snake(name): MetadataValue.int(value) for name, value in totals.items()})
+    meta["partitions_swept"] = MetadataValue.md(_sweep_table(swept))
+    return meta
+
+
+def consolidation_check(conn: psycopg.Connection, partition_key: str) -> CheckOutcome:
+    partition = _partition(partition_key)
+    found: dict[str, Any] = unaudited_mutations(conn, partition.instance_key,
+                                                partition.audience_kind,
+                                                partition.audience_key)
+    return CheckOutcome(CONSOLIDATION_CHECK, found["passed"], found["checked"],
+                        found["violations"], CONSOLIDATION_CHECK_DESCRIPTION,
+                        found["examples"])
