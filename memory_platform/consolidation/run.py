@@ -10,10 +10,12 @@ audience kind, audience key), after promotion and graph extraction, never wideni
 2. knowledge entity merging (``entities.merge_entities``: deterministic, then vector + model);
 3. conservative stale pruning (``stale.prune_stale``), orphans quarantined;
 
-then re-embeds the changed entities. Every mutation is audited before it happens (audit.py);
-a dry run runs candidate queries, judgments, rules and caps and writes nothing but the
-result. Without an active embedding generation no pair is formed (no lexical fallback); an
-unavailable model skips the model-backed passes with a diagnostic, the deterministic ones run.
+then re-embeds the changed entities and works off the projection and graph jobs its ledger
+changes queued (a superseded text leaves recall with the run). Every mutation is audited
+before it happens (audit.py); a dry run runs candidate queries, judgments, rules and caps and
+writes nothing but the result. Without an active embedding generation no pair is formed (no
+lexical fallback); an unavailable model skips the model-backed passes with a diagnostic, the
+deterministic ones run.
 
 :func:`sweep` then takes the most recently updated quiet partitions with at least two
 currently valid approved assertions embedded in the instance's active generation, up to
@@ -41,10 +43,12 @@ from memory_platform.consolidation.stale import prune_stale
 from memory_platform.consolidation.types import Partition, StepResult
 from memory_platform.db.units import committed_unit, require_idle
 from memory_platform.embeddings.base import EmbeddingProvider
+from memory_platform.graph.build import process_graph_jobs
 from memory_platform.graph.embed import embed_graph_items
 from memory_platform.graph.model import GraphModel, resolve_graph_model
 from memory_platform.graph.types import GraphWorkRetryable
 from memory_platform.ledger.recall import TOLD
+from memory_platform.projection.outbox import process_outbox
 from memory_platform.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -138,10 +142,21 @@ def consolidate_partition(
     result.entities = merge_entities(conn, settings, partition, chosen, dry_run=dry_run,
                                      dream_id=dream_id)
     result.stale = prune_stale(conn, settings, partition, dry_run=dry_run, dream_id=dream_id)
+    if dry_run:
+        result.seconds = time.perf_counter() - started
+        return result
     changed = list(dict.fromkeys(result.entities.changed_entity_ids))
-    if changed and not dry_run:
+    if changed:
         result.embeddings = embed_graph_items(conn, settings, partition.instance_key, changed,
                                               [], embedder=embedder)
+    if result.summary()["auditRows"]:
+        # The ledger changes' projections and graph retractions follow now, not at the next
+        # outbox run: a superseded text leaves recall with the run that superseded it.
+        process_outbox(conn, settings, instance_key=partition.instance_key,
+                       limit=settings.graph_jobs_per_pass, embedder=embedder)
+        process_graph_jobs(conn, settings, instance_key=partition.instance_key,
+                           audience=(partition.audience_kind, partition.audience_key),
+                           embedder=embedder, model=chosen)
     result.seconds = time.perf_counter() - started
     return result
 

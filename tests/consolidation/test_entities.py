@@ -37,7 +37,7 @@ from tests.graph.support import (
     status_of,
     with_dreams,
 )
-from tests.support.openai_server import ChatScript, _chat_response
+from tests.support.openai_server import answer_chat
 
 API_KEY = "sk-test-consolidation-1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d"
 OFFLINE = GraphModel("extractive", "default", None)
@@ -362,7 +362,7 @@ def script_answer(server, build) -> list[dict]:
 
     def respond(request):
         seen.append(request.json)
-        return _chat_response(request, ChatScript(content=build(request.json)), 200, {})
+        return answer_chat(request, build(request.json))
 
     server.script("chat/completions", respond=respond)
     return seen

@@ -239,6 +239,12 @@ def _chat_response(request: RecordedRequest, script: ChatScript, status: int,
                              headers={"cache-control": "no-cache", **headers})
 
 
+def answer_chat(request: RecordedRequest, content: str) -> Response:
+    """A chat completion answering ``request`` with ``content`` (streamed if it asked so):
+    for responders that compute their answer from the request."""
+    return _chat_response(request, ChatScript(content=content), 200, {})
+
+
 def _chat_default(request: RecordedRequest) -> Response:
     return _chat_response(request, ChatScript(), 200, {})
 
