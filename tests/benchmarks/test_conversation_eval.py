@@ -45,12 +45,13 @@ START = datetime(2024, 3, 4, 18, 0, tzinfo=UTC)
 REPEATED = "Sounds good, talk soon."
 # What the cleanup leaves: the append-only ledger of the facts the turns are (assertions, the
 # review decisions, their evidence and its sources) and the instance's embedding generation.
-# The ledger stays (immutable sources, assertions and their decisions), and with it the graph
-# jobs its triggers queued for those assertions (migration 0020).
+# The ledger stays (immutable sources, assertions and their decisions, their recorded
+# history: migration 0021), and with it the graph jobs its triggers queued for those
+# assertions (migration 0020).
 LEDGER = {"agent_memory_assertions", "agent_memory_assertion_reviews",
           "agent_memory_assertion_evidence", "agent_memory_assertion_embeddings",
           "agent_memory_sources", "agent_memory_embedding_generations",
-          "agent_memory_ingestion_outbox"}
+          "agent_memory_ingestion_outbox", "agent_memory_assertion_history"}
 
 
 def _conversation(key: str, speakers: tuple[str, str], sessions: list[list[str]],
