@@ -65,8 +65,8 @@ from memory_platform.graph.embed import entity_text, text_hash
 from memory_platform.graph.model import GraphModel
 from memory_platform.graph.retract import lock_partitions
 from memory_platform.graph.store import (
-    MAX_ALIASES,
     claim_identity,
+    merge_aliases,
     normalized_label,
 )
 from memory_platform.llm.base import JsonRequest, ModelError
@@ -259,24 +259,11 @@ class MergePlan:
         return out
 
 
-def _union_aliases(label: str, current: Sequence[str], new: Iterable[str]) -> list[str]:
-    """``current`` plus each new name that is neither the label nor an alias yet (compared
-    normalised), capped at the store's MAX_ALIASES (the oldest kept), as the store unions."""
-    seen = {normalized_label(label)}
-    out: list[str] = []
-    for alias in (*current, *new):
-        norm = normalized_label(alias)
-        if alias.strip() and norm not in seen:
-            seen.add(norm)
-            out.append(alias)
-    return out[:MAX_ALIASES]
-
-
 def _survivor_update(survivor: dict[str, Any], loser: dict[str, Any],
                      extra_aliases: Sequence[str]) -> dict[str, Any]:
     """The survivor's new columns: aliases union (+ the loser's label), the loser's linked
     record if it has none, subject refs (what the survivor says wins), the text hash."""
-    aliases = _union_aliases(survivor["label"], survivor["aliases"],
+    aliases = merge_aliases(survivor["label"], survivor["aliases"],
                              [loser["label"], *loser["aliases"], *extra_aliases])
     update: dict[str, Any] = {"aliases": aliases}
     if survivor["linked_record_id"] is None and loser["linked_record_id"] is not None:

@@ -19,7 +19,6 @@ check then treats the rows it would prune as gone) and writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from uuid import UUID
 
 import psycopg
@@ -28,7 +27,12 @@ from psycopg import sql
 from memory_platform.consolidation.audit import audit
 from memory_platform.consolidation.types import Partition, StepResult
 from memory_platform.db.units import committed_unit, require_idle
-from memory_platform.graph.retract import ITEM_TABLES, lock_partitions, quarantine_orphans
+from memory_platform.graph.retract import (
+    ITEM_TABLES,
+    lock_partitions,
+    orphans,
+    quarantine_orphans,
+)
 from memory_platform.settings import Settings
 
 REASON = "orphaned_by_stale_pruning"
@@ -52,21 +56,7 @@ _SUPERSEDE = """
 """
 # The orphan rule of graph.retract.quarantine_orphans, as a read; rows in %(claims)s and
 # %(edges)s count as no longer active (a dry run's proposals).
-_ORPHANS = """
-    SELECT e.id FROM agent_knowledge_entities e
-     WHERE e.instance_key = %(instance)s AND e.id = ANY(%(ids)s::uuid[]) AND e.status = 'active'
-       AND NOT EXISTS (SELECT 1 FROM agent_knowledge_claims c
-                        WHERE c.instance_key = e.instance_key AND c.status = 'active'
-                          AND c.id <> ALL(%(claims)s::uuid[])
-                          AND (c.subject_entity_id = e.id OR c.object_entity_id = e.id))
-       AND NOT EXISTS (SELECT 1 FROM agent_knowledge_edges g
-                        WHERE g.instance_key = e.instance_key AND g.status = 'active'
-                          AND g.id <> ALL(%(edges)s::uuid[])
-                          AND g.source_entity_id <> g.target_entity_id
-                          AND (g.source_entity_id = e.id OR g.target_entity_id = e.id))
-     ORDER BY e.id
-     FOR UPDATE
-"""
+
 
 
 def stale_rows(conn: psycopg.Connection, settings: Settings, partition: Partition,
@@ -79,18 +69,6 @@ def stale_rows(conn: psycopg.Connection, settings: Settings, partition: Partitio
         "instance": partition.instance_key, "kind": partition.audience_kind,
         "key": partition.audience_key,
         "seconds": settings.consolidation_stale_days * 86400.0}).fetchall()
-
-
-def find_orphans(conn: psycopg.Connection, instance_key: str, entity_ids: Sequence[UUID],
-                 *, gone_claims: Sequence[UUID] = (), gone_edges: Sequence[UUID] = ()
-                 ) -> list[UUID]:
-    """Those of ``entity_ids`` that ``quarantine_orphans`` would quarantine (treating
-    ``gone_claims``/``gone_edges`` as inactive), locked."""
-    if not entity_ids:
-        return []
-    return [row[0] for row in conn.execute(_ORPHANS, {
-        "instance": instance_key, "ids": list(entity_ids), "claims": list(gone_claims),
-        "edges": list(gone_edges)}).fetchall()]
 
 
 def prune_stale(conn: psycopg.Connection, settings: Settings, partition: Partition, *,
@@ -118,16 +96,16 @@ def prune_stale(conn: psycopg.Connection, settings: Settings, partition: Partiti
                     conn.execute(sql.SQL(_SUPERSEDE).format(table=sql.Identifier(table)),
                                  (item_id,))
                 pruned[kind].append(item_id)
-        orphans = find_orphans(conn, instance, sorted(touched),
-                               gone_claims=result.pruned_claims if dry_run else (),
-                               gone_edges=result.pruned_edges if dry_run else ())
-        if not dry_run and orphans:
-            for entity_id in orphans:
+        orphaned = orphans(conn, instance, touched,
+                           ignoring_claims=result.pruned_claims if dry_run else (),
+                           ignoring_edges=result.pruned_edges if dry_run else ())
+        if not dry_run and orphaned:
+            for entity_id in orphaned:
                 audit(conn, instance, "entity_quarantine", "agent_knowledge_entities",
                       entity_id, dream_id=dream_id, after={"status": "quarantined"},
                       mapping={"reason": REASON})
                 result.audit_rows += 1
-            result.quarantined = quarantine_orphans(conn, instance, orphans, REASON)
+            result.quarantined = quarantine_orphans(conn, instance, orphaned, REASON)
         elif dry_run:
-            result.quarantined = len(orphans)
+            result.quarantined = len(orphaned)
     return result

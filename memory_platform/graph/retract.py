@@ -114,36 +114,55 @@ def remove_refs(conn: psycopg.Connection, instance_key: str, patterns: Sequence[
     return touched
 
 
+# Active entities among the given ids that nothing connects any more: no active claim names
+# them (as subject or object), no active non-self edge ends at them. The claims and edges to
+# ignore are treated as gone (a dry run's view of its own proposals). Locked: the caller
+# decides about them next.
+_ORPHANS = """
+    SELECT e.id FROM agent_knowledge_entities e
+     WHERE e.instance_key = %(instance)s AND e.id = ANY(%(ids)s::uuid[]) AND e.status = 'active'
+       AND NOT EXISTS (SELECT 1 FROM agent_knowledge_claims c
+                        WHERE c.instance_key = e.instance_key AND c.status = 'active'
+                          AND c.id <> ALL(%(claims)s::uuid[])
+                          AND (c.subject_entity_id = e.id OR c.object_entity_id = e.id))
+       AND NOT EXISTS (SELECT 1 FROM agent_knowledge_edges g
+                        WHERE g.instance_key = e.instance_key AND g.status = 'active'
+                          AND g.id <> ALL(%(edges)s::uuid[])
+                          AND g.source_entity_id <> g.target_entity_id
+                          AND (g.source_entity_id = e.id OR g.target_entity_id = e.id))
+     ORDER BY e.id
+     FOR UPDATE
+"""
 _QUARANTINE = """
     UPDATE agent_knowledge_entities e
        SET status = 'quarantined',
            metadata = e.metadata || jsonb_build_object('quarantinedAt', now(), 'reason', %s::text)
-     WHERE e.instance_key = %s AND e.id = ANY(%s) AND e.status = 'active'
-       AND NOT EXISTS (SELECT 1 FROM agent_knowledge_claims c
-                        WHERE c.instance_key = e.instance_key AND c.status = 'active'
-                          AND c.subject_entity_id = e.id)
-       AND NOT EXISTS (SELECT 1 FROM agent_knowledge_claims c
-                        WHERE c.instance_key = e.instance_key AND c.status = 'active'
-                          AND c.object_entity_id = e.id)
-       AND NOT EXISTS (SELECT 1 FROM agent_knowledge_edges g
-                        WHERE g.instance_key = e.instance_key AND g.status = 'active'
-                          AND g.source_entity_id = e.id AND g.target_entity_id <> e.id)
-       AND NOT EXISTS (SELECT 1 FROM agent_knowledge_edges g
-                        WHERE g.instance_key = e.instance_key AND g.status = 'active'
-                          AND g.target_entity_id = e.id AND g.source_entity_id <> e.id)
-    RETURNING e.id
+     WHERE e.instance_key = %s AND e.id = ANY(%s)
 """
+
+
+def orphans(conn: psycopg.Connection, instance_key: str, entity_ids: Iterable[UUID], *,
+            ignoring_claims: Iterable[UUID] = (),
+            ignoring_edges: Iterable[UUID] = ()) -> list[UUID]:
+    """THE orphan rule: those of ``entity_ids`` that are active and no longer connected (no
+    active claim names them, no active non-self edge ends at them), ``ignoring_claims`` and
+    ``ignoring_edges`` counted as gone; locked, in id order."""
+    ids = list(set(entity_ids))
+    if not ids:
+        return []
+    return [row[0] for row in conn.execute(_ORPHANS, {
+        "instance": instance_key, "ids": ids, "claims": list(ignoring_claims),
+        "edges": list(ignoring_edges)}).fetchall()]
 
 
 def quarantine_orphans(conn: psycopg.Connection, instance_key: str,
                        entity_ids: Iterable[UUID], reason: str) -> int:
-    """Quarantine those of ``entity_ids`` (the entities a change touched) that are active and
-    no longer connected: no active claim names them, no active non-self edge ends at them.
-    Answers how many were quarantined."""
-    ids = list(set(entity_ids))
-    if not ids:
-        return 0
-    return len(conn.execute(_QUARANTINE, (reason, instance_key, ids)).fetchall())
+    """Quarantine the :func:`orphans` among ``entity_ids`` (the entities a change touched);
+    how many."""
+    found = orphans(conn, instance_key, entity_ids)
+    if found:
+        conn.execute(_QUARANTINE, (reason, instance_key, found))
+    return len(found)
 
 
 _UNTOLD = sql.SQL("""

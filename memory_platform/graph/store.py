@@ -239,7 +239,7 @@ _UPDATE_ENTITY = """
 """
 
 
-def _merge_aliases(label: str, current: Sequence[str], new: Iterable[str]) -> list[str]:
+def merge_aliases(label: str, current: Sequence[str], new: Iterable[str]) -> list[str]:
     """``current`` plus every new name that is neither the label nor an alias yet (compared
     normalised), capped at MAX_ALIASES."""
     seen = {normalized_label(label)}
@@ -277,7 +277,7 @@ def _upsert_entity(conn: psycopg.Connection, batch: GraphBatch, sources: _Source
     row = _find_entity(conn, batch, item)
     refs = sources.subject_refs(item.subject_refs)
     if row is None:
-        aliases = _merge_aliases(item.label, [], item.aliases)
+        aliases = merge_aliases(item.label, [], item.aliases)
         inserted = conn.execute(_INSERT_ENTITY, (
             batch.instance_key, item.entity_type, item.label, normalized_label(item.label),
             aliases, batch.audience_kind, batch.audience_key, item.linked_record_type,
@@ -292,7 +292,7 @@ def _upsert_entity(conn: psycopg.Connection, batch: GraphBatch, sources: _Source
             raise RuntimeError("an entity changed while it was being written; retry")
 
     entity_id, label, _, current_aliases, link_type, link_id, current_refs, digest = row
-    aliases = _merge_aliases(label, current_aliases, (item.label, *item.aliases))
+    aliases = merge_aliases(label, current_aliases, (item.label, *item.aliases))
     if link_id is None and item.linked_record_id is not None:
         link_type, link_id = item.linked_record_type, item.linked_record_id
     merged_refs = refs | current_refs           # what the entity already says wins
