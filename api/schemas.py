@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from memory_platform.access import AudienceKind
 from memory_platform.dreaming.model import normalise_model_name
 from memory_platform.errors import InvalidInput
+from memory_platform.maintenance.profiles import USER_ID_MAX_CHARS
 from memory_platform.memories.validation import parse_occurred_at
 
 UNTRUSTED = "untrusted-data"
@@ -837,3 +838,75 @@ class AssertionAsOfResponse(BaseModel):
     trust: Literal["untrusted-data"] = UNTRUSTED
     at: str = Field(description="The moment asked about (UTC).")
     results: list[AssertionAsOfOut]
+
+
+# --- maintenance (internal) ----------------------------------------------------------------
+
+
+class ProfileParams(BaseModel):
+    """Query string of GET /internal/memory/profile (unknown names rejected)."""
+
+    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+    user_id: str = Field(..., alias="userId", min_length=1, max_length=USER_ID_MAX_CHARS,
+                         description="The user whose profile is answered.")
+    refresh: bool = Field(False, description="Rebuild the profile now (1/true).")
+
+
+class ProfileItemModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    kind: str = Field(description="claim (knowledge graph) or memory.")
+    id: str
+    text: str
+    source: str = Field(description="The claim's predicate or the memory's sourceType.")
+    at: datetime | None = None
+
+
+class ProfileResponse(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    user_id: str = Field(serialization_alias="userId")
+    static_facts: list[ProfileItemModel] = Field(serialization_alias="staticFacts")
+    recent_context: list[ProfileItemModel] = Field(serialization_alias="recentContext")
+    built_at: datetime = Field(serialization_alias="builtAt")
+    persisted: bool = Field(description="Stored in agent_user_profiles.")
+    cached: bool = Field(description="Answered from the cache, not rebuilt.")
+    text: str = Field(description="The [User profile] prompt block (untrusted data).")
+    trust: str = "untrusted-data"
+
+
+class RetentionRequest(Strict):
+    """One retention sweep of the admin key's instance (or one of its audience partitions)."""
+
+    dry_run: bool = Field(False, alias="dryRun", description="Count what would go; delete "
+                          "nothing.")
+    audience_kind: AudienceKind | None = Field(None, alias="audienceKind")
+    audience_key: str | None = Field(None, alias="audienceKey", min_length=1, max_length=512)
+    prune_context: bool = Field(False, alias="pruneContext", description="Also delete "
+                                "context messages already covered by a summary.")
+
+
+class RetentionResponse(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    dryRun: bool
+    instanceKey: str | None
+    audience: dict[str, str] | None
+    pruneContext: bool
+    retentionDays: int
+    evidenceCap: int
+    deleted: dict[str, int]
+
+
+class WorkspaceSyncResponse(BaseModel):
+    """One forced sync of the configured workspace (MEMORY_WORKSPACE_DIR)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class ErasureRequest(Strict):
+    """Erase a person from the admin key's instance (the one sanctioned delete of the
+    append-only tables; the report keeps counts, never content)."""
+
+    user_id: str = Field(alias="userId", min_length=1, max_length=USER_ID_MAX_CHARS)
+
+
+class ErasureResponse(BaseModel):
+    model_config = ConfigDict(extra="allow")

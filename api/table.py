@@ -37,6 +37,7 @@ from api.routes import (
     knowledge,
     members,
     memory,
+    profiles,
     sessions,
 )
 from memory_platform.settings import Settings
@@ -192,6 +193,19 @@ TABLE: tuple[Section, ...] = (
                   response=schemas.StatusResponse),
         Operation("POST", "/memory/reembed", internal.reembed, "One bounded re-embedding batch",
                   ADMIN, body=schemas.ReembedRequest, response=schemas.ReembedResponse),
+        Operation("POST", "/memory/retention", internal.retention,
+                  "One retention sweep (superseded/archived rows past the window, evidence "
+                  "caps)", ADMIN, body=schemas.RetentionRequest,
+                  response=schemas.RetentionResponse),
+        Operation("POST", "/memory/workspace/sync", internal.workspace_sync,
+                  "Sync MEMORY_WORKSPACE_DIR now", ADMIN,
+                  response=schemas.WorkspaceSyncResponse),
+        Operation("POST", "/memory/users/erase", internal.erase,
+                  "Erase a person: every row of theirs, re-derived what others support",
+                  ADMIN, body=schemas.ErasureRequest, response=schemas.ErasureResponse),
+        Operation("GET", "/memory/profile", profiles.profile,
+                  "One user's precomputed profile (refresh=1 rebuilds it)", ADMIN,
+                  query=schemas.ProfileParams, response=schemas.ProfileResponse),
         Operation("GET", "/memory/dreams", dreams.list_route,
                   "Dream rows of the key's instance, newest first", ADMIN,
                   query=schemas.DreamListParams, response=schemas.DreamListResponse),

@@ -19,7 +19,8 @@ partition)::
 
 ``dream_audience_job`` runs the Dream multi-asset, then ``knowledge_graph`` and
 ``consolidation`` (own ops, group ``knowledge_graph`` / ``consolidation``) with the blocking
-checks of each; ``dream_batch`` does the same per partition in one run and sweeps quiet
+checks of each, then ``user_profiles`` -> ``retention`` -> ``reembedding`` (group
+``maintenance``); ``dream_batch`` does the same per partition in one run and sweeps quiet
 partitions once at its end (``consolidation_sweep``, also its own job).
 
 Session maintenance (group ``sessions``; the context tables in group ``session_context``)::
@@ -43,6 +44,13 @@ from typing import Any
 
 from dagster import Definitions, definitions
 
+from memory_platform.assets.chain import (
+    erase_user_job,
+    reembed_backlog_job,
+    reembedding,
+    retention,
+    user_profiles,
+)
 from memory_platform.assets.consolidation import (
     consolidation,
     consolidation_check_def,
@@ -68,7 +76,11 @@ from memory_platform.sensors.dreaming import (
     audience_partitions_sensor,
     build_daily_dreaming_schedule,
 )
-from memory_platform.sensors.maintenance import build_outbox_sensor, build_stale_dream_reconciler
+from memory_platform.sensors.maintenance import (
+    build_outbox_sensor,
+    build_stale_dream_reconciler,
+    reembed_backlog_sensor,
+)
 from memory_platform.sensors.sessions import build_session_maintenance_sensor
 from memory_platform.settings import Settings, get_settings
 
@@ -80,11 +92,13 @@ def build_definitions(resources: dict[str, Any] | None = None,
     settings = settings or get_settings()
     return Definitions(
         assets=[*ledger_tables, *session_context_tables, *session_assets, dream_audience,
-                knowledge_graph, consolidation, consolidation_sweep],
+                knowledge_graph, consolidation, consolidation_sweep, user_profiles, retention,
+                reembedding],
         asset_checks=[*dream_checks, knowledge_graph_check, consolidation_check_def],
         jobs=[dream_audience_job, dream_batch, outbox_job, session_maintenance_job,
-              consolidation_sweep_job],
+              consolidation_sweep_job, erase_user_job, reembed_backlog_job],
         sensors=[audience_partitions_sensor, build_outbox_sensor(settings),
+                 reembed_backlog_sensor,
                  build_stale_dream_reconciler(settings),
                  build_session_maintenance_sensor(settings)],
         schedules=[build_daily_dreaming_schedule(settings)],

@@ -488,6 +488,18 @@ class Settings(BaseSettings):
         5, ge=0, description="Quiet partitions a consolidation sweep takes besides the "
         "fresh ones (the most recently updated eligible ones).")
 
+    # --- maintenance: retention, workspace sync ---------------------------------------------
+    retention_days: int = Field(
+        30, ge=1, description="Superseded or archived memories older than this are deleted by "
+        "the retention sweep (unless still referenced by active evidence).")
+    retention_evidence_cap: int = Field(
+        50, ge=1, description="Newest evidence rows kept per graph entity, claim or edge.")
+    workspace_dir: Path | None = Field(
+        None, description="Workspace whose memory/**/*.md and bootstrap files (AGENTS.md, "
+        "MEMORY.md, ...) are synced into workspace memories. Unset: no sync.")
+    reembed_chain_batches: int = Field(
+        5, ge=1, description="Re-embedding batches the daily chain converts per partition.")
+
     # --- caches ---------------------------------------------------------------------------
     settings_cache_seconds: float = Field(5.0, ge=0.0)
 

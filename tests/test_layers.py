@@ -30,6 +30,7 @@ DOMAIN = [                                   # bottom first
     {"graph"},
     {"context"},
     {"consolidation"},
+    {"maintenance"},
     {"dreaming"},
     {"sessions"},
     {"apikeys", "operator_status", "demo", "benchmarks"},

@@ -1,13 +1,26 @@
-"""/internal/memory: the operator's status report and one bounded re-embedding batch, both of
-the admin key's own instance."""
+"""/internal/memory: the operator's status report, one bounded re-embedding batch, one
+retention sweep and a forced workspace sync, all of the admin key's own instance."""
 
 from __future__ import annotations
 
 from starlette.requests import Request
 
 from api.auth import api_key
-from api.schemas import ReembedRequest, ReembedResponse, StatusResponse
+from api.schemas import (
+    ErasureRequest,
+    ErasureResponse,
+    ReembedRequest,
+    ReembedResponse,
+    RetentionRequest,
+    RetentionResponse,
+    StatusResponse,
+    WorkspaceSyncResponse,
+)
 from api.threads import with_connection
+from memory_platform.errors import InvalidInput
+from memory_platform.maintenance.erasure import erase_user
+from memory_platform.maintenance.retention import retention_sweep
+from memory_platform.maintenance.workspace import sync_workspace_cached
 from memory_platform.operator_status import memory_status
 from memory_platform.projection.reembed import reembed_backfill
 
@@ -23,3 +36,44 @@ async def reembed(request: Request, body: ReembedRequest) -> ReembedResponse:
                                    limit=body.limit, embedder=state.embedder,
                                    instance_key=api_key(request).instance_key)
     return ReembedResponse.model_validate(result.as_dict())
+
+
+async def retention(request: Request, body: RetentionRequest) -> RetentionResponse:
+    """One retention sweep of the admin key's instance (or one audience partition of it)."""
+    state = request.state
+    audience = None
+    if body.audience_kind or body.audience_key:
+        if not (body.audience_kind and body.audience_key):
+            raise InvalidInput("audienceKind and audienceKey go together",
+                               details={"field": "audienceKey"})
+        audience = (body.audience_kind, body.audience_key)
+    result = await with_connection(request, retention_sweep, state.settings,
+                                   instance_key=api_key(request).instance_key,
+                                   audience=audience, dry_run=body.dry_run,
+                                   prune_context=body.prune_context)
+    return RetentionResponse.model_validate(result.as_json())
+
+
+async def workspace_sync(request: Request) -> WorkspaceSyncResponse:
+    """A forced sync of MEMORY_WORKSPACE_DIR into the admin key's instance."""
+    state = request.state
+    directory = state.settings.workspace_dir
+    if directory is None:
+        raise InvalidInput("no workspace is configured: set MEMORY_WORKSPACE_DIR",
+                           details={"setting": "MEMORY_WORKSPACE_DIR"})
+    result = await with_connection(request, sync_workspace_cached, state.settings,
+                                   api_key(request).instance_key, directory, force=True,
+                                   embedder=state.embedder)
+    return WorkspaceSyncResponse.model_validate(result.as_dict())
+
+
+
+async def erase(request: Request, body: ErasureRequest) -> ErasureResponse:
+    """Erase one person from the admin key's instance; answers the erasure report (counts
+    per table, no content). Keys of the person stop working within the key cache's
+    lifetime (MEMORY_API_KEY_CACHE_SECONDS)."""
+    key = api_key(request)
+    report = await with_connection(request, erase_user, request.state.settings,
+                                   key.instance_key, body.user_id,
+                                   requested_by=f"api-key:{key.id}")
+    return ErasureResponse.model_validate(report.as_dict())

@@ -46,12 +46,18 @@ from dagster import (
 )
 from pydantic import Field
 
+from memory_platform.assets.chain import reembedding, retention, user_profiles
 from memory_platform.assets.consolidation import consolidation
 from memory_platform.assets.graph import knowledge_graph
 from memory_platform.assets.ledger import DREAM_READS
 from memory_platform.dreaming.runs import TRIGGERS, Trigger
 from memory_platform.dreaming.targets import parse_partition_keys
 from memory_platform.errors import DreamLocked, InvalidInput
+from memory_platform.orchestration.chain_step import (
+    profiles_step,
+    reembedding_step,
+    retention_step,
+)
 from memory_platform.orchestration.consolidation_step import (
     CONSOLIDATION_CHECK,
     consolidation_check,
@@ -77,7 +83,10 @@ from memory_platform.orchestration.keys import (
     DREAM_INPUTS,
     DREAM_PROPOSALS,
     KNOWLEDGE_GRAPH,
+    REEMBEDDING,
+    RETENTION,
     SESSION_ASSETS,
+    USER_PROFILES,
     WIKI_PROPOSALS,
 )
 from memory_platform.orchestration.metadata import md_table
@@ -223,10 +232,11 @@ dream_checks = [_dream_check(name, asset) for name, asset in CHECK_GUARDS.items(
 
 dream_audience_job = define_asset_job(
     DREAM_AUDIENCE_JOB,
-    selection=AssetSelection.assets(dream_audience, knowledge_graph, consolidation),
+    selection=AssetSelection.assets(dream_audience, knowledge_graph, consolidation,
+                                    user_profiles, retention, reembedding),
     tags={DREAMING_RUN_TAG: "true"},
-    description="Dream one audience partition (the five Dream assets, the knowledge graph, "
-    "consolidation and their checks).")
+    description="Dream one audience partition: the five Dream assets, the knowledge graph, "
+    "consolidation, user profiles, retention, re-embedding and their checks.")
 
 
 # --- many partitions per run ---------------------------------------------------------------
@@ -291,6 +301,8 @@ def dream_partitions(context: OpExecutionContext, config: DreamBatchConfig,
                 if graphed and not config.dry_run:
                     yield from _consolidation_events(context, conn, settings, key, dream_id,
                                                      problems)
+                    yield from _chain_events(context, conn, settings, key, dream_id,
+                                             problems)
                     consolidated.append((key, step.result.dream_id))
             if step.problem:
                 problems.append([key, dream_id, step.problem])
@@ -351,6 +363,23 @@ def _consolidation_events(context: OpExecutionContext, conn, settings, key: str,
     if not outcome.passed:
         problems.append([key, dream_id,
                          f"check {CONSOLIDATION_CHECK} failed: {outcome.description}"])
+
+
+def _chain_events(context: OpExecutionContext, conn, settings, key: str, dream_id: str,
+                  problems: list[list[str]]):
+    """User profiles, retention and re-embedding of the partition, as their assets record
+    them (re-embedding only when there was backlog)."""
+    steps = ((USER_PROFILES, lambda: profiles_step(conn, settings, key)),
+             (RETENTION, lambda: retention_step(conn, settings, key)),
+             (REEMBEDDING, lambda: reembedding_step(conn, settings, key)))
+    for asset, step in steps:
+        try:
+            metadata = step()
+        except Exception as exc:  # recorded; the chain of this partition stops here
+            problems.append([key, dream_id, f"{asset}: {type(exc).__name__}: {exc}"])
+            return
+        if metadata is not None:
+            yield AssetMaterialization(asset_key=asset, partition=key, metadata=metadata)
 
 
 def _sweep_events(context: OpExecutionContext, *, conn_factory, settings,

@@ -18,6 +18,8 @@ from memory_platform.cli.imports import embeddings, import_command
 from memory_platform.cli.keys import keys
 from memory_platform.cli.members import members, sessions
 from memory_platform.cli.serve import api_command, dev_command, mcp_command
+from memory_platform.cli.users import users
+from memory_platform.cli.workspace import import_transcripts_command, workspace
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -28,5 +30,6 @@ def main() -> None:
 
 
 for command in (config, db, api_command, dev_command, bench, keys, members, sessions,
-                mcp_command, import_command, embeddings, dream, graph, demo):
+                mcp_command, import_command, embeddings, dream, graph, demo, workspace,
+                import_transcripts_command, users):
     main.add_command(command)

@@ -201,3 +201,64 @@ def embeddings_reembed(limit: int | None, until_done: bool, instance: str | None
         click.echo(f"stopped: {result.error}; the rows of the failed batch are untouched, "
                    "run the command again once the provider answers", err=True)
         sys.exit(1)
+
+
+@embeddings.command("switch")
+@click.option("--provider", type=click.Choice(["hash", "openai", "local"]), required=True,
+              help="The new embedding provider (its model and dimensions come from the "
+                   "settings: MEMORY_OPENAI_EMBEDDING_MODEL, MEMORY_HASH_EMBEDDING_DIMENSIONS, "
+                   "MEMORY_LOCAL_EMBEDDING_MODEL, ...).")
+@click.option("--instance", default=None, help="Instance (default MEMORY_INSTANCE_KEY).")
+@click.option("--until-done", "until_done", is_flag=True,
+              help="Convert the whole backlog now (default: one run of "
+                   "MEMORY_REEMBED_RUN_LIMIT rows; the rest is converted after each Dream or "
+                   "by `embeddings switch`/`reembed` again).")
+def embeddings_switch(provider: str, instance: str | None, until_done: bool) -> None:
+    """Switch the instance's embedding model on a live system, then convert.
+
+    Registers the provider's generation, builds its vector indexes without blocking writes
+    (CREATE INDEX CONCURRENTLY) and makes it the active generation; old vectors stay in
+    their generation and are never compared with new ones. Then chunks, assertions and
+    knowledge-graph entities and claims are converted batch by batch (one transaction each);
+    unconverted rows stay findable by keyword meanwhile. Progress goes to stderr; the
+    counts per kind and the backlog left to stdout. Set MEMORY_EMBEDDING_PROVIDER (and the
+    model settings) of the API and Dagster processes to the new provider as well: a writer
+    still configured with the old one makes the old generation active again. Exit status 1
+    on a provider error (the failed batch is untouched; run the command again)."""
+    from memory_platform.embeddings.base import EmbeddingError
+    from memory_platform.embeddings.factory import get_provider
+    from memory_platform.maintenance.reembedding import KINDS, convert
+    from memory_platform.projection.switch import switch_generation
+
+    settings = _with_provider(get_settings(), provider)
+    try:
+        embedder = get_provider(settings)
+    except EmbeddingError as exc:
+        raise click.ClickException(str(exc)) from exc
+    instance = instance or settings.instance_key
+    line = _ProgressLine()
+
+    def progress(totals) -> None:
+        parts = ", ".join(f"{totals.converted[k]:,} {k}" for k in KINDS)
+        line.show(f"converted {totals.total_converted:,} ({parts})  "
+                  f"{line.rate(totals.total_converted):,.1f} rows/s  batches {totals.batches:,}")
+
+    with platform_connection(settings) as conn:
+        generation = switch_generation(conn, settings, embedder, instance_key=instance)
+        click.echo(f"{instance}: active generation {generation.generation_key}", err=True)
+        batches = None
+        if not until_done:
+            batches = max(1, settings.reembed_run_limit // settings.reembed_batch_size)
+        result = convert(conn, settings, instance, embedder=embedder, batches=batches,
+                         progress=progress)
+    if result.batches:
+        progress(result)
+    line.done()
+    done = ", ".join(f"{result.converted[k]:,} {k}" for k in KINDS)
+    left = ", ".join(f"~{result.remaining[k]:,} {k}" for k in KINDS)
+    click.echo(f"{instance}: switched to {result.generation_key}; converted {done}; "
+               f"backlog {left}")
+    if result.error:
+        click.echo(f"stopped: {result.error}; the rows of the failed batch are untouched, "
+                   "run the command again once the provider answers", err=True)
+        sys.exit(1)

@@ -10,6 +10,11 @@ WIKI_PROPOSALS = "wiki_proposals"
 KNOWLEDGE_GRAPH = "knowledge_graph"      # downstream of assertion_projections, own op
 CONSOLIDATION = "consolidation"          # downstream of knowledge_graph, own op
 CONSOLIDATION_SWEEP = "consolidation_sweep"   # not partitioned: the quiet partitions
+# The end of the daily chain, per partition, in this order after consolidation.
+USER_PROFILES = "user_profiles"
+RETENTION = "retention"
+REEMBEDDING = "reembedding"
+CHAIN_ASSETS = (USER_PROFILES, RETENTION, REEMBEDDING)
 
 DREAM_ASSETS = (DREAM_INPUTS, DREAM_PROPOSALS, DREAM_ASSERTIONS, ASSERTION_PROJECTIONS,
                 WIKI_PROPOSALS)

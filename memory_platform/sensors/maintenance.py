@@ -1,4 +1,5 @@
-"""Maintenance sensors: the projection outbox worker and the stale-Dream reconciler.
+"""Maintenance sensors: the projection outbox worker, the stale-Dream reconciler and the
+re-embedding backlog.
 
 Their intervals come from the settings, so they are built by :func:`build_outbox_sensor` and
 :func:`build_stale_dream_reconciler` when the definitions load.
@@ -13,13 +14,19 @@ from dagster import (
     sensor,
 )
 
+from memory_platform.assets.chain import reembed_backlog_job
 from memory_platform.assets.maintenance import outbox_job
 from memory_platform.dreaming.runs import reconcile_stale_dreams
+from memory_platform.embeddings.generations import active_generation
+from memory_platform.maintenance.reembedding import has_backlog
 from memory_platform.projection.outbox import due_outbox_job
 from memory_platform.resources import PostgresResource
 from memory_platform.settings import Settings
 
-__all__ = ["build_outbox_sensor", "build_stale_dream_reconciler"]
+__all__ = ["REEMBED_SENSOR_INSTANCES", "build_outbox_sensor", "build_stale_dream_reconciler",
+           "reembed_backlog_sensor"]
+
+REEMBED_SENSOR_INSTANCES = 50     # instances looked at per tick (bounded work)
 
 
 def request_outbox_run(context: SensorEvaluationContext, postgres: PostgresResource):
@@ -71,3 +78,35 @@ def build_stale_dream_reconciler(settings: Settings) -> SensorDefinition:
         return reconcile_stale(context, postgres)
 
     return stale_dream_reconciler
+
+
+def request_reembed_runs(context: SensorEvaluationContext, postgres: PostgresResource):
+    """One run per instance whose active generation has a backlog (after a model switch or
+    an embedding outage); the run key repeats while a run for that generation is pending."""
+    settings = postgres.settings()
+    requests = []
+    with postgres.connection(settings) as conn:
+        instances = [r[0] for r in conn.execute(
+            "SELECT DISTINCT instance_key FROM agent_memory_embedding_generations"
+            " WHERE status = 'active' ORDER BY 1 LIMIT %s",
+            (REEMBED_SENSOR_INSTANCES,)).fetchall()]
+        for instance in instances:
+            generation = active_generation(conn, instance)
+            if generation is not None and has_backlog(conn, generation):
+                requests.append(RunRequest(
+                    run_key=f"reembed:{instance}:{generation.generation_key}:"
+                            f"{context.cursor or 0}",
+                    run_config={"ops": {"convert_backlog": {"config": {
+                        "instance_key": instance}}}}))
+    if not requests:
+        return SkipReason("no re-embedding backlog")
+    context.update_cursor(str(int(context.cursor or 0) + 1))
+    return requests
+
+
+@sensor(job=reembed_backlog_job, minimum_interval_seconds=300,
+        default_status=DefaultSensorStatus.RUNNING,
+        description="Every 5 minutes: a re-embedding run for each instance whose active "
+        "generation still has rows without a vector.")
+def reembed_backlog_sensor(context: SensorEvaluationContext, postgres: PostgresResource):
+    return request_reembed_runs(context, postgres)

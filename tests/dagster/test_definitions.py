@@ -23,11 +23,13 @@ def load() -> Definitions:
 def test_definitions_validate():
     definitions = load()
     Definitions.validate_loadable(definitions)
-    assert {"dream_audience_job", "dream_batch", "outbox_job", "session_maintenance_job"} <= {
+    assert {"dream_audience_job", "dream_batch", "outbox_job", "session_maintenance_job",
+            "consolidation_sweep_job", "erase_user_job", "reembed_backlog_job"} <= {
         job.name for job in definitions.resolve_all_job_defs()}
     assert {s.name for s in definitions.sensors} == {"audience_partitions_sensor",
                                                      "outbox_sensor", "stale_dream_reconciler",
-                                                     "session_maintenance_sensor"}
+                                                     "session_maintenance_sensor",
+                                                     "reembed_backlog_sensor"}
     assert [s.name for s in definitions.schedules] == ["daily_dreaming_schedule"]
 
 

@@ -1,0 +1,141 @@
+"""The end of the daily chain on Dagster, per audience partition after ``consolidation``:
+``user_profiles`` -> ``retention`` -> ``reembedding``, in the same run as the Dream
+(``dream_audience_job``; ``dream_batch`` records them per partition too). Profiles and
+retention always materialise and say ``nothing_to_do`` when they had nothing to do (a skipped
+asset would skip the rest of the chain); re-embedding is skipped without a backlog. Also the
+person-erasure job and the re-embedding backlog job. The steps are in
+:mod:`memory_platform.orchestration.chain_step`. (No ``from __future__ import annotations``:
+Dagster reads the Config annotations.)
+"""
+
+from dagster import (
+    AssetExecutionContext,
+    Config,
+    MaterializeResult,
+    MetadataValue,
+    OpExecutionContext,
+    asset,
+    job,
+    op,
+)
+from pydantic import Field
+
+from memory_platform.maintenance.erasure import erase_user
+from memory_platform.maintenance.reembedding import convert
+from memory_platform.orchestration.chain_step import (
+    profiles_step,
+    reembedding_step,
+    retention_step,
+)
+from memory_platform.orchestration.home import WRITER_POOL
+from memory_platform.orchestration.keys import (
+    CONSOLIDATION,
+    REEMBEDDING,
+    RETENTION,
+    USER_PROFILES,
+)
+from memory_platform.orchestration.partitions import audiences
+from memory_platform.resources import EmbeddingsResource, PostgresResource, run_settings
+
+__all__ = ["CHAIN_GROUP", "erase_user_job", "reembed_backlog_job", "reembedding", "retention",
+           "user_profiles"]
+
+CHAIN_GROUP = "maintenance"
+_KINDS = {"python", "postgres"}
+
+
+@asset(name=USER_PROFILES, deps=[CONSOLIDATION], partitions_def=audiences,
+       group_name=CHAIN_GROUP, pool=WRITER_POOL, kinds=_KINDS,
+       description="Per-user profiles (static facts from the graph, recent context) of the "
+       "users the partition's latest Dream concerned, rebuilt (memory_platform.maintenance"
+       ".profiles).")
+def user_profiles(context: AssetExecutionContext, postgres: PostgresResource,
+                  embeddings: EmbeddingsResource) -> MaterializeResult:
+    settings = run_settings(postgres, embeddings)
+    with postgres.connection(settings) as conn:
+        meta = profiles_step(conn, settings, context.partition_key)
+    return MaterializeResult(metadata=meta)
+
+
+class RetentionConfig(Config):
+    dry_run: bool = Field(default=False, description="Count what would go; delete nothing.")
+
+
+@asset(name=RETENTION, deps=[USER_PROFILES], partitions_def=audiences,
+       group_name=CHAIN_GROUP, pool=WRITER_POOL, kinds=_KINDS,
+       description="Superseded and archived rows past MEMORY_RETENTION_DAYS deleted (never a "
+       "row active evidence still references), graph evidence capped; rows deleted per "
+       "table (memory_platform.maintenance.retention).")
+def retention(context: AssetExecutionContext, config: RetentionConfig,
+              postgres: PostgresResource, embeddings: EmbeddingsResource) -> MaterializeResult:
+    settings = run_settings(postgres, embeddings)
+    with postgres.connection(settings) as conn:
+        meta = retention_step(conn, settings, context.partition_key, dry_run=config.dry_run)
+    return MaterializeResult(metadata=meta)
+
+
+@asset(name=REEMBEDDING, deps=[RETENTION], partitions_def=audiences,
+       group_name=CHAIN_GROUP, pool=WRITER_POOL, kinds=_KINDS, output_required=False,
+       description="A few batches of the instance's re-embedding backlog (chunks, "
+       "assertions, graph entities and claims into the active generation); skipped "
+       "without a backlog (memory_platform.maintenance.reembedding).")
+def reembedding(context: AssetExecutionContext, postgres: PostgresResource,
+                embeddings: EmbeddingsResource):
+    settings = run_settings(postgres, embeddings)
+    with postgres.connection(settings) as conn:
+        meta = reembedding_step(conn, settings, context.partition_key)
+    if meta is None:
+        context.log.info("skipped: the active generation has no re-embedding backlog")
+        return
+    yield MaterializeResult(metadata=meta)
+
+
+class ErasureConfig(Config):
+    instance_key: str = Field(description="The instance to erase the person from.")
+    user_id: str = Field(description="The person (user id) to erase.")
+    requested_by: str = Field(default="dagster", description="Who asked (kept in the "
+                              "report).")
+
+
+@op(pool=WRITER_POOL, tags={"kind": "postgres"},
+    description="Erase one person from one instance (memory_platform.maintenance.erasure); "
+    "the report keeps counts per table, never content.")
+def erase_person(context: OpExecutionContext, config: ErasureConfig,
+                 postgres: PostgresResource) -> dict:
+    settings = postgres.settings()
+    with postgres.connection(settings) as conn:
+        report = erase_user(conn, settings, config.instance_key, config.user_id,
+                            requested_by=config.requested_by)
+    context.add_output_metadata({
+        "erasure_id": MetadataValue.text(str(report.id)),
+        "total_removed": MetadataValue.int(report.total_removed),
+        "removed": MetadataValue.json(report.removed)})
+    return report.as_dict()
+
+
+@job(description="Erase a person (run config ops.erase_person.config: instance_key, "
+     "user_id); what `memory-platform users erase` and POST /internal/memory/users/erase do.")
+def erase_user_job() -> None:
+    erase_person()
+
+
+class ReembedConfig(Config):
+    instance_key: str = Field(description="The instance whose backlog is converted.")
+    batches: int = Field(default=20, ge=1, description="Most batches this run converts.")
+
+
+@op(pool=WRITER_POOL, tags={"kind": "postgres"},
+    description="Convert a bounded part of an instance's re-embedding backlog.")
+def convert_backlog(context: OpExecutionContext, config: ReembedConfig,
+                    postgres: PostgresResource, embeddings: EmbeddingsResource) -> dict:
+    settings = run_settings(postgres, embeddings)
+    with postgres.connection(settings) as conn:
+        result = convert(conn, settings, config.instance_key, batches=config.batches)
+    counts = result.metadata()
+    context.add_output_metadata({k: MetadataValue.int(int(v)) for k, v in counts.items()})
+    return counts
+
+
+@job(description="Convert re-embedding backlog (launched by reembed_backlog_sensor).")
+def reembed_backlog_job() -> None:
+    convert_backlog()

@@ -1,0 +1,86 @@
+"""`memory-platform workspace sync` and `memory-platform import-transcripts`: the workspace's
+memory files and the legacy transcript migration."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from memory_platform.cli.common import platform_connection
+from memory_platform.settings import get_settings
+
+
+@click.group()
+def workspace() -> None:
+    """The workspace's file-based memory (memory/**/*.md and the bootstrap files)."""
+
+
+@workspace.command("sync")
+@click.option("--dir", "directory", required=True,
+              type=click.Path(exists=True, file_okay=False),
+              help="Workspace directory (holds memory/ and AGENTS.md, SOUL.md, ...).")
+@click.option("--instance", default=None, help="Instance (default MEMORY_INSTANCE_KEY).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def workspace_sync(directory: str, instance: str | None, as_json: bool) -> None:
+    """Synchronise the workspace's memory files into workspace memories now: new files are
+    written, changed ones replaced (re-chunked, re-embedded), rows of vanished files deleted.
+    Idempotent. Exit status 1 when a file was refused."""
+    from memory_platform.errors import InvalidInput
+    from memory_platform.maintenance.workspace import sync_workspace
+
+    settings = get_settings()
+    instance_key = instance or settings.instance_key
+    with platform_connection(settings) as conn:
+        try:
+            result = sync_workspace(conn, settings, instance_key, directory)
+        except InvalidInput as exc:
+            raise click.ClickException(str(exc)) from exc
+    if as_json:
+        click.echo(json.dumps(result.as_dict(), indent=2))
+    else:
+        click.echo(f"{instance_key}: {result.files} files: {result.added} added, "
+                   f"{result.updated} updated, {result.unchanged} unchanged, "
+                   f"{result.deleted} rows deleted ({result.seconds:.1f} s)")
+        if result.truncated:
+            click.echo("the listing was truncated (too many files): no row was deleted")
+        for path, reason in result.refused:
+            click.echo(f"  refused {path}: {reason}", err=True)
+    if result.refused:
+        sys.exit(1)
+
+
+@click.command("import-transcripts")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--instance", default=None, help="Instance (default MEMORY_INSTANCE_KEY).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def import_transcripts_command(directory: str, instance: str | None, as_json: bool) -> None:
+    """Import legacy .jsonl session transcripts from DIRECTORY as manual memories (session
+    scope when sessions.json names the transcript's sessionKey, else workspace). A migration
+    path: safe to repeat (lines already imported are skipped). Malformed lines are counted
+    and skipped. Exit status 1 when any line was malformed or rejected."""
+    from memory_platform.errors import InvalidInput
+    from memory_platform.maintenance.legacy import import_transcripts
+
+    settings = get_settings()
+    instance_key = instance or settings.instance_key
+    with platform_connection(settings) as conn:
+        try:
+            result = import_transcripts(conn, settings, instance_key, directory)
+        except InvalidInput as exc:
+            raise click.ClickException(str(exc)) from exc
+    if as_json:
+        click.echo(json.dumps(result.as_dict(), indent=2))
+    else:
+        click.echo(f"{instance_key}: {result.files} transcripts ({result.sessions_resolved} "
+                   f"with a sessionKey), {result.lines} lines: {result.imported} imported, "
+                   f"{result.already_imported} already imported, {result.deduplicated} "
+                   f"deduplicated, {result.ignored} ignored, {result.bad_lines} malformed, "
+                   f"{result.rejected} rejected ({result.seconds:.1f} s)")
+        for file, line, reason in result.errors[:20]:
+            click.echo(f"  {file}:{line}: {reason}", err=True)
+        for file, reason in result.refused_files:
+            click.echo(f"  refused {file}: {reason}", err=True)
+    if result.bad_lines or result.rejected:
+        sys.exit(1)

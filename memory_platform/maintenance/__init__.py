@@ -1,0 +1,1 @@
+"""Maintenance: retention, user profiles, erasure, workspace sync, legacy import."""

@@ -1,0 +1,507 @@
+"""Erasure of a person: every row of a user's private audience and what they authored
+elsewhere leaves the instance, in ONE committed transaction, and a content-free report stays.
+
+What goes (``user`` = the erased user id, in one instance):
+
+- their **sessions** (owned by them: ``agent_session_participants`` role ``owner``, or
+  ``agent_session_state.user_id``): messages, summaries and their links, assembly items,
+  state, runs, maintenance events, participants; in other sessions their own messages and
+  runs, and every summary covering one of their messages (and the summaries above it: a
+  summary is text derived from what it covers);
+- **sources** they own (``owner_user_id``), of their private audience, of their sessions,
+  or of a memory they wrote (a team source names no owner: its memory row names the writer);
+- **assertions** of their private audience, and elsewhere those whose supporting evidence is
+  theirs only (or, without evidence, that they own): with their evidence, reviews, conflicts,
+  embeddings, history rows, feedback and outbox jobs. An assertion other people's evidence
+  still supports is KEPT: only the user's evidence leaves it and its ``owner_user_id`` is
+  cleared (re-derived from what remains);
+- **memories** of their private audience, written by them (``user_id``), written from a
+  removed source, projecting a removed assertion or made from a removed summary: with chunks
+  and relations (a team projection of a kept assertion that names them loses the name; a
+  kept assertion whose memory rows all went gets an ``assertion_projection`` outbox job);
+- the **knowledge graph** of their private audience; elsewhere evidence rows and refs that
+  cite removed assertions or memories are withdrawn through ``graph.retract`` (claims and
+  edges left without current support are superseded, newly orphaned entities quarantined);
+- **Dreams** of their private audience (with wiki proposals), consolidation audit rows about
+  removed rows, ``agent_user_profiles``, ``agent_user_preferences``, retrieval feedback and
+  feedback runs, channel memberships, session participation, and their API keys.
+
+Append-only tables (reviews, the consolidation audit) refuse DELETE; migration 0022 lets a
+DELETE through when the transaction-local setting ``memory.erasure`` is on, which only
+:func:`erase_user` sets (erasure is the one sanctioned delete). The report
+(``agent_memory_erasures``) keeps per-table counts and a hash of (instance, user), never
+content or row ids.
+
+Explicit deletes run child tables first, so each count is the rows of that table that
+existed (nothing is left for a cascade to remove uncounted).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID, uuid4
+
+import psycopg
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from memory_platform.db.units import committed_unit, require_idle
+from memory_platform.errors import InvalidInput
+from memory_platform.graph import retract
+from memory_platform.graph.types import GraphChanges
+from memory_platform.projection.outbox import ASSERTION_PROJECTION, enqueue
+from memory_platform.settings import Settings
+
+MAX_ID_CHARS = 200
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass
+class ErasureReport:
+    """What one erasure removed (rows per table) and changed (rows per table.column or graph
+    figure), without content."""
+
+    id: UUID | None
+    instance_key: str
+    subject_hash: str
+    removed: dict[str, int] = field(default_factory=dict)
+    updated: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total_removed(self) -> int:
+        return sum(self.removed.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": str(self.id) if self.id else None, "instanceKey": self.instance_key,
+                "subjectHash": self.subject_hash, "removed": dict(self.removed),
+                "updated": dict(self.updated), "totalRemoved": self.total_removed}
+
+
+def subject_hash(instance_key: str, user_id: str) -> str:
+    """The report's name for the person: sha256 of the instance key, NUL, the user id."""
+    return hashlib.sha256(f"{instance_key}\0{user_id}".encode()).hexdigest()
+
+
+def _check(value: object, name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{name} is required")
+    if len(value) > MAX_ID_CHARS or _CONTROL.search(value):
+        raise InvalidInput(f"{name} must be at most {MAX_ID_CHARS} printable characters")
+    return value
+
+
+# The id sets of one erasure, as temporary tables of the transaction.
+_SETS = ("erase_sessions (session_key text PRIMARY KEY)",
+         "erase_messages (id uuid PRIMARY KEY)",
+         "erase_summaries (id uuid PRIMARY KEY)",
+         "erase_sources (id uuid PRIMARY KEY)",
+         "erase_assertions (id uuid PRIMARY KEY)",
+         "erase_memories (id uuid PRIMARY KEY)",
+         "erase_dreams (id uuid PRIMARY KEY)",
+         "erase_entities (id uuid PRIMARY KEY)",
+         "erase_claims (id uuid PRIMARY KEY)",
+         "erase_edges (id uuid PRIMARY KEY)")
+
+# Filling the sets (each statement takes %(i)s = instance, %(u)s = user).
+_FILL = [
+    # Their sessions: owned by them, or whose state names them.
+    """INSERT INTO erase_sessions
+       SELECT session_key FROM agent_session_participants
+        WHERE instance_key = %(i)s AND user_id = %(u)s AND role = 'owner'
+       UNION
+       SELECT session_key FROM agent_session_state
+        WHERE instance_key = %(i)s AND user_id = %(u)s""",
+    """INSERT INTO erase_messages
+       SELECT m.id FROM agent_context_messages m
+        WHERE m.instance_key = %(i)s
+          AND (m.user_id = %(u)s OR m.session_key IN (SELECT session_key FROM erase_sessions))""",
+    # Summaries of their sessions, their own, those covering a removed message, and every
+    # summary above one of these.
+    """INSERT INTO erase_summaries
+       WITH RECURSIVE hit(id) AS (
+           SELECT s.id FROM agent_context_summaries s
+            WHERE s.instance_key = %(i)s
+              AND (s.user_id = %(u)s OR s.session_key IN (SELECT session_key FROM erase_sessions)
+                   OR EXISTS (SELECT 1 FROM agent_context_summary_messages sm
+                               WHERE sm.summary_id = s.id
+                                 AND sm.message_id IN (SELECT id FROM erase_messages)))
+           UNION
+           SELECT p.parent_summary_id FROM agent_context_summary_parents p
+             JOIN hit ON p.child_summary_id = hit.id
+            WHERE p.instance_key = %(i)s)
+       SELECT id FROM hit""",
+    """INSERT INTO erase_sources
+       SELECT s.id FROM agent_memory_sources s
+        WHERE s.instance_key = %(i)s
+          AND (s.owner_user_id = %(u)s OR (s.audience_kind = 'private' AND s.audience_key = %(u)s)
+               OR s.session_key IN (SELECT session_key FROM erase_sessions)
+               OR EXISTS (SELECT 1 FROM agent_memories m
+                           WHERE m.instance_key = %(i)s AND m.user_id = %(u)s
+                             AND (m.id = s.memory_id OR m.source_id = s.id)))""",
+    # Private assertions; elsewhere those no kept source supports (and, without any
+    # evidence, those they own).
+    """INSERT INTO erase_assertions
+       SELECT a.id FROM agent_memory_assertions a
+        WHERE a.instance_key = %(i)s
+          AND ((a.audience_kind = 'private' AND a.audience_key = %(u)s)
+               OR ((EXISTS (SELECT 1 FROM agent_memory_assertion_evidence e
+                             WHERE e.assertion_id = a.id
+                               AND e.source_id IN (SELECT id FROM erase_sources))
+                    OR a.owner_user_id = %(u)s)
+                   AND NOT EXISTS (SELECT 1 FROM agent_memory_assertion_evidence e
+                                    WHERE e.assertion_id = a.id AND e.stance = 'supports'
+                                      AND e.source_id NOT IN (SELECT id FROM erase_sources))))""",
+    # Memories: private, theirs, from a removed source, of a removed assertion or summary.
+    # A pure projection (no source) of a KEPT assertion stays unless it is private or
+    # user-scoped (it only loses their name, below).
+    """INSERT INTO erase_memories
+       SELECT m.id FROM agent_memories m
+        WHERE m.instance_key = %(i)s
+          AND ((m.visibility_scope = 'private' AND m.audience_key = %(u)s)
+               OR m.source_id IN (SELECT id FROM erase_sources)
+               OR m.assertion_id IN (SELECT id FROM erase_assertions)
+               OR m.id IN (SELECT s.memory_id FROM agent_context_summaries s
+                            WHERE s.id IN (SELECT id FROM erase_summaries)
+                              AND s.memory_id IS NOT NULL)
+               OR (m.user_id = %(u)s
+                   AND NOT (m.source_id IS NULL AND m.assertion_id IS NOT NULL
+                            AND m.memory_scope <> 'user')))""",
+    """INSERT INTO erase_dreams
+       SELECT id FROM agent_memory_dreams
+        WHERE instance_key = %(i)s AND audience_kind = 'private' AND audience_key = %(u)s""",
+    """INSERT INTO erase_entities
+       SELECT id FROM agent_knowledge_entities
+        WHERE instance_key = %(i)s AND visibility_scope = 'private' AND audience_key = %(u)s""",
+    """INSERT INTO erase_claims
+       SELECT id FROM agent_knowledge_claims
+        WHERE instance_key = %(i)s AND visibility_scope = 'private' AND audience_key = %(u)s""",
+    """INSERT INTO erase_edges
+       SELECT id FROM agent_knowledge_edges
+        WHERE instance_key = %(i)s AND visibility_scope = 'private' AND audience_key = %(u)s""",
+]
+
+# The ids of every removed ledger, memory and graph row, as text.
+_REMOVED_IDS = sql.SQL(
+    "(SELECT id::text FROM erase_assertions UNION ALL SELECT id::text FROM erase_memories"
+    " UNION ALL SELECT id::text FROM erase_sources UNION ALL SELECT id::text FROM erase_entities"
+    " UNION ALL SELECT id::text FROM erase_claims UNION ALL SELECT id::text FROM erase_edges)")
+
+# (table, DELETE statement), children before parents. Graph evidence returns the items it
+# supported (their entities are checked for orphans afterwards).
+_GRAPH_EVIDENCE = """
+    DELETE FROM agent_knowledge_evidence k
+     WHERE k.instance_key = %(i)s
+       AND (k.entity_id IN (SELECT id FROM erase_entities)
+            OR k.claim_id IN (SELECT id FROM erase_claims)
+            OR k.edge_id IN (SELECT id FROM erase_edges)
+            OR k.dream_id IN (SELECT id FROM erase_dreams)
+            OR k.assertion_id IN (SELECT id FROM erase_assertions)
+            OR k.source_memory_id IN (SELECT id FROM erase_memories))
+    RETURNING k.entity_id, k.claim_id, k.edge_id
+"""
+_DELETES: list[tuple[str, sql.Composable | str]] = [
+    ("agent_memory_v2_cleanup_audit",
+     sql.SQL("""DELETE FROM agent_memory_v2_cleanup_audit
+                 WHERE instance_key = %(i)s
+                   AND (dream_id IN (SELECT id FROM erase_dreams) OR target_id IN {removed})"""
+             ).format(removed=_REMOVED_IDS)),
+    ("wiki_change_proposals",
+     """DELETE FROM wiki_change_proposals
+         WHERE instance_key = %(i)s AND ((audience_kind = 'private' AND audience_key = %(u)s)
+                                         OR dream_id IN (SELECT id FROM erase_dreams))"""),
+    ("agent_knowledge_claim_embeddings",
+     """DELETE FROM agent_knowledge_claim_embeddings
+         WHERE instance_key = %(i)s AND claim_id IN (SELECT id FROM erase_claims)"""),
+    ("agent_knowledge_entity_embeddings",
+     """DELETE FROM agent_knowledge_entity_embeddings
+         WHERE instance_key = %(i)s AND entity_id IN (SELECT id FROM erase_entities)"""),
+    ("agent_knowledge_claims",
+     "DELETE FROM agent_knowledge_claims WHERE instance_key = %(i)s"
+     " AND id IN (SELECT id FROM erase_claims)"),
+    ("agent_knowledge_edges",
+     "DELETE FROM agent_knowledge_edges WHERE instance_key = %(i)s"
+     " AND id IN (SELECT id FROM erase_edges)"),
+    ("agent_knowledge_entities",
+     "DELETE FROM agent_knowledge_entities WHERE instance_key = %(i)s"
+     " AND id IN (SELECT id FROM erase_entities)"),
+    ("agent_memory_ingestion_outbox",
+     sql.SQL("""DELETE FROM agent_memory_ingestion_outbox
+                 WHERE instance_key = %(i)s AND subject_id::text IN {removed}"""
+             ).format(removed=_REMOVED_IDS)),
+    ("agent_memory_retrieval_feedback",
+     """DELETE FROM agent_memory_retrieval_feedback
+         WHERE instance_key = %(i)s
+           AND (user_id = %(u)s OR assertion_id IN (SELECT id FROM erase_assertions)
+                OR memory_id IN (SELECT id FROM erase_memories)
+                OR session_key IN (SELECT session_key FROM erase_sessions))"""),
+    ("agent_feedback_runs",
+     """DELETE FROM agent_feedback_runs
+         WHERE instance_key = %(i)s
+           AND (user_id = %(u)s OR session_key IN (SELECT session_key FROM erase_sessions))"""),
+    ("agent_memory_chunks",
+     "DELETE FROM agent_memory_chunks WHERE instance_key = %(i)s"
+     " AND memory_id IN (SELECT id FROM erase_memories)"),
+    ("agent_memory_relations",
+     """DELETE FROM agent_memory_relations
+         WHERE instance_key = %(i)s
+           AND (from_memory_id IN (SELECT id FROM erase_memories)
+                OR to_memory_id IN (SELECT id FROM erase_memories)
+                OR dream_id IN (SELECT id FROM erase_dreams))"""),
+    ("agent_memories",
+     "DELETE FROM agent_memories WHERE instance_key = %(i)s"
+     " AND id IN (SELECT id FROM erase_memories)"),
+    ("agent_memory_assertion_evidence",
+     """DELETE FROM agent_memory_assertion_evidence
+         WHERE instance_key = %(i)s
+           AND (assertion_id IN (SELECT id FROM erase_assertions)
+                OR source_id IN (SELECT id FROM erase_sources)
+                OR dream_id IN (SELECT id FROM erase_dreams))"""),
+    ("agent_memory_assertion_conflicts",
+     """DELETE FROM agent_memory_assertion_conflicts
+         WHERE instance_key = %(i)s
+           AND (assertion_id IN (SELECT id FROM erase_assertions)
+                OR conflicting_assertion_id IN (SELECT id FROM erase_assertions))"""),
+    ("agent_memory_assertion_embeddings",
+     "DELETE FROM agent_memory_assertion_embeddings WHERE instance_key = %(i)s"
+     " AND assertion_id IN (SELECT id FROM erase_assertions)"),
+    ("agent_memory_assertion_reviews",
+     """DELETE FROM agent_memory_assertion_reviews
+         WHERE instance_key = %(i)s
+           AND (assertion_id IN (SELECT id FROM erase_assertions)
+                OR dream_id IN (SELECT id FROM erase_dreams))"""),
+    ("agent_memory_assertion_history",
+     "DELETE FROM agent_memory_assertion_history WHERE instance_key = %(i)s"
+     " AND assertion_id IN (SELECT id FROM erase_assertions)"),
+    ("agent_memory_assertions",
+     "DELETE FROM agent_memory_assertions WHERE instance_key = %(i)s"
+     " AND id IN (SELECT id FROM erase_assertions)"),
+    ("agent_memory_sources",
+     "DELETE FROM agent_memory_sources WHERE instance_key = %(i)s"
+     " AND id IN (SELECT id FROM erase_sources)"),
+    ("agent_memory_dreams",
+     "DELETE FROM agent_memory_dreams WHERE instance_key = %(i)s"
+     " AND id IN (SELECT id FROM erase_dreams)"),
+    ("agent_context_items",
+     """DELETE FROM agent_context_items
+         WHERE instance_key = %(i)s
+           AND (session_key IN (SELECT session_key FROM erase_sessions)
+                OR message_id IN (SELECT id FROM erase_messages)
+                OR summary_id IN (SELECT id FROM erase_summaries))"""),
+    ("agent_context_summary_messages",
+     """DELETE FROM agent_context_summary_messages
+         WHERE instance_key = %(i)s
+           AND (summary_id IN (SELECT id FROM erase_summaries)
+                OR message_id IN (SELECT id FROM erase_messages))"""),
+    ("agent_context_summary_parents",
+     """DELETE FROM agent_context_summary_parents
+         WHERE instance_key = %(i)s
+           AND (parent_summary_id IN (SELECT id FROM erase_summaries)
+                OR child_summary_id IN (SELECT id FROM erase_summaries))"""),
+    ("agent_context_summaries",
+     "DELETE FROM agent_context_summaries WHERE instance_key = %(i)s"
+     " AND id IN (SELECT id FROM erase_summaries)"),
+    ("agent_context_messages",
+     "DELETE FROM agent_context_messages WHERE instance_key = %(i)s"
+     " AND id IN (SELECT id FROM erase_messages)"),
+    ("agent_session_maintenance_events",
+     "DELETE FROM agent_session_maintenance_events WHERE instance_key = %(i)s"
+     " AND session_key IN (SELECT session_key FROM erase_sessions)"),
+    ("agent_session_runs",
+     """DELETE FROM agent_session_runs
+         WHERE instance_key = %(i)s
+           AND (user_id = %(u)s OR session_key IN (SELECT session_key FROM erase_sessions))"""),
+    ("agent_session_state",
+     "DELETE FROM agent_session_state WHERE instance_key = %(i)s"
+     " AND session_key IN (SELECT session_key FROM erase_sessions)"),
+    ("agent_session_participants",
+     """DELETE FROM agent_session_participants
+         WHERE instance_key = %(i)s
+           AND (user_id = %(u)s OR session_key IN (SELECT session_key FROM erase_sessions))"""),
+    ("agent_channel_members",
+     "DELETE FROM agent_channel_members WHERE instance_key = %(i)s AND user_id = %(u)s"),
+    ("agent_user_profiles",
+     "DELETE FROM agent_user_profiles WHERE instance_key = %(i)s AND user_id = %(u)s"),
+    ("agent_user_preferences",
+     "DELETE FROM agent_user_preferences WHERE instance_key = %(i)s AND user_id = %(u)s"),
+    ("api_keys", "DELETE FROM api_keys WHERE instance_key = %(i)s AND user_id = %(u)s"),
+]
+
+# Kept rows that named the person or a removed row: the link or the name is cleared.
+_UPDATES: list[tuple[str, str]] = [
+    ("agent_memory_assertions.revision_of",
+     """UPDATE agent_memory_assertions SET revision_of = NULL
+         WHERE instance_key = %(i)s AND revision_of IN (SELECT id FROM erase_assertions)
+           AND id NOT IN (SELECT id FROM erase_assertions)"""),
+    ("agent_memory_assertions.superseded_by",
+     """UPDATE agent_memory_assertions SET superseded_by = NULL
+         WHERE instance_key = %(i)s AND superseded_by IN (SELECT id FROM erase_assertions)
+           AND id NOT IN (SELECT id FROM erase_assertions)"""),
+    ("agent_memory_assertions.owner_user_id",
+     """UPDATE agent_memory_assertions SET owner_user_id = NULL
+         WHERE instance_key = %(i)s AND owner_user_id = %(u)s AND audience_kind <> 'private'
+           AND id NOT IN (SELECT id FROM erase_assertions)"""),
+    ("agent_memories.user_id",
+     """UPDATE agent_memories SET user_id = NULL
+         WHERE instance_key = %(i)s AND user_id = %(u)s AND memory_scope <> 'user'
+           AND visibility_scope <> 'private' AND id NOT IN (SELECT id FROM erase_memories)"""),
+]
+# After the deletes: kept rows of every table with subject refs lose a ref naming the person.
+_SCRUB: list[tuple[str, sql.Composable | str]] = [
+    (f"{table}.subject_refs",
+     sql.SQL("""UPDATE {table} SET subject_refs = subject_refs - 'userId'
+                 WHERE instance_key = %(i)s AND subject_refs ->> 'userId' = %(u)s"""
+             ).format(table=sql.Identifier(table)))
+    for table in ("agent_memory_assertions", "agent_memories", "agent_knowledge_entities",
+                  "agent_knowledge_claims", "agent_knowledge_edges")]
+# A shared entity standing for the person (linked to their user record) is quarantined and
+# unlinked: it named them.
+_SCRUB.append((
+    "agent_knowledge_entities.unlinked",
+    """UPDATE agent_knowledge_entities
+          SET status = CASE WHEN status = 'active' THEN 'quarantined' ELSE status END,
+              linked_record_type = NULL, linked_record_id = NULL,
+              metadata = metadata || jsonb_build_object('quarantinedAt', now(),
+                                                        'reason', 'erased_person')
+        WHERE instance_key = %(i)s AND linked_record_id = %(u)s
+          AND linked_record_type IN ('user', 'person')"""))
+
+
+def erase_user(conn: psycopg.Connection, settings: Settings, instance_key: str,
+               user_id: str, *, requested_by: str = "") -> ErasureReport:
+    """Erase ``user_id`` from ``instance_key`` in one committed transaction (see the module
+    docstring) and answer the report, also stored in ``agent_memory_erasures``.
+    Self-committing: call it on a connection outside a transaction. Erasing a user with no
+    rows is not an error: the report counts nothing. ``settings`` is taken for the calling
+    convention of maintenance work (nothing is tunable yet)."""
+    del settings
+    instance_key = _check(instance_key, "instance")
+    user_id = _check(user_id, "user")
+    requested_by = requested_by[:MAX_ID_CHARS] if requested_by else ""
+    require_idle(conn, "erase_user")
+    report = ErasureReport(None, instance_key, subject_hash(instance_key, user_id))
+    params = {"i": instance_key, "u": user_id}
+    with committed_unit(conn):
+        started = conn.execute("SELECT clock_timestamp()").fetchone()[0]
+        conn.execute("SELECT set_config('memory.erasure', 'on', true)")
+        # The store's lock of every graph partition touched below: the private one, then
+        # (inside retract) those of the withdrawn refs.
+        retract.lock_partitions(conn, instance_key, [("private", user_id)])
+        for definition in _SETS:
+            conn.execute(f"CREATE TEMP TABLE {definition} ON COMMIT DROP")
+        for statement in _FILL:
+            conn.execute(statement, params)
+        # Memories without an assertion: their graph refs leave by memory id (refs of removed
+        # assertions leave through retraction; those of kept assertions stay supported).
+        memory_ids = [r[0] for r in conn.execute(
+            "SELECT m.id FROM agent_memories m WHERE m.instance_key = %(i)s"
+            " AND m.id IN (SELECT id FROM erase_memories) AND m.assertion_id IS NULL",
+            params).fetchall()]
+        # Kept assertions whose memory rows go: projected again from what remains.
+        reproject = [r[0] for r in conn.execute(
+            "SELECT DISTINCT m.assertion_id FROM agent_memories m WHERE m.instance_key = %(i)s"
+            " AND m.id IN (SELECT id FROM erase_memories) AND m.assertion_id IS NOT NULL"
+            " AND m.assertion_id NOT IN (SELECT id FROM erase_assertions)", params).fetchall()]
+        assertion_ids = [r[0] for r in conn.execute("SELECT id FROM erase_assertions").fetchall()]
+
+        rows = conn.execute(_GRAPH_EVIDENCE, params).fetchall()
+        report.removed["agent_knowledge_evidence"] = len(rows)
+        touched_items = {r[0] for r in rows if r[0]} | {r[1] for r in rows if r[1]} | {
+            r[2] for r in rows if r[2]}
+        for column, statement in _UPDATES:
+            report.updated[column] = conn.execute(statement, params).rowcount
+        for table, statement in _DELETES:
+            report.removed[table] = conn.execute(statement, params).rowcount
+
+        report.updated["agent_memory_ingestion_outbox.enqueued"] = _reproject(
+            conn, instance_key, reproject, uuid4())
+        citing = {table: [r[0] for r in conn.execute(
+            sql.SQL(_CITING).format(table=sql.Identifier(table)), params).fetchall()]
+            for table in ("agent_knowledge_claims", "agent_knowledge_edges")}
+        changes = _withdraw_graph_support(conn, instance_key, assertion_ids, memory_ids,
+                                          touched_items)
+        # Deletion really deletes: a claim or edge that only the person's statements
+        # supported is gone with them, not kept superseded with their words in it.
+        for table, ids in citing.items():
+            report.removed[table] = report.removed.get(table, 0) + (conn.execute(
+                sql.SQL(_UNSUPPORTED_DELETE).format(table=sql.Identifier(table)),
+                {"i": instance_key, "ids": ids}).rowcount if ids else 0)
+        for column, statement in _SCRUB:
+            report.updated[column] = conn.execute(statement, params).rowcount
+        report.updated["graph.refs_removed"] = changes.refs_removed
+        report.updated["agent_knowledge_claims.superseded"] = changes.claims_retracted
+        report.updated["agent_knowledge_edges.superseded"] = changes.edges_retracted
+        report.updated["agent_knowledge_entities.quarantined"] = changes.entities_quarantined
+        report.id = conn.execute(
+            """INSERT INTO agent_memory_erasures
+                   (instance_key, subject_hash, requested_by, removed, updated, total_removed,
+                    started_at)
+               VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id""",
+            (instance_key, report.subject_hash, requested_by, Jsonb(report.removed),
+             Jsonb(report.updated), report.total_removed, started)).fetchone()[0]
+    return report
+
+
+# Claims/edges citing a removed assertion or memory (before the refs are withdrawn).
+_CITING = """
+    SELECT x.id FROM {table} x
+     WHERE x.instance_key = %(i)s
+       AND EXISTS (SELECT 1 FROM jsonb_array_elements(x.source_refs) r
+                    WHERE r.value ->> 'assertionId' IN (SELECT id::text FROM erase_assertions)
+                       OR r.value ->> 'memoryId' IN (SELECT id::text FROM erase_memories))
+"""
+# ... of those, the ones the withdrawal left without any stable ref (so superseded).
+_UNSUPPORTED_DELETE = """
+    DELETE FROM {table} x
+     WHERE x.instance_key = %(i)s AND x.id = ANY(%(ids)s::uuid[]) AND x.status <> 'active'
+       AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(x.source_refs) r
+                        WHERE r.value ? 'assertionId')
+"""
+
+
+def _reproject(conn: psycopg.Connection, instance_key: str, assertion_ids: list[UUID],
+               erasure: UUID) -> int:
+    """An ``assertion_projection`` job for each kept assertion left without a memory row
+    (its projection was written from a removed source); how many. The job's key names the
+    erasure: an earlier job of the same assertion state must not absorb it."""
+    enqueued = 0
+    for assertion_id in assertion_ids:
+        left = conn.execute("SELECT 1 FROM agent_memories WHERE instance_key = %s"
+                            " AND assertion_id = %s LIMIT 1", (instance_key, assertion_id))
+        if left.fetchone() is None:
+            enqueue(conn, instance_key, ASSERTION_PROJECTION, assertion_id,
+                    f"{ASSERTION_PROJECTION}:{assertion_id}:erasure:{erasure}",
+                    {"reason": "erasure"})
+            enqueued += 1
+    return enqueued
+
+
+def _withdraw_graph_support(conn: psycopg.Connection, instance_key: str,
+                            assertion_ids: list[UUID], memory_ids: list[UUID],
+                            touched_items: set[UUID]) -> GraphChanges:
+    """Refs citing removed assertions or memories leave the other audiences' claims and
+    edges (``graph.retract``: unsupported ones superseded, orphans quarantined), and the
+    entities that lost evidence rows are quarantined when nothing connects them now."""
+    changes = retract.retract_assertions(conn, instance_key, assertion_ids)
+    if memory_ids:
+        touched = retract.remove_refs(conn, instance_key,
+                                      [{"memoryId": str(m)} for m in memory_ids],
+                                      supported="current", changes=changes)
+    else:
+        touched = set()
+    entities = set(touched)
+    if touched_items:
+        found = conn.execute(
+            """SELECT id FROM agent_knowledge_entities
+                WHERE instance_key = %(i)s AND id = ANY(%(x)s)
+               UNION SELECT unnest(ARRAY[subject_entity_id, object_entity_id])
+                 FROM agent_knowledge_claims WHERE instance_key = %(i)s AND id = ANY(%(x)s)
+               UNION SELECT unnest(ARRAY[source_entity_id, target_entity_id])
+                 FROM agent_knowledge_edges WHERE instance_key = %(i)s AND id = ANY(%(x)s)""",
+            {"i": instance_key, "x": list(touched_items)}).fetchall()
+        entities |= {r[0] for r in found if r[0] is not None}
+    changes.entities_quarantined += retract.quarantine_orphans(
+        conn, instance_key, entities, "orphaned_by_erasure")
+    return changes

@@ -1,0 +1,75 @@
+"""The end of the daily chain per audience partition, as Dagster reports it: user profiles ->
+retention -> re-embedding, after consolidation. One function per asset, shared by the assets
+(one partition per run) and the Dream batch (many per run); each answers its metadata, with
+``nothing_to_do`` saying why when it had nothing to do.
+
+Profiles and retention always materialise (a skipped asset would skip the rest of the chain
+in the same run); re-embedding, the last, is skipped when the generation has no backlog.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from dagster import MetadataValue
+
+from memory_platform.db.units import committed_unit
+from memory_platform.dreaming.partitions import Partition
+from memory_platform.graph.build import latest_dream
+from memory_platform.maintenance.profiles import affected_users, refresh_profiles
+from memory_platform.maintenance.reembedding import reembed_step
+from memory_platform.maintenance.retention import retention_sweep
+from memory_platform.settings import Settings
+
+__all__ = ["profiles_step", "reembedding_step", "retention_step"]
+
+
+def _ints(values: dict[str, Any]) -> dict[str, MetadataValue]:
+    return {name: MetadataValue.int(int(value)) for name, value in values.items()}
+
+
+def profiles_step(conn: psycopg.Connection, settings: Settings,
+                  partition_key: str) -> dict[str, MetadataValue]:
+    """Rebuild the profiles of the users the partition's latest Dream concerned."""
+    partition = Partition.from_partition_key(partition_key)
+    with committed_unit(conn):
+        dream_id = latest_dream(conn, partition.instance_key, partition.kind, partition.key)
+        users = affected_users(conn, partition.instance_key, dream_id) if dream_id else []
+        refreshed = refresh_profiles(conn, settings, partition.instance_key, users)
+    meta = _ints({"profiles_refreshed": refreshed, "users": len(users)})
+    meta["dream_id"] = MetadataValue.text(str(dream_id) if dream_id else "-")
+    if not refreshed:
+        meta["nothing_to_do"] = MetadataValue.text(
+            "no Dream wrote to this partition yet" if dream_id is None
+            else "the Dream concerned no user")
+    return meta
+
+
+def retention_step(conn: psycopg.Connection, settings: Settings, partition_key: str, *,
+                   dry_run: bool = False) -> dict[str, MetadataValue]:
+    """One retention sweep of the partition (rows deleted per table)."""
+    partition = Partition.from_partition_key(partition_key)
+    result = retention_sweep(conn, settings, instance_key=partition.instance_key,
+                             audience=(partition.kind, partition.key), dry_run=dry_run)
+    summary = result.summary()
+    meta = _ints(summary)
+    meta["retention_days"] = MetadataValue.int(settings.retention_days)
+    deleted = sum(v for k, v in summary.items() if k.startswith("agent_"))
+    if not deleted:
+        meta["nothing_to_do"] = MetadataValue.text(
+            f"no superseded or archived row older than {settings.retention_days} days and "
+            "no evidence over the cap")
+    return meta
+
+
+def reembedding_step(conn: psycopg.Connection, settings: Settings,
+                     partition_key: str) -> dict[str, MetadataValue] | None:
+    """A few batches of the instance's re-embedding backlog; None when there is none (the
+    asset is skipped)."""
+    partition = Partition.from_partition_key(partition_key)
+    counts = reembed_step(conn, settings, partition.instance_key,
+                          batches=settings.reembed_chain_batches)
+    if not counts.get("converted") and not counts.get("remaining"):
+        return None
+    return _ints(counts)
