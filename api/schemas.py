@@ -363,6 +363,9 @@ class StatusResponse(_Report):
     feedback: dict[str, int]
     indexes: IndexStatus
     sessions: SessionStatus
+    legacy_import: dict[str, Any] | None = Field(
+        alias="legacyImport", description="The last legacy transcript import's result "
+        "(`memory-platform import-transcripts`), or null.")
 
 
 class ErrorBody(BaseModel):

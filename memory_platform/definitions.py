@@ -49,7 +49,9 @@ from memory_platform.assets.chain import (
     reembed_backlog_job,
     reembedding,
     retention,
+    retention_check_def,
     user_profiles,
+    workspace_sync_job,
 )
 from memory_platform.assets.consolidation import (
     consolidation,
@@ -80,6 +82,7 @@ from memory_platform.sensors.maintenance import (
     build_outbox_sensor,
     build_stale_dream_reconciler,
     reembed_backlog_sensor,
+    workspace_sync_sensor,
 )
 from memory_platform.sensors.sessions import build_session_maintenance_sensor
 from memory_platform.settings import Settings, get_settings
@@ -94,11 +97,13 @@ def build_definitions(resources: dict[str, Any] | None = None,
         assets=[*ledger_tables, *session_context_tables, *session_assets, dream_audience,
                 knowledge_graph, consolidation, consolidation_sweep, user_profiles, retention,
                 reembedding],
-        asset_checks=[*dream_checks, knowledge_graph_check, consolidation_check_def],
+        asset_checks=[*dream_checks, knowledge_graph_check, consolidation_check_def,
+                      retention_check_def],
         jobs=[dream_audience_job, dream_batch, outbox_job, session_maintenance_job,
-              consolidation_sweep_job, erase_user_job, reembed_backlog_job],
+              consolidation_sweep_job, erase_user_job, reembed_backlog_job,
+              workspace_sync_job],
         sensors=[audience_partitions_sensor, build_outbox_sensor(settings),
-                 reembed_backlog_sensor,
+                 reembed_backlog_sensor, workspace_sync_sensor,
                  build_stale_dream_reconciler(settings),
                  build_session_maintenance_sensor(settings)],
         schedules=[build_daily_dreaming_schedule(settings)],

@@ -12,6 +12,7 @@ from typing import Any
 
 import psycopg
 
+from memory_platform.maintenance.legacy import stored_last_import
 from memory_platform.memories.bulk.indexes import broken_indexes
 from memory_platform.sessions.metrics import session_status
 
@@ -104,6 +105,7 @@ def memory_status(conn: psycopg.Connection, instance_key: str) -> dict[str, Any]
                              " GROUP BY 1", instance_key),
         "indexes": index_report(conn, instance_key),
         "sessions": session_status(conn, instance_key),
+        "legacyImport": stored_last_import(conn, instance_key),
     }
 
 

@@ -8,13 +8,18 @@ person-erasure job and the re-embedding backlog job. The steps are in
 Dagster reads the Config annotations.)
 """
 
+import warnings
+
 from dagster import (
+    AssetCheckResult,
     AssetExecutionContext,
     Config,
     MaterializeResult,
     MetadataValue,
     OpExecutionContext,
+    PreviewWarning,
     asset,
+    asset_check,
     job,
     op,
 )
@@ -22,11 +27,16 @@ from pydantic import Field
 
 from memory_platform.maintenance.erasure import erase_user
 from memory_platform.maintenance.reembedding import convert
+from memory_platform.maintenance.workspace import sync_workspace
 from memory_platform.orchestration.chain_step import (
+    RETENTION_CHECK,
+    RETENTION_CHECK_DESCRIPTION,
     profiles_step,
     reembedding_step,
+    retention_check,
     retention_step,
 )
+from memory_platform.orchestration.dream_step import check_fields
 from memory_platform.orchestration.home import WRITER_POOL
 from memory_platform.orchestration.keys import (
     CONSOLIDATION,
@@ -38,7 +48,7 @@ from memory_platform.orchestration.partitions import audiences
 from memory_platform.resources import EmbeddingsResource, PostgresResource, run_settings
 
 __all__ = ["CHAIN_GROUP", "erase_user_job", "reembed_backlog_job", "reembedding", "retention",
-           "user_profiles"]
+           "retention_check_def", "user_profiles", "workspace_sync_job"]
 
 CHAIN_GROUP = "maintenance"
 _KINDS = {"python", "postgres"}
@@ -72,6 +82,17 @@ def retention(context: AssetExecutionContext, config: RetentionConfig,
     with postgres.connection(settings) as conn:
         meta = retention_step(conn, settings, context.partition_key, dry_run=config.dry_run)
     return MaterializeResult(metadata=meta)
+
+
+with warnings.catch_warnings():  # partitioned asset checks are a preview in 1.13
+    warnings.simplefilter("ignore", PreviewWarning)
+
+    @asset_check(asset=RETENTION, name=RETENTION_CHECK, blocking=True,
+                 partitions_def=audiences, description=RETENTION_CHECK_DESCRIPTION)
+    def retention_check_def(context, postgres: PostgresResource) -> AssetCheckResult:
+        with postgres.connection() as conn:
+            outcome = retention_check(conn, context.partition_key)
+        return AssetCheckResult(**check_fields(outcome))
 
 
 @asset(name=REEMBEDDING, deps=[RETENTION], partitions_def=audiences,
@@ -139,3 +160,26 @@ def convert_backlog(context: OpExecutionContext, config: ReembedConfig,
 @job(description="Convert re-embedding backlog (launched by reembed_backlog_sensor).")
 def reembed_backlog_job() -> None:
     convert_backlog()
+
+
+@op(pool=WRITER_POOL, tags={"kind": "postgres"},
+    description="Sync MEMORY_WORKSPACE_DIR (memory/**/*.md and the bootstrap files) into "
+    "workspace memories of MEMORY_INSTANCE_KEY.")
+def sync_workspace_files(context: OpExecutionContext, postgres: PostgresResource,
+                         embeddings: EmbeddingsResource) -> dict:
+    settings = run_settings(postgres, embeddings)
+    if settings.workspace_dir is None:
+        context.log.info("no workspace configured (MEMORY_WORKSPACE_DIR)")
+        return {}
+    with postgres.connection(settings) as conn:
+        result = sync_workspace(conn, settings, settings.instance_key, settings.workspace_dir)
+    context.add_output_metadata({
+        name: MetadataValue.int(int(getattr(result, name)))
+        for name in ("files", "added", "updated", "unchanged", "deleted")})
+    return result.as_dict()
+
+
+@job(description="Sync the configured workspace's memory files now (launched by "
+     "workspace_sync_sensor when a file changed).")
+def workspace_sync_job() -> None:
+    sync_workspace_files()

@@ -54,8 +54,10 @@ from memory_platform.dreaming.runs import TRIGGERS, Trigger
 from memory_platform.dreaming.targets import parse_partition_keys
 from memory_platform.errors import DreamLocked, InvalidInput
 from memory_platform.orchestration.chain_step import (
+    RETENTION_CHECK,
     profiles_step,
     reembedding_step,
+    retention_check,
     retention_step,
 )
 from memory_platform.orchestration.consolidation_step import (
@@ -380,6 +382,15 @@ def _chain_events(context: OpExecutionContext, conn, settings, key: str, dream_i
             return
         if metadata is not None:
             yield AssetMaterialization(asset_key=asset, partition=key, metadata=metadata)
+        if asset == RETENTION:
+            outcome = retention_check(conn, key)
+            context.log_event(AssetCheckEvaluation(
+                asset_key=AssetKey(RETENTION), check_name=RETENTION_CHECK, blocking=True,
+                partition=key, **check_fields(outcome)))
+            if not outcome.passed:
+                problems.append([key, dream_id,
+                                 f"check {RETENTION_CHECK} failed: {outcome.description}"])
+                return
 
 
 def _sweep_events(context: OpExecutionContext, *, conn_factory, settings,

@@ -237,6 +237,12 @@ def import_transcripts(conn: psycopg.Connection, settings: Settings, instance_ke
     result.finished_at = time.time()
     with _last_lock:
         _last[instance_key] = result
+    # Persisted too: the status endpoint of another process (the API) reports it.
+    conn.execute(
+        "INSERT INTO app_settings (instance_key, key, value) VALUES (%s, %s, %s)"
+        " ON CONFLICT (instance_key, key) DO UPDATE SET value = EXCLUDED.value",
+        (instance_key, LAST_IMPORT_KEY, json.dumps(result.as_dict(), default=str)))
+    commit_if_idle(conn)
     return result
 
 
@@ -294,6 +300,16 @@ def _import_line(conn, settings: Settings, ctx: AccessContext, result: ImportRes
 
 _last: dict[str, ImportResult] = {}
 _last_lock = threading.Lock()
+
+
+LAST_IMPORT_KEY = "legacy_import_last"
+
+
+def stored_last_import(conn: psycopg.Connection, instance_key: str) -> dict | None:
+    """The last import's result as any process stored it (``app_settings``), or None."""
+    row = conn.execute("SELECT value FROM app_settings WHERE instance_key = %s AND key = %s",
+                       (instance_key, LAST_IMPORT_KEY)).fetchone()
+    return json.loads(row[0]) if row and row[0] else None
 
 
 def last_import(instance_key: str) -> ImportResult | None:

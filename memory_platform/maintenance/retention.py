@@ -380,3 +380,31 @@ def retention_sweep(conn: psycopg.Connection, settings: Settings, *,
     if prune_context and audience is None:
         _context(conn, result, params)
     return result
+
+
+
+# A memory retention deleted that the evidence of a live assertion still names (sources are
+# keyed ``memory:<id>`` by the write path and Dream promotion).
+_DELETED_SUPPORT = """
+    SELECT au.target_id FROM agent_memory_v2_cleanup_audit au
+     WHERE au.instance_key = %(i)s AND au.operation = 'retention_delete'
+       AND au.target_table = 'agent_memories'
+       AND EXISTS (SELECT 1 FROM agent_memory_sources s
+                     JOIN agent_memory_assertion_evidence e
+                       ON e.instance_key = s.instance_key AND e.source_id = s.id
+                     JOIN agent_memory_assertions a
+                       ON a.instance_key = e.instance_key AND a.id = e.assertion_id
+                    WHERE s.instance_key = au.instance_key
+                      AND s.source_key = 'memory:' || au.target_id
+                      AND a.audience_kind = %(k)s AND a.audience_key = %(a)s
+                      AND a.status IN ('candidate', 'active', 'conflicted'))
+     LIMIT 21
+"""
+
+
+def deleted_live_support(conn: psycopg.Connection, instance_key: str, audience_kind: str,
+                         audience_key: str) -> list[str]:
+    """Retention's invariant, from the outside: no memory it deleted is named by the
+    evidence of a live assertion of the partition (at most 21 offenders)."""
+    return [r[0] for r in conn.execute(_DELETED_SUPPORT, {
+        "i": instance_key, "k": audience_kind, "a": audience_key}).fetchall()]

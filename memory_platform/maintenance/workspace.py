@@ -93,6 +93,16 @@ class _File:
     path: Path
 
 
+def fingerprint(directory: str | os.PathLike[str]) -> str:
+    """A hash of the workspace's candidate files (path, size, modification time): what a
+    sensor compares to decide whether a sync is due, without reading the files."""
+    digest = hashlib.sha256()
+    for file in workspace_files(directory):
+        stat = file.path.stat()
+        digest.update(f"{file.relative}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
 def _inside(root: Path, path: Path) -> bool:
     try:
         return path.resolve(strict=True).is_relative_to(root)

@@ -15,14 +15,20 @@ import psycopg
 from dagster import MetadataValue
 
 from memory_platform.db.units import committed_unit
+from memory_platform.dreaming.checks import CheckOutcome
 from memory_platform.dreaming.partitions import Partition
 from memory_platform.graph.build import latest_dream
 from memory_platform.maintenance.profiles import affected_users, refresh_profiles
 from memory_platform.maintenance.reembedding import reembed_step
-from memory_platform.maintenance.retention import retention_sweep
+from memory_platform.maintenance.retention import deleted_live_support, retention_sweep
 from memory_platform.settings import Settings
 
-__all__ = ["profiles_step", "reembedding_step", "retention_step"]
+__all__ = ["RETENTION_CHECK", "RETENTION_CHECK_DESCRIPTION", "profiles_step",
+           "reembedding_step", "retention_check", "retention_step"]
+
+RETENTION_CHECK = "retention_kept_live_support"
+RETENTION_CHECK_DESCRIPTION = ("No memory the retention sweep deleted is named by the "
+                               "evidence of a live assertion of the partition.")
 
 
 def _ints(values: dict[str, Any]) -> dict[str, MetadataValue]:
@@ -73,3 +79,11 @@ def reembedding_step(conn: psycopg.Connection, settings: Settings,
     if not counts.get("converted") and not counts.get("remaining"):
         return None
     return _ints(counts)
+
+
+def retention_check(conn: psycopg.Connection, partition_key: str) -> CheckOutcome:
+    partition = Partition.from_partition_key(partition_key)
+    offenders = deleted_live_support(conn, partition.instance_key, partition.kind,
+                                     partition.key)
+    return CheckOutcome(RETENTION_CHECK, not offenders, len(offenders), len(offenders),
+                        RETENTION_CHECK_DESCRIPTION, [{"memory": m} for m in offenders])

@@ -14,17 +14,18 @@ from dagster import (
     sensor,
 )
 
-from memory_platform.assets.chain import reembed_backlog_job
+from memory_platform.assets.chain import reembed_backlog_job, workspace_sync_job
 from memory_platform.assets.maintenance import outbox_job
 from memory_platform.dreaming.runs import reconcile_stale_dreams
 from memory_platform.embeddings.generations import active_generation
 from memory_platform.maintenance.reembedding import has_backlog
+from memory_platform.maintenance.workspace import fingerprint
 from memory_platform.projection.outbox import due_outbox_job
 from memory_platform.resources import PostgresResource
 from memory_platform.settings import Settings
 
 __all__ = ["REEMBED_SENSOR_INSTANCES", "build_outbox_sensor", "build_stale_dream_reconciler",
-           "reembed_backlog_sensor"]
+           "reembed_backlog_sensor", "workspace_sync_sensor"]
 
 REEMBED_SENSOR_INSTANCES = 50     # instances looked at per tick (bounded work)
 
@@ -110,3 +111,21 @@ def request_reembed_runs(context: SensorEvaluationContext, postgres: PostgresRes
         "generation still has rows without a vector.")
 def reembed_backlog_sensor(context: SensorEvaluationContext, postgres: PostgresResource):
     return request_reembed_runs(context, postgres)
+
+
+@sensor(job=workspace_sync_job, minimum_interval_seconds=30,
+        default_status=DefaultSensorStatus.RUNNING,
+        description="Every 30 s: a workspace sync run when a file of MEMORY_WORKSPACE_DIR "
+        "(memory/**/*.md, the bootstrap files) was added, changed or removed.")
+def workspace_sync_sensor(context: SensorEvaluationContext, postgres: PostgresResource):
+    settings = postgres.settings()
+    if settings.workspace_dir is None:
+        return SkipReason("no workspace configured (MEMORY_WORKSPACE_DIR)")
+    try:
+        current = fingerprint(settings.workspace_dir)
+    except Exception as exc:  # a missing directory is the operator's to fix; say so
+        return SkipReason(f"workspace {settings.workspace_dir} unreadable: {exc}")
+    if current == context.cursor:
+        return SkipReason("no workspace file changed")
+    context.update_cursor(current)
+    return RunRequest(run_key=f"workspace:{current}")

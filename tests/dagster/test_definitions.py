@@ -24,12 +24,14 @@ def test_definitions_validate():
     definitions = load()
     Definitions.validate_loadable(definitions)
     assert {"dream_audience_job", "dream_batch", "outbox_job", "session_maintenance_job",
-            "consolidation_sweep_job", "erase_user_job", "reembed_backlog_job"} <= {
+            "consolidation_sweep_job", "erase_user_job", "reembed_backlog_job",
+            "workspace_sync_job"} <= {
         job.name for job in definitions.resolve_all_job_defs()}
     assert {s.name for s in definitions.sensors} == {"audience_partitions_sensor",
                                                      "outbox_sensor", "stale_dream_reconciler",
                                                      "session_maintenance_sensor",
-                                                     "reembed_backlog_sensor"}
+                                                     "reembed_backlog_sensor",
+                                                     "workspace_sync_sensor"}
     assert [s.name for s in definitions.schedules] == ["daily_dreaming_schedule"]
 
 
@@ -71,7 +73,8 @@ def test_dream_checks_are_blocking_and_partitioned():
                            ("dream_assertions", "evidence_stays_in_audience"),
                            ("assertion_projections", "no_projection_of_inactive_assertion"),
                            ("knowledge_graph", "graph_items_have_current_support"),
-                           ("consolidation", "consolidation_mutations_audited")}
+                           ("consolidation", "consolidation_mutations_audited"),
+                           ("retention", "retention_kept_live_support")}
     assert all(spec.blocking for spec in checks.values())
     assert all(spec.partitions_def.name == "audiences" for spec in checks.values())
 

@@ -89,3 +89,18 @@ def test_session_keys_maps_session_ids_and_files(tmp_path):
         "k3": "not an entry",
     }))
     assert session_keys(tmp_path) == {"one.jsonl": "k1", "two.jsonl": "k2"}
+
+
+def test_the_last_import_is_reported_by_the_status_of_any_process(db, settings, instance,
+                                                                    tmp_path):
+    from memory_platform.operator_status import memory_status
+
+    folder = tmp_path / "transcripts"
+    folder.mkdir()
+    (folder / "s1.jsonl").write_text(
+        '{"role": "user", "content": "The archive server moves to Leipzig in May."}\n'
+        "not json\n")
+    assert memory_status(db, instance)["legacyImport"] is None
+    import_transcripts(db, settings, instance, folder)
+    reported = memory_status(db, instance)["legacyImport"]
+    assert reported["imported"] == 1 and reported["badLines"] == 1

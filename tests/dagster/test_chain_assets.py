@@ -1,0 +1,98 @@
+"""The end of the daily chain on Dagster (ephemeral instance, real database): user profiles,
+retention (with its check) and re-embedding after consolidation in the Dream's run; the
+re-embedding backlog sensor after a model switch; the workspace sensor on a file change."""
+
+from __future__ import annotations
+
+from dagster import AssetKey, SkipReason, build_sensor_context
+
+from memory_platform.definitions import build_definitions
+from memory_platform.embeddings.hashing import HashEmbeddingProvider
+from memory_platform.projection.switch import switch_generation
+from memory_platform.sensors.maintenance import reembed_backlog_sensor, workspace_sync_sensor
+from memory_platform.settings import get_settings
+from tests.dagster.conftest import add_partitions, new_instance_key, seed_team
+
+
+def materialised(result) -> dict[str, dict]:
+    return {e.asset_key.to_user_string(): e.materialization.metadata
+            for e in result.get_asset_materialization_events()}
+
+
+def test_the_dream_job_runs_the_chain_to_its_end(db, settings, resources, instance):
+    partition = seed_team(db, settings, new_instance_key())
+    add_partitions(instance, partition)
+    definitions = build_definitions(resources)
+    graph = definitions.resolve_asset_graph()
+    assert AssetKey("consolidation") in graph.get(AssetKey("user_profiles")).parent_entity_keys
+    assert AssetKey("user_profiles") in graph.get(AssetKey("retention")).parent_entity_keys
+    assert AssetKey("retention") in graph.get(AssetKey("reembedding")).parent_entity_keys
+
+    job = definitions.resolve_job_def("dream_audience_job")
+    result = job.execute_in_process(instance=instance, partition_key=partition.partition_key)
+
+    assert result.success
+    meta = materialised(result)
+    assert meta["user_profiles"]["profiles_refreshed"].value >= 1   # ada and bob wrote it
+    assert meta["retention"]["agent_memories"].value == 0
+    assert "nothing_to_do" in meta["retention"]
+    assert "reembedding" not in meta                # no backlog: skipped
+    checks = {e.event_specific_data.check_name: e.event_specific_data.passed
+              for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"}
+    assert checks["retention_kept_live_support"] is True
+    (profiles,) = db.execute("SELECT count(*) FROM agent_user_profiles WHERE instance_key = %s",
+                             (partition.instance_key,)).fetchone()
+    assert profiles >= 1
+
+
+def test_a_model_switch_makes_the_sensor_convert_the_backlog(db, settings, resources,
+                                                             instance, monkeypatch):
+    partition = seed_team(db, settings, new_instance_key())
+    switch_generation(db, settings, HashEmbeddingProvider(32),
+                      instance_key=partition.instance_key)
+    with build_sensor_context(instance=instance, resources=resources) as context:
+        requests = reembed_backlog_sensor(context)
+    (request,) = [r for r in requests
+                  if r.run_config["ops"]["convert_backlog"]["config"]["instance_key"]
+                  == partition.instance_key]
+    definitions = build_definitions(resources)
+    job = definitions.resolve_job_def("reembed_backlog_job")
+    # The run converts into the generation of the configured provider: the switched one.
+    job_settings = {"ops": {"convert_backlog": {"config": {
+        "instance_key": partition.instance_key, "batches": 50}}}}
+    monkeypatch.setenv("MEMORY_HASH_EMBEDDING_DIMENSIONS", "32")
+    get_settings.cache_clear()
+    run = job.execute_in_process(run_config=job_settings, instance=instance)
+    assert run.success and request.run_key.startswith(f"reembed:{partition.instance_key}:")
+    remaining = run.output_for_node("convert_backlog")["remaining"]
+    assert remaining == 0
+
+
+def test_the_workspace_sensor_syncs_when_a_file_changes(db, settings, resources, instance,
+                                                        tmp_path, monkeypatch):
+    workspace = tmp_path / "workspace"
+    (workspace / "memory").mkdir(parents=True)
+    note = workspace / "memory" / "oncall.md"
+    note.write_text("The on-call phone is handed over on Mondays at nine.\n")
+    monkeypatch.setenv("MEMORY_WORKSPACE_DIR", str(workspace))
+    monkeypatch.setenv("MEMORY_INSTANCE_KEY", key := new_instance_key())
+    get_settings.cache_clear()
+
+    with build_sensor_context(instance=instance, resources=resources) as context:
+        first = workspace_sync_sensor(context)
+        cursor = context.cursor
+    with build_sensor_context(instance=instance, resources=resources,
+                              cursor=cursor) as context:
+        idle = workspace_sync_sensor(context)
+    note.write_text("The on-call phone is handed over on Tuesdays at nine.\n")
+    with build_sensor_context(instance=instance, resources=resources,
+                              cursor=cursor) as context:
+        changed = workspace_sync_sensor(context)
+
+    assert first.run_key.startswith("workspace:") and isinstance(idle, SkipReason)
+    assert changed.run_key != first.run_key
+    job = build_definitions(resources).resolve_job_def("workspace_sync_job")
+    assert job.execute_in_process(instance=instance).success
+    rows = db.execute("SELECT content FROM agent_memories WHERE instance_key = %s"
+                      " AND source_type = 'prompt_file'", (key,)).fetchall()
+    assert len(rows) == 1 and "Tuesdays" in rows[0][0]
