@@ -285,3 +285,22 @@ def _launch(settings: Settings, partition_keys: Sequence[str], *, model: str | N
 launch_for_api = same_database_only(_launch)
 """The API's Dream launcher (the ``api_dream_launcher`` setting names it): one Dagster run,
 answered at once, refused when Dagster would dream another database than the API serves."""
+
+
+def execute_erasure(settings: Settings, instance_key: str, user_id: str, *,
+                    requested_by: str = "cli",
+                    resources: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    """Erase a person THROUGH DAGSTER, in this process, against the platform's Dagster
+    instance (the run shows in the UI): (run id, the erasure report). Raises the erasure's
+    own error (bad input) when the run failed on it."""
+    instance = dagster_instance(settings)
+    try:
+        job = build_definitions(resources, settings).resolve_job_def("erase_user_job")
+        result = job.execute_in_process(
+            run_config={**_QUIET, "ops": {"erase_person": {"config": {
+                "instance_key": instance_key, "user_id": user_id,
+                "requested_by": requested_by}}}},
+            instance=instance, raise_on_error=True)
+        return result.run_id, result.output_for_node("erase_person")
+    finally:
+        instance.dispose()

@@ -24,30 +24,45 @@ def users() -> None:
 @click.option("--instance", default=None, help="Instance (default MEMORY_INSTANCE_KEY).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-def users_erase(user_id: str, instance: str | None, as_json: bool, yes: bool) -> None:
+@click.option("--direct", is_flag=True, help="Erase in this process without a Dagster run "
+              "(default: a run of erase_user_job on the platform's Dagster instance, shown "
+              "in the UI).")
+def users_erase(user_id: str, instance: str | None, as_json: bool, yes: bool,
+                direct: bool) -> None:
     """Erase USER_ID: their sessions, sources, memories, assertions only they support, their
-    private knowledge graph, profile, feedback, memberships and API keys. Cannot be undone."""
+    private knowledge graph, profile, feedback, memberships and API keys. Cannot be undone.
+    Runs as a Dagster run of erase_user_job (visible in the UI) unless --direct."""
     from memory_platform.errors import MemoryPlatformError
-    from memory_platform.maintenance.erasure import erase_user
+    from memory_platform.maintenance.erasure import checked_id, erase_user
 
     settings = get_settings()
     key = instance or settings.instance_key
     if not yes:
         click.confirm(f"Erase every row of user {user_id!r} in instance {key!r}? "
                       "This cannot be undone", abort=True)
+    run_id = None
     try:
-        with platform_connection(settings) as conn:
-            report = erase_user(conn, settings, key, user_id, requested_by="cli")
+        if direct:
+            with platform_connection(settings) as conn:
+                report = erase_user(conn, settings, key, user_id, requested_by="cli").as_dict()
+        else:
+            from memory_platform.launch import execute_erasure
+
+            checked_id(key, "instance")
+            checked_id(user_id, "user")
+            platform_connection(settings).close()   # refuses an out-of-date schema first
+            run_id, report = execute_erasure(settings, key, user_id, requested_by="cli")
     except MemoryPlatformError as exc:
         raise click.ClickException(exc.message) from exc
     if as_json:
-        click.echo(json.dumps(report.as_dict(), sort_keys=True))
+        click.echo(json.dumps({**report, **({"runId": run_id} if run_id else {})},
+                              sort_keys=True))
         return
-    click.echo(f"erased user in instance {key!r}: {report.total_removed} rows removed "
-               f"(report {report.id})")
-    for table, count in sorted(report.removed.items()):
+    click.echo(f"erased user in instance {key!r}: {report['totalRemoved']} rows removed "
+               f"(report {report['id']}{', run ' + run_id if run_id else ''})")
+    for table, count in sorted(report["removed"].items()):
         if count:
             click.echo(f"  {table}: {count}")
-    for column, count in sorted(report.updated.items()):
+    for column, count in sorted(report["updated"].items()):
         if count:
             click.echo(f"  {column}: {count} updated")

@@ -85,7 +85,8 @@ def subject_hash(instance_key: str, user_id: str) -> str:
     return hashlib.sha256(f"{instance_key}\0{user_id}".encode()).hexdigest()
 
 
-def _check(value: object, name: str) -> str:
+def checked_id(value: object, name: str) -> str:
+    """``value`` if it names an instance or user an erasure can take, else InvalidInput."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{name} is required")
     if len(value) > MAX_ID_CHARS or _CONTROL.search(value):
@@ -377,8 +378,8 @@ def erase_user(conn: psycopg.Connection, settings: Settings, instance_key: str,
     rows is not an error: the report counts nothing. ``settings`` is taken for the calling
     convention of maintenance work (nothing is tunable yet)."""
     del settings
-    instance_key = _check(instance_key, "instance")
-    user_id = _check(user_id, "user")
+    instance_key = checked_id(instance_key, "instance")
+    user_id = checked_id(user_id, "user")
     requested_by = requested_by[:MAX_ID_CHARS] if requested_by else ""
     require_idle(conn, "erase_user")
     report = ErasureReport(None, instance_key, subject_hash(instance_key, user_id))

@@ -96,3 +96,31 @@ def test_the_workspace_sensor_syncs_when_a_file_changes(db, settings, resources,
     rows = db.execute("SELECT content FROM agent_memories WHERE instance_key = %s"
                       " AND source_type = 'prompt_file'", (key,)).fetchall()
     assert len(rows) == 1 and "Tuesdays" in rows[0][0]
+
+
+def test_users_erase_runs_as_a_dagster_run_of_the_platform_instance(db, settings):
+    import json
+
+    from click.testing import CliRunner
+
+    from memory_platform.access import AccessContext
+    from memory_platform.cli import main
+    from memory_platform.orchestration.home import dagster_instance
+    from tests.dreaming.support import remember
+
+    key = new_instance_key()
+    remember(db, settings, AccessContext(key, user_id="zoe"),
+             "Zoe keeps her quokkaberry recipes in the left drawer.", source_type="fact")
+
+    result = CliRunner().invoke(main, ["users", "erase", "zoe", "--instance", key, "--yes",
+                                       "--json"])
+
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["removed"]["agent_memories"] == 1 and "quokkaberry" not in result.output
+    instance = dagster_instance(settings)
+    try:
+        run = instance.get_run_by_id(report["runId"])
+        assert run.job_name == "erase_user_job" and run.is_success
+    finally:
+        instance.dispose()

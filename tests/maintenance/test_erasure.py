@@ -270,14 +270,15 @@ def test_the_cli_erases_and_prints_the_report(db, settings, instance, module_dat
         runner = CliRunner()
         refused = runner.invoke(users, ["erase", ADA, "--instance", instance], input="n\n")
         assert refused.exit_code != 0 and found_anywhere(db, settings, instance, MARK)
-        result = runner.invoke(users, ["erase", ADA, "--instance", instance, "--json", "--yes"])
+        result = runner.invoke(users, ["erase", ADA, "--instance", instance, "--json", "--yes",
+                                       "--direct"])
         assert result.exit_code == 0, result.output
         report = json.loads(result.output)
         assert report["removed"]["agent_memory_assertions"] == 2
         assert report["subjectHash"] == subject_hash(instance, ADA)
         assert MARK not in result.output and ADA not in result.output
         assert found_anywhere(db, settings, instance, MARK) == []
-        bad = runner.invoke(users, ["erase", " ", "--instance", instance, "--yes"])
+        bad = runner.invoke(users, ["erase", " ", "--instance", instance, "--yes", "--direct"])
         assert bad.exit_code != 0 and "user is required" in bad.output
     finally:
         get_settings.cache_clear()
