@@ -22,8 +22,8 @@ $$;
 -- One row per erasure: per-table counts of removed (and re-derived) rows, never content.
 -- The person is named by a hash only (sha256 of the instance key, a NUL and the user
 -- id): an operator who knows the user id can confirm an erasure ran, the table alone names
--- nobody. (Not yet guarded by append-only triggers: tests/db/test_schema_guards.py lists
--- every guard trigger, so adding them goes with a GUARD_TRIGGERS entry there.)
+-- nobody. Append-only like the audit: reports are neither changed nor deleted (an erasure
+-- never deletes reports: they name nobody).
 CREATE TABLE agent_memory_erasures (
     id            uuid PRIMARY KEY DEFAULT gen_random_uuid(),
     instance_key  text NOT NULL,
@@ -38,3 +38,9 @@ CREATE TABLE agent_memory_erasures (
 );
 CREATE INDEX agent_memory_erasures_subject_idx
     ON agent_memory_erasures (instance_key, subject_hash, finished_at DESC);
+CREATE TRIGGER agent_memory_erasures_append_only
+    BEFORE UPDATE OR DELETE ON agent_memory_erasures
+    FOR EACH ROW EXECUTE FUNCTION memory_reject_mutation();
+CREATE TRIGGER agent_memory_erasures_no_truncate
+    BEFORE TRUNCATE ON agent_memory_erasures
+    FOR EACH STATEMENT EXECUTE FUNCTION memory_reject_mutation();

@@ -187,6 +187,9 @@ GUARD_TRIGGERS = [
     "agent_memory_assertions_history_insert",
     "agent_memory_assertions_history_update",
     "agent_memory_assertions_history_delete",
+    # The erasure reports (0022); cases in tests/maintenance/test_erasure.py.
+    "agent_memory_erasures_append_only",
+    "agent_memory_erasures_no_truncate",
 ]
 
 

@@ -282,3 +282,13 @@ def test_the_cli_erases_and_prints_the_report(db, settings, instance, module_dat
         assert bad.exit_code != 0 and "user is required" in bad.output
     finally:
         get_settings.cache_clear()
+
+
+
+def test_erasure_reports_are_append_only(db, settings, instance):
+    populate(db, settings, instance)
+    report = erase_user(db, settings, instance, ADA)
+    for statement in ("UPDATE agent_memory_erasures SET requested_by = 'x' WHERE id = %s",
+                      "DELETE FROM agent_memory_erasures WHERE id = %s"):
+        with pytest.raises(psycopg.errors.RestrictViolation):
+            db.execute(statement, (report.id,))
