@@ -29,8 +29,11 @@ from memory_platform.maintenance.erasure import erase_user
 from memory_platform.maintenance.reembedding import convert
 from memory_platform.maintenance.workspace import sync_workspace
 from memory_platform.orchestration.chain_step import (
+    PROFILES_CHECK,
+    PROFILES_CHECK_DESCRIPTION,
     RETENTION_CHECK,
     RETENTION_CHECK_DESCRIPTION,
+    profiles_check,
     profiles_step,
     reembedding_step,
     retention_check,
@@ -47,8 +50,9 @@ from memory_platform.orchestration.keys import (
 from memory_platform.orchestration.partitions import audiences
 from memory_platform.resources import EmbeddingsResource, PostgresResource, run_settings
 
-__all__ = ["CHAIN_GROUP", "erase_user_job", "reembed_backlog_job", "reembedding", "retention",
-           "retention_check_def", "user_profiles", "workspace_sync_job"]
+__all__ = ["CHAIN_GROUP", "erase_user_job", "profiles_check_def", "reembed_backlog_job",
+           "reembedding", "retention", "retention_check_def", "user_profiles",
+           "workspace_sync_job"]
 
 CHAIN_GROUP = "maintenance"
 _KINDS = {"python", "postgres"}
@@ -86,6 +90,13 @@ def retention(context: AssetExecutionContext, config: RetentionConfig,
 
 with warnings.catch_warnings():  # partitioned asset checks are a preview in 1.13
     warnings.simplefilter("ignore", PreviewWarning)
+
+    @asset_check(asset=USER_PROFILES, name=PROFILES_CHECK, blocking=True,
+                 partitions_def=audiences, description=PROFILES_CHECK_DESCRIPTION)
+    def profiles_check_def(context, postgres: PostgresResource) -> AssetCheckResult:
+        with postgres.connection() as conn:
+            outcome = profiles_check(conn, context.partition_key)
+        return AssetCheckResult(**check_fields(outcome))
 
     @asset_check(asset=RETENTION, name=RETENTION_CHECK, blocking=True,
                  partitions_def=audiences, description=RETENTION_CHECK_DESCRIPTION)

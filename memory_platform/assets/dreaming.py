@@ -54,7 +54,9 @@ from memory_platform.dreaming.runs import TRIGGERS, Trigger
 from memory_platform.dreaming.targets import parse_partition_keys
 from memory_platform.errors import DreamLocked, InvalidInput
 from memory_platform.orchestration.chain_step import (
+    PROFILES_CHECK,
     RETENTION_CHECK,
+    profiles_check,
     profiles_step,
     reembedding_step,
     retention_check,
@@ -367,6 +369,10 @@ def _consolidation_events(context: OpExecutionContext, conn, settings, key: str,
                          f"check {CONSOLIDATION_CHECK} failed: {outcome.description}"])
 
 
+_CHAIN_CHECKS = {USER_PROFILES: (PROFILES_CHECK, profiles_check),
+                 RETENTION: (RETENTION_CHECK, retention_check)}
+
+
 def _chain_events(context: OpExecutionContext, conn, settings, key: str, dream_id: str,
                   problems: list[list[str]]):
     """User profiles, retention and re-embedding of the partition, as their assets record
@@ -382,14 +388,15 @@ def _chain_events(context: OpExecutionContext, conn, settings, key: str, dream_i
             return
         if metadata is not None:
             yield AssetMaterialization(asset_key=asset, partition=key, metadata=metadata)
-        if asset == RETENTION:
-            outcome = retention_check(conn, key)
+        guard = _CHAIN_CHECKS.get(asset)
+        if guard is not None:
+            name, evaluate = guard
+            outcome = evaluate(conn, key)
             context.log_event(AssetCheckEvaluation(
-                asset_key=AssetKey(RETENTION), check_name=RETENTION_CHECK, blocking=True,
-                partition=key, **check_fields(outcome)))
+                asset_key=AssetKey(asset), check_name=name, blocking=True, partition=key,
+                **check_fields(outcome)))
             if not outcome.passed:
-                problems.append([key, dream_id,
-                                 f"check {RETENTION_CHECK} failed: {outcome.description}"])
+                problems.append([key, dream_id, f"check {name} failed: {outcome.description}"])
                 return
 
 

@@ -23,8 +23,13 @@ from memory_platform.maintenance.reembedding import reembed_step
 from memory_platform.maintenance.retention import deleted_live_support, retention_sweep
 from memory_platform.settings import Settings
 
-__all__ = ["RETENTION_CHECK", "RETENTION_CHECK_DESCRIPTION", "profiles_step",
-           "reembedding_step", "retention_check", "retention_step"]
+__all__ = ["PROFILES_CHECK", "PROFILES_CHECK_DESCRIPTION", "RETENTION_CHECK",
+           "RETENTION_CHECK_DESCRIPTION", "profiles_check", "profiles_step", "reembedding_step",
+           "retention_check", "retention_step"]
+
+PROFILES_CHECK = "profiles_rebuilt_after_dream"
+PROFILES_CHECK_DESCRIPTION = ("Every user the partition's latest Dream concerned has a "
+                              "stored profile built after that Dream ended.")
 
 RETENTION_CHECK = "retention_kept_live_support"
 RETENTION_CHECK_DESCRIPTION = ("No memory the retention sweep deleted is named by the "
@@ -87,3 +92,22 @@ def retention_check(conn: psycopg.Connection, partition_key: str) -> CheckOutcom
                                      partition.key)
     return CheckOutcome(RETENTION_CHECK, not offenders, len(offenders), len(offenders),
                         RETENTION_CHECK_DESCRIPTION, [{"memory": m} for m in offenders])
+
+
+def profiles_check(conn: psycopg.Connection, partition_key: str) -> CheckOutcome:
+    partition = Partition.from_partition_key(partition_key)
+    with committed_unit(conn):
+        dream_id = latest_dream(conn, partition.instance_key, partition.kind, partition.key)
+        users = affected_users(conn, partition.instance_key, dream_id) if dream_id else []
+        stale = [r[0] for r in conn.execute(
+            """
+            SELECT u.user_id FROM unnest(%(users)s::text[]) AS u(user_id)
+             WHERE NOT EXISTS (
+                   SELECT 1 FROM agent_user_profiles p
+                     JOIN agent_memory_dreams d ON d.id = %(dream)s
+                    WHERE p.instance_key = %(instance)s AND p.user_id = u.user_id
+                      AND p.built_at >= coalesce(d.finished_at, d.started_at))
+            """, {"users": users, "dream": dream_id,
+                  "instance": partition.instance_key}).fetchall()] if users else []
+    return CheckOutcome(PROFILES_CHECK, not stale, len(users), len(stale),
+                        PROFILES_CHECK_DESCRIPTION, [{"user": u} for u in stale[:20]])

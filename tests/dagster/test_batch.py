@@ -50,7 +50,7 @@ def test_batch_job_writes_one_dream_row_and_one_set_of_materialisations_per_part
         assert inputs["inputs_total"] == IntMetadataValue(row["stats_json"]["inputsTotal"])
     checks = [e.event_specific_data for e in result.all_events
               if e.event_type_value == "ASSET_CHECK_EVALUATION"]
-    assert Counter(c.partition for c in checks) == {key: 6 for key in keys}
+    assert Counter(c.partition for c in checks) == {key: 7 for key in keys}
     assert all(c.passed for c in checks)
 
 

@@ -40,6 +40,7 @@ def test_the_dream_job_runs_the_chain_to_its_end(db, settings, resources, instan
     checks = {e.event_specific_data.check_name: e.event_specific_data.passed
               for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"}
     assert checks["retention_kept_live_support"] is True
+    assert checks["profiles_rebuilt_after_dream"] is True
     (profiles,) = db.execute("SELECT count(*) FROM agent_user_profiles WHERE instance_key = %s",
                              (partition.instance_key,)).fetchone()
     assert profiles >= 1

@@ -74,7 +74,8 @@ def test_dream_checks_are_blocking_and_partitioned():
                            ("assertion_projections", "no_projection_of_inactive_assertion"),
                            ("knowledge_graph", "graph_items_have_current_support"),
                            ("consolidation", "consolidation_mutations_audited"),
-                           ("retention", "retention_kept_live_support")}
+                           ("retention", "retention_kept_live_support"),
+                           ("user_profiles", "profiles_rebuilt_after_dream")}
     assert all(spec.blocking for spec in checks.values())
     assert all(spec.partitions_def.name == "audiences" for spec in checks.values())
 
