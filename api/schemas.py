@@ -235,6 +235,10 @@ class ReembedResponse(BaseModel):
     remaining_assertions: int
     batches: int
     error: str | None = None
+    graph_embedded: int = Field(0, description="Knowledge-graph entities and claims embedded "
+                                "in this run.")
+    graph_deferred: int = Field(0, description="Graph items left without a vector (provider "
+                                "failure).")
 
 
 class ChannelMemberOut(BaseModel):

@@ -46,6 +46,7 @@ from dagster import Definitions, definitions
 
 from memory_platform.assets.chain import (
     erase_user_job,
+    generation_check_def,
     profiles_check_def,
     reembed_backlog_job,
     reembedding,
@@ -99,7 +100,7 @@ def build_definitions(resources: dict[str, Any] | None = None,
                 knowledge_graph, consolidation, consolidation_sweep, user_profiles, retention,
                 reembedding],
         asset_checks=[*dream_checks, knowledge_graph_check, consolidation_check_def,
-                      profiles_check_def, retention_check_def],
+                      profiles_check_def, retention_check_def, generation_check_def],
         jobs=[dream_audience_job, dream_batch, outbox_job, session_maintenance_job,
               consolidation_sweep_job, erase_user_job, reembed_backlog_job,
               workspace_sync_job],

@@ -1,4 +1,5 @@
-"""/internal/memory: the operator's status report, one bounded re-embedding batch, one
+"""/internal/memory: the operator's status report, one bounded re-embedding batch (chunks,
+assertions, graph entities and claims), one
 retention sweep and a forced workspace sync, all of the admin key's own instance."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from api.schemas import (
 )
 from api.threads import with_connection
 from memory_platform.errors import InvalidInput
+from memory_platform.graph.embed import reembed_graph
 from memory_platform.maintenance.erasure import erase_user
 from memory_platform.maintenance.retention import retention_sweep
 from memory_platform.maintenance.workspace import sync_workspace_cached
@@ -32,10 +34,18 @@ async def status(request: Request) -> StatusResponse:
 
 async def reembed(request: Request, body: ReembedRequest) -> ReembedResponse:
     state = request.state
+    instance = api_key(request).instance_key
     result = await with_connection(request, reembed_backfill, state.settings,
                                    limit=body.limit, embedder=state.embedder,
-                                   instance_key=api_key(request).instance_key)
-    return ReembedResponse.model_validate(result.as_dict())
+                                   instance_key=instance)
+    graph = {"embedded": 0, "deferred": 0}
+    if not result.error:   # graph entities and claims of the same generation, bounded alike
+        graph = await with_connection(request, reembed_graph, state.settings, instance,
+                                      embedder=state.embedder,
+                                      limit=body.limit or state.settings.reembed_run_limit)
+    return ReembedResponse.model_validate({**result.as_dict(),
+                                           "graph_embedded": graph["embedded"],
+                                           "graph_deferred": graph["deferred"]})
 
 
 async def retention(request: Request, body: RetentionRequest) -> RetentionResponse:

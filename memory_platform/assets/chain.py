@@ -29,10 +29,13 @@ from memory_platform.maintenance.erasure import erase_user
 from memory_platform.maintenance.reembedding import convert
 from memory_platform.maintenance.workspace import sync_workspace
 from memory_platform.orchestration.chain_step import (
+    GENERATION_CHECK,
+    GENERATION_CHECK_DESCRIPTION,
     PROFILES_CHECK,
     PROFILES_CHECK_DESCRIPTION,
     RETENTION_CHECK,
     RETENTION_CHECK_DESCRIPTION,
+    generation_check,
     profiles_check,
     profiles_step,
     reembedding_step,
@@ -50,7 +53,8 @@ from memory_platform.orchestration.keys import (
 from memory_platform.orchestration.partitions import audiences
 from memory_platform.resources import EmbeddingsResource, PostgresResource, run_settings
 
-__all__ = ["CHAIN_GROUP", "erase_user_job", "profiles_check_def", "reembed_backlog_job",
+__all__ = ["CHAIN_GROUP", "erase_user_job", "generation_check_def", "profiles_check_def",
+           "reembed_backlog_job",
            "reembedding", "retention", "retention_check_def", "user_profiles",
            "workspace_sync_job"]
 
@@ -96,6 +100,13 @@ with warnings.catch_warnings():  # partitioned asset checks are a preview in 1.1
     def profiles_check_def(context, postgres: PostgresResource) -> AssetCheckResult:
         with postgres.connection() as conn:
             outcome = profiles_check(conn, context.partition_key)
+        return AssetCheckResult(**check_fields(outcome))
+
+    @asset_check(asset=REEMBEDDING, name=GENERATION_CHECK, blocking=True,
+                 partitions_def=audiences, description=GENERATION_CHECK_DESCRIPTION)
+    def generation_check_def(context, postgres: PostgresResource) -> AssetCheckResult:
+        with postgres.connection() as conn:
+            outcome = generation_check(conn, context.partition_key)
         return AssetCheckResult(**check_fields(outcome))
 
     @asset_check(asset=RETENTION, name=RETENTION_CHECK, blocking=True,

@@ -54,8 +54,10 @@ from memory_platform.dreaming.runs import TRIGGERS, Trigger
 from memory_platform.dreaming.targets import parse_partition_keys
 from memory_platform.errors import DreamLocked, InvalidInput
 from memory_platform.orchestration.chain_step import (
+    GENERATION_CHECK,
     PROFILES_CHECK,
     RETENTION_CHECK,
+    generation_check,
     profiles_check,
     profiles_step,
     reembedding_step,
@@ -370,7 +372,8 @@ def _consolidation_events(context: OpExecutionContext, conn, settings, key: str,
 
 
 _CHAIN_CHECKS = {USER_PROFILES: (PROFILES_CHECK, profiles_check),
-                 RETENTION: (RETENTION_CHECK, retention_check)}
+                 RETENTION: (RETENTION_CHECK, retention_check),
+                 REEMBEDDING: (GENERATION_CHECK, generation_check)}
 
 
 def _chain_events(context: OpExecutionContext, conn, settings, key: str, dream_id: str,
@@ -386,8 +389,9 @@ def _chain_events(context: OpExecutionContext, conn, settings, key: str, dream_i
         except Exception as exc:  # recorded; the chain of this partition stops here
             problems.append([key, dream_id, f"{asset}: {type(exc).__name__}: {exc}"])
             return
-        if metadata is not None:
-            yield AssetMaterialization(asset_key=asset, partition=key, metadata=metadata)
+        if metadata is None:
+            continue    # skipped (no backlog): no materialisation, no check
+        yield AssetMaterialization(asset_key=asset, partition=key, metadata=metadata)
         guard = _CHAIN_CHECKS.get(asset)
         if guard is not None:
             name, evaluate = guard

@@ -23,9 +23,14 @@ from memory_platform.maintenance.reembedding import reembed_step
 from memory_platform.maintenance.retention import deleted_live_support, retention_sweep
 from memory_platform.settings import Settings
 
-__all__ = ["PROFILES_CHECK", "PROFILES_CHECK_DESCRIPTION", "RETENTION_CHECK",
+__all__ = ["GENERATION_CHECK", "GENERATION_CHECK_DESCRIPTION", "PROFILES_CHECK",
+           "PROFILES_CHECK_DESCRIPTION", "RETENTION_CHECK", "generation_check",
            "RETENTION_CHECK_DESCRIPTION", "profiles_check", "profiles_step", "reembedding_step",
            "retention_check", "retention_step"]
+
+GENERATION_CHECK = "one_active_generation"
+GENERATION_CHECK_DESCRIPTION = ("The instance has at most one active embedding generation "
+                                "(vectors of different generations are never compared).")
 
 PROFILES_CHECK = "profiles_rebuilt_after_dream"
 PROFILES_CHECK_DESCRIPTION = ("Every user the partition's latest Dream concerned has a "
@@ -111,3 +116,14 @@ def profiles_check(conn: psycopg.Connection, partition_key: str) -> CheckOutcome
                   "instance": partition.instance_key}).fetchall()] if users else []
     return CheckOutcome(PROFILES_CHECK, not stale, len(users), len(stale),
                         PROFILES_CHECK_DESCRIPTION, [{"user": u} for u in stale[:20]])
+
+
+def generation_check(conn: psycopg.Connection, partition_key: str) -> CheckOutcome:
+    partition = Partition.from_partition_key(partition_key)
+    with committed_unit(conn):
+        active = [r[0] for r in conn.execute(
+            "SELECT generation_key FROM agent_memory_embedding_generations"
+            " WHERE instance_key = %s AND status = 'active'", (partition.instance_key,))]
+    return CheckOutcome(GENERATION_CHECK, len(active) <= 1, len(active),
+                        max(0, len(active) - 1), GENERATION_CHECK_DESCRIPTION,
+                        [{"generation": key} for key in active] if len(active) > 1 else [])

@@ -83,3 +83,25 @@ def test_an_erasure_removes_the_person_and_answers_a_report_without_content(
     assert_error(client.post("/internal/memory/users/erase", json={}, headers=alice), 400)
     assert_error(client.post("/internal/memory/users/erase", json={"userId": "bob"},
                              headers=reader), 403)
+
+
+def test_the_reembed_route_also_fills_the_graphs_missing_vectors(client, alice, api_settings,
+                                                                  database_url):
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    from memory_platform.graph.build import process_graph_jobs
+    from memory_platform.graph.model import GraphModel
+    from memory_platform.llm.selection import OFFLINE_MODEL
+
+    store(client, alice, "Helios Energy uses Grafana for the plant dashboards.",
+          visibility="team")
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        register_vector(conn)
+        process_graph_jobs(conn, api_settings, model=GraphModel(OFFLINE_MODEL, "x", None))
+        missing = conn.execute("DELETE FROM agent_knowledge_entity_embeddings"
+                               " RETURNING 1").rowcount
+    assert missing >= 1
+    response = client.post("/internal/memory/reembed", json={}, headers=alice)
+    assert response.status_code == 200, response.text
+    assert response.json()["graph_embedded"] == missing

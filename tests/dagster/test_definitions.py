@@ -75,7 +75,8 @@ def test_dream_checks_are_blocking_and_partitioned():
                            ("knowledge_graph", "graph_items_have_current_support"),
                            ("consolidation", "consolidation_mutations_audited"),
                            ("retention", "retention_kept_live_support"),
-                           ("user_profiles", "profiles_rebuilt_after_dream")}
+                           ("user_profiles", "profiles_rebuilt_after_dream"),
+                           ("reembedding", "one_active_generation")}
     assert all(spec.blocking for spec in checks.values())
     assert all(spec.partitions_def.name == "audiences" for spec in checks.values())
 
