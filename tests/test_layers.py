@@ -31,6 +31,7 @@ DOMAIN = [                                   # bottom first
     {"context"},
     {"consolidation"},
     {"maintenance"},
+    {"review"},
     {"dreaming"},
     {"sessions"},
     {"apikeys", "operator_status", "demo", "benchmarks"},
