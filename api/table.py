@@ -38,11 +38,14 @@ from api.routes import (
     members,
     memory,
     profiles,
+    review,
     sessions,
+    users,
 )
 from memory_platform.settings import Settings
 
 READ, WRITE, ADMIN, RUNTIME = "memory:read", "memory:write", "admin", "runtime"
+REVIEW = "memory:review"
 # Membership is managed by operators and by the agent runtime.
 MEMBERSHIP = (ADMIN, RUNTIME)
 
@@ -109,6 +112,30 @@ TABLE: tuple[Section, ...] = (
     Section("/api/v1", (
         Operation("GET", "/memory", memory.search, "Semantic search over visible memories",
                   READ, query=schemas.SearchParams, response=schemas.SearchResponse),
+        Operation("GET", "/users", users.list_users_route,
+                  "Users of the key's instance with their share-with-team preference", ADMIN,
+                  query=users.UserListParams, response=users.UsersResponse),
+        Operation("PUT", "/users/sharing", users.set_sharing_route,
+                  "Set a user's share-with-team preference (a person's admin key only)", ADMIN,
+                  body=users.SharingIn, response=users.UserOut),
+        Operation("GET", "/review/queue", review.queue_route,
+                  "Pending assertions, open conflicts or wiki drafts the reviewer may see, "
+                  "with their evidence", REVIEW, query=review.ReviewQueueParams,
+                  response=review.ReviewQueueResponse),
+        Operation("POST", "/review/assertions/{assertion_id}/decision",
+                  review.assertion_decision_route, "Approve, reject or supersede one "
+                  "assertion (a person's decision: it wins over automation)", REVIEW,
+                  body=review.AssertionDecisionIn, response=review.DecisionResponse),
+        Operation("POST", "/review/assertions/bulk", review.bulk_decision_route,
+                  "Approve or reject a filtered list of pending assertions (at most 500)",
+                  REVIEW, body=review.BulkDecisionIn, response=review.DecisionResponse),
+        Operation("POST", "/review/conflicts/{conflict_id}/resolution",
+                  review.conflict_resolution_route, "Resolve a conflict: keep one, keep both, "
+                  "merge", REVIEW, body=review.ConflictResolutionIn,
+                  response=review.DecisionResponse),
+        Operation("POST", "/review/wiki/{proposal_id}/decision", review.wiki_decision_route,
+                  "Approve or reject a wiki draft", REVIEW, body=review.WikiDecisionIn,
+                  response=review.DecisionResponse),
         Operation("POST", "/memory", memory.create,
                   "Store a memory (201 created, 200 when deduplicated)", WRITE,
                   body=schemas.MemoryCreate, response=schemas.StoreResponse, status=201),
@@ -214,6 +241,10 @@ TABLE: tuple[Section, ...] = (
                   "runId null when nothing is eligible; 503 when this process cannot launch)",
                   ADMIN, body=schemas.DreamLaunch, response=schemas.DreamLaunchResponse,
                   status=202),
+        Operation("GET", "/memory/dreams/{dream_id}", dreams.detail_route,
+                  "One Dream in full: proposals, accepted and rejected items with reason "
+                  "codes, policy preview, effective model, rollback state", ADMIN,
+                  response=dreams.DreamDetailResponse),
         Operation("POST", "/memory/dreams/{dream_id}/rollback", dreams.rollback_route,
                   "Roll back one Dream: compensate what no person decided, report what is "
                   "protected", ADMIN, response=schemas.DreamRollbackResponse),

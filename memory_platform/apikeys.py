@@ -29,7 +29,7 @@ import psycopg
 
 from memory_platform.errors import InvalidInput, NotFound
 
-ROUTE_SCOPES = ("memory:read", "memory:write", "admin")
+ROUTE_SCOPES = ("memory:read", "memory:write", "memory:review", "admin")
 RUNTIME_SCOPE = "runtime"
 SCOPES = (*ROUTE_SCOPES, RUNTIME_SCOPE)
 

@@ -70,6 +70,7 @@ from memory_platform.assets.dreaming import (
 from memory_platform.assets.graph import knowledge_graph, knowledge_graph_check
 from memory_platform.assets.ledger import ledger_tables
 from memory_platform.assets.maintenance import outbox_job
+from memory_platform.assets.rollback import rollback_dream_job
 from memory_platform.assets.sessions import (
     session_assets,
     session_context_tables,
@@ -103,7 +104,7 @@ def build_definitions(resources: dict[str, Any] | None = None,
                       profiles_check_def, retention_check_def, generation_check_def],
         jobs=[dream_audience_job, dream_batch, outbox_job, session_maintenance_job,
               consolidation_sweep_job, erase_user_job, reembed_backlog_job,
-              workspace_sync_job],
+              workspace_sync_job, rollback_dream_job],
         sensors=[audience_partitions_sensor, build_outbox_sensor(settings),
                  reembed_backlog_sensor, workspace_sync_sensor,
                  build_stale_dream_reconciler(settings),

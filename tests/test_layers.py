@@ -21,6 +21,7 @@ DOMAIN = [                                   # bottom first
     {"db"},
     {"access"},
     {"membership"},
+    {"users"},
     {"trust"},
     {"embeddings", "llm"},
     {"ledger"},

@@ -4,6 +4,9 @@
 * ``POST``: launch Dreaming for one partition of the instance, or for all its eligible
   partitions, through the app's Dream launcher (``api.launching``); 202 with the run id and
   how it runs, 200 with ``runId: null`` when no partition is eligible;
+* ``GET {dream_id}``: one Dream in full (:func:`memory_platform.dreaming.inspect.dream_detail`:
+  proposals, accepted and rejected items with reason codes, policy preview, dry-run
+  proposals, the effective model and its source, rollback state); 404 like rollback;
 * ``POST {dream_id}/rollback``: compensate one Dream (404 for unknown ids and for another
   instance's).
 """
@@ -11,7 +14,9 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
@@ -29,10 +34,59 @@ from api.schemas import (
     DreamRollbackResponse,
 )
 from api.threads import with_connection
+from memory_platform.dreaming.inspect import dream_detail
 from memory_platform.dreaming.rollback import rollback_dream
 from memory_platform.dreaming.runs import list_dreams
 from memory_platform.dreaming.summary import dream_row_view
 from memory_platform.dreaming.targets import target_partitions
+
+
+class DreamModel(BaseModel):
+    """The model a Dream used exactly, and where the choice came from."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    model: str | None = None
+    source: str | None = Field(None, description="explicit | setting | default | ...")
+
+
+class DreamRollbackState(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    rolled_back: bool = Field(alias="rolledBack")
+    rolled_back_at: str | None = Field(None, alias="rolledBackAt")
+    reverted: int = Field(description="Assertions tombstoned or put back.")
+    kept_by_person: int = Field(alias="keptByPerson",
+                                description="Assertions kept because a person decided them.")
+    result: dict[str, Any] | None = Field(None, description="The rollback's full result.")
+
+
+class DreamDetailResponse(DreamOut):
+    """``GET /internal/memory/dreams/{dream_id}``: one Dream in full."""
+
+    effective_model: DreamModel = Field(alias="effectiveModel")
+    proposals: dict[str, Any] = Field(description="The validated proposals as stored.")
+    dry_run_proposals: list[dict[str, Any]] = Field(
+        alias="dryRunProposals", description="A dry run's proposals with their policy "
+        "preview decision and reason code (empty for a real run).")
+    policy_preview: list[dict[str, Any]] = Field(alias="policyPreview")
+    accepted: list[dict[str, Any]] = Field(
+        description="Assertions the Dream created or reused: state, decision, reason code.")
+    rejected: list[dict[str, Any]] = Field(
+        description="Rejected items: kind, item, reasonCode, stage (validation, safety, "
+        "policy_preview).")
+    rejected_by_reason: dict[str, Any] = Field(alias="rejectedByReason")
+    wiki_proposals: list[dict[str, Any]] = Field(alias="wikiProposals")
+    diagnostics_full: list[dict[str, Any]] = Field(alias="diagnosticsFull")
+    rollback: DreamRollbackState
+
+
+async def detail_route(request: Request) -> DreamDetailResponse:
+    try:
+        dream_id = uuid.UUID(request.path_params["dream_id"])
+    except ValueError as exc:
+        raise ApiError(404, "not_found", "no dream with that id in this instance") from exc
+    detail = await with_connection(request, dream_detail, api_key(request).instance_key,
+                                   dream_id)
+    return DreamDetailResponse.model_validate(detail)
 
 
 async def list_route(request: Request, params: DreamListParams) -> DreamListResponse:

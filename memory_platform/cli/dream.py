@@ -1,4 +1,4 @@
-"""`memory-platform dream`: run (through Dagster), list and roll back Dreams; list and clean
+"""`memory-platform dream`: run (through Dagster), list, show and roll back Dreams; list and clean
 up the audience partitions."""
 
 from __future__ import annotations
@@ -273,3 +273,84 @@ def dream_rollback(dream_id: str, as_json: bool) -> None:
     click.echo(f"  protected (left as they are): {len(result.protected)}")
     for item in result.protected:
         click.echo(f"    {item['kind']} {item['id']}: {item['reason']}")
+
+
+@dream.command("show")
+@click.argument("dream_id")
+@click.option("--instance", default=None,
+              help="Only a Dream of this instance (default: the Dream's own).")
+@click.option("--json", "as_json", is_flag=True, help="Print the full detail as JSON.")
+def dream_show(dream_id: str, instance: str | None, as_json: bool) -> None:
+    """One Dream in full: the effective model and its source, the proposals (a dry run's
+    with what the policy would do), accepted items, rejected items with reason codes, the
+    policy preview and the rollback state."""
+    import uuid
+
+    from memory_platform.dreaming.inspect import dream_detail
+    from memory_platform.dreaming.runs import get_dream
+    from memory_platform.errors import NotFound
+
+    try:
+        parsed = uuid.UUID(dream_id)
+    except ValueError as exc:
+        raise click.ClickException(f"not a dream id: {dream_id!r}") from exc
+    with platform_connection() as conn:
+        row = get_dream(conn, parsed)
+        try:
+            if row is None:
+                raise NotFound(f"no dream {parsed}")
+            detail = dream_detail(conn, instance or row["instance_key"], parsed)
+        except NotFound as exc:
+            raise click.ClickException(exc.message) from exc
+    if as_json:
+        click.echo(json.dumps(detail, indent=2, default=str))
+        return
+    for line in show_lines(detail):
+        click.echo(line)
+
+
+def show_lines(d: dict) -> list[str]:
+    """`dream show` as text lines."""
+    model, stats, rollback = d["effectiveModel"], d["stats"], d["rollback"]
+    out = [f"dream {d['id']}  {d['partitionKey']}",
+           f"  status:  {d['status']}{' (dry run)' if d['dryRun'] else ''}  "
+           f"trigger={d['trigger'] or '-'}  dagster run={d['dagsterRunId'] or '-'}",
+           f"  model:   {model['model'] or '-'} (source: {model['source'] or '-'})",
+           f"  started: {_short_time(d['startedAt'])}  finished: "
+           f"{_short_time(d['finishedAt'])}",
+           f"  counts:  inputs={stats.get('inputs')} accepted={stats.get('accepted')} "
+           f"activated={stats.get('activated')} rejected={stats.get('rejected')}"]
+    if d["error"]:
+        out.append(f"  error:   {d['error']}")
+    for diag in d["diagnosticsFull"]:
+        out.append(f"  diagnostic {diag.get('code')} ({diag.get('phase')}): "
+                   f"{diag.get('message')}")
+    if d["dryRun"]:
+        out.append(f"dry-run proposals ({len(d['dryRunProposals'])}):")
+        for p in d["dryRunProposals"]:
+            out.append(f"  #{p['index']} [{p['type']}] {p['text']}")
+            out.append(f"      would: {p['decision'] or '-'} ({p['reasonCode'] or '-'})")
+            for excerpt in p["evidence"]:
+                out.append(f"      evidence: {excerpt}")
+    else:
+        proposed = (d["proposals"] or {}).get("assertions") or []
+        out.append(f"proposals: {len(proposed)} assertion(s), "
+                   f"{len((d['proposals'] or {}).get('wikiProposals') or [])} wiki proposal(s)")
+        out.append(f"accepted ({len(d['accepted'])}):")
+        for a in d["accepted"]:
+            out.append(f"  {a['assertionId']} {'created' if a['created'] else 'reused'} "
+                       f"{a['status']}/{a['reviewState']} ({a['reasonCode'] or '-'}): "
+                       f"{a['text']}")
+    out.append(f"rejected ({len(d['rejected'])}):")
+    for r in d["rejected"]:
+        out.append(f"  {r['stage']}: {r['kind']} {r['item']}: {r['reasonCode']}"
+                   + (f" - {r['text']}" if r.get("text") else ""))
+    for w in d["wikiProposals"]:
+        out.append(f"wiki proposal {w['id']} {w['state']}: {w['title']}")
+    if rollback["rolledBack"]:
+        out.append(f"rolled back at {_short_time(rollback['rolledBackAt'])}: "
+                   f"{rollback['reverted']} reverted, {rollback['keptByPerson']} kept "
+                   "because a person decided them")
+    else:
+        out.append("rollback: not rolled back (`memory-platform dream rollback ID`)")
+    return out

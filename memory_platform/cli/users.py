@@ -1,4 +1,7 @@
-"""`memory-platform users`: people of an instance. `users erase USER` removes every row of the
+"""`memory-platform users`: people of an instance. `users list` shows the registered users
+and their share-with-team choice; `users share USER --on/--off` sets a user's choice (a
+person's act: the MCP server has no such tool; existing memories keep their audience, see
+memory_platform/users.py and memories/sharing.py). `users erase USER` removes every row of the
 user's private audience and what they authored elsewhere, in one transaction, and prints the
 erasure report (rows removed per table, never content); the report is also kept in
 ``agent_memory_erasures`` (memory_platform/maintenance/erasure.py).
@@ -16,7 +19,57 @@ from memory_platform.settings import get_settings
 
 @click.group()
 def users() -> None:
-    """People of an instance: erasure."""
+    """People of an instance: the registry, sharing preference, erasure."""
+
+
+@users.command("list")
+@click.option("--instance", default=None, help="Instance (default MEMORY_INSTANCE_KEY).")
+@click.option("--json", "as_json", is_flag=True, help="Print the users as JSON.")
+def users_list(instance: str | None, as_json: bool) -> None:
+    """The registered users of the instance and whether each shares with the team."""
+    from memory_platform.users import list_users
+
+    settings = get_settings()
+    key = instance or settings.instance_key
+    with platform_connection(settings) as conn:
+        found = list_users(conn, key)
+    if as_json:
+        click.echo(json.dumps([
+            {"userId": u.user_id, "createdAt": u.created_at.isoformat(),
+             "createdBy": u.created_by, "sharesWithTeam": u.shares_with_team,
+             "shareIsDefault": u.share_stored is None, "shareChangedBy": u.share_changed_by}
+            for u in found], indent=2))
+        return
+    if not found:
+        click.echo(f"no registered users in instance {key!r}")
+        return
+    for u in found:
+        share = "shares with team" if u.shares_with_team else "private"
+        origin = "default" if u.share_stored is None else f"set by {u.share_changed_by}"
+        click.echo(f"{u.user_id}\t{share} ({origin})\tregistered {u.created_at:%Y-%m-%d} "
+                   f"by {u.created_by}")
+
+
+@users.command("share")
+@click.argument("user_id")
+@click.option("--on/--off", "share", required=True,
+              help="Share the user's memories with the team (--on) or keep them private.")
+@click.option("--instance", default=None, help="Instance (default MEMORY_INSTANCE_KEY).")
+def users_share(user_id: str, share: bool, instance: str | None) -> None:
+    """Set USER_ID's share-with-team choice (registers the user if needed). Only future
+    default-scope writes change; existing memories keep their audience."""
+    from memory_platform.errors import MemoryPlatformError
+    from memory_platform.users import set_sharing
+
+    settings = get_settings()
+    key = instance or settings.instance_key
+    try:
+        with platform_connection(settings) as conn, conn.transaction():
+            set_sharing(conn, key, user_id, share, changed_by="cli")
+    except MemoryPlatformError as exc:
+        raise click.ClickException(exc.message) from exc
+    state = "now shares memories with the team" if share else "now keeps memories private"
+    click.echo(f"{user_id!r} {state} in instance {key!r} (existing memories unchanged)")
 
 
 @users.command("erase")

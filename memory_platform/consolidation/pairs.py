@@ -127,6 +127,13 @@ def _statement(key: str, dimensions: int) -> sql.Composed:
                     ORDER BY similarity DESC, r.id
                     LIMIT %(neighbours)s) n
              WHERE n.similarity >= %(threshold)s
+               -- A pair a person already settled (a resolved conflict) is never judged
+               -- again: human decisions win over consolidation.
+               AND NOT EXISTS (
+                   SELECT 1 FROM agent_memory_assertion_conflicts c
+                    WHERE c.instance_key = %(instance)s AND c.status = 'resolved'
+                      AND ((c.assertion_id = l.id AND c.conflicting_assertion_id = n.id)
+                        OR (c.assertion_id = n.id AND c.conflicting_assertion_id = l.id)))
              ORDER BY least(l.id, n.id), greatest(l.id, n.id)
         )
         SELECT * FROM near ORDER BY similarity DESC, 1, 9 LIMIT %(limit)s

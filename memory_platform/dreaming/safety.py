@@ -1,14 +1,17 @@
 """The targeted deterministic safety pass: one policy decision per Dream assertion, no model.
 
-It runs on exactly the assertion ids a Dream execution created or reused. Safe, durable,
-evidence-backed facts, preferences, decisions, constraints and procedures at
-``dream_activation_confidence`` activate; missing evidence, unsafe content, transient or
-time-bounded statements, unsupported types or evidence, low confidence and slot conflicts
-are rejected. Two exceptions wait for a person instead (``defer``): an explicit
-``updates`` correction of an active assertion (a conflict row is opened and the corrected
-assertion's feedback records a correction), and workspace-wide assertions (the write path's
-rule: workspace reaches everyone). Every state change is an appended review row
-(reviewer_kind ``policy``) with a reason code; a human decision is never overridden, and an
+It runs on exactly the assertion ids a Dream execution created or reused. Which origin x
+trust class x type x audience activates, waits for a person or is rejected is the ledger's
+one activation table (ledger/policy.py, origin ``dream``; the trust class is the weakest
+source of the cited evidence set): safe, durable facts and preferences whose evidence is all
+human, at ``dream_activation_confidence``, activate; decisions, constraints, procedures,
+workspace-wide assertions and assistant-inferred or imported evidence wait for a person
+(``defer``). Missing evidence, unsafe content, transient or time-bounded statements,
+unsupported types or evidence, low confidence and slot conflicts are rejected; an explicit
+``updates`` correction of an active assertion waits for a person (a conflict row is opened
+and the corrected assertion's feedback records a correction). Every state change is an
+appended review row (reviewer_kind ``policy``) with a reason code; a human decision is never
+overridden, and an
 assertion that is already active and approved is never demoted by a Dream's opinion of it.
 """
 
@@ -25,21 +28,24 @@ from psycopg import sql
 
 from memory_platform.consolidation.lifecycle import open_conflict
 from memory_platform.dreaming.grounding import unsafe_instruction
-from memory_platform.dreaming.inputs import NON_HUMAN_TRUST, DreamInput
+from memory_platform.dreaming.inputs import DreamInput
 from memory_platform.dreaming.partitions import Partition
 from memory_platform.dreaming.promote import Promoted, same_text_assertion
 from memory_platform.dreaming.validate import AcceptedAssertion
 from memory_platform.ledger import assertions as ledger
+from memory_platform.ledger import policy
 from memory_platform.ledger.assertions import HUMAN_REVIEW_STATES
 from memory_platform.ledger.recall import APPROVED_ACTIVE, is_approved_active
 from memory_platform.secrets import find_secret as find_credential
 from memory_platform.settings import Settings
 
-ACTIVATABLE_TYPES = ("fact", "preference", "decision", "constraint", "procedure")
-UNSUPPORTED_TRUST = (*NON_HUMAN_TRUST, "dream_derived")
+# What the activation table (ledger/policy.py) lets a Dream activate, for callers that list it.
+ACTIVATABLE_TYPES = policy.OPTIMISTIC_TYPES
+UNSUPPORTED_TRUST = policy.UNSUPPORTED_EVIDENCE
 
 # Reason codes of the pass.
 ACTIVATED = "dream_policy_safe"
+EVIDENCE_NEEDS_REVIEW = "evidence_needs_review"
 MISSING_EVIDENCE = "missing_evidence"
 CONTAINS_CREDENTIAL = "contains_credential"
 UNSAFE_INSTRUCTION = "unsafe_instruction"
@@ -94,13 +100,18 @@ class Verdict:
 
 
 def judge(candidate: Candidate, settings: Settings) -> Verdict:
-    """The policy, as a pure function (first matching rule wins)."""
+    """The policy, as a pure function (first matching rule wins).
+
+    Content checks first (they reject whatever the table says); then the activation table
+    (ledger/policy.py, origin ``dream``, trust class = the weakest cited source) for its
+    rejects; confidence; slot conflicts; then the table's review or activate."""
     c = candidate
     if c.human_reviewed or c.review_state in HUMAN_REVIEW_STATES:
         return Verdict("keep", HUMAN_DECISION)
     if is_approved_active(c.status, c.review_state):
         return Verdict("keep", ALREADY_ACTIVE)
-    if not c.evidence_trust:
+    trust = policy.evidence_trust_class(c.evidence_trust)
+    if trust is None:
         return Verdict("reject", MISSING_EVIDENCE)
     if find_credential(c.text):
         return Verdict("reject", CONTAINS_CREDENTIAL)
@@ -110,19 +121,16 @@ def judge(candidate: Candidate, settings: Settings) -> Verdict:
         return Verdict("reject", TRANSIENT)
     if c.time_bounded or _TIME_BOUNDED.search(c.text):
         return Verdict("reject", TIME_BOUNDED)
-    if c.assertion_type not in ACTIVATABLE_TYPES:
-        return Verdict("reject", UNSUPPORTED_TYPE)
+    table = policy.decide("dream", trust, c.assertion_type, c.audience_kind)
+    if table.outcome == policy.REJECT:
+        return Verdict("reject", table.reason_code)
     if c.confidence < settings.dream_activation_confidence:
         return Verdict("reject", LOW_CONFIDENCE)
-    if all(t in UNSUPPORTED_TRUST for t in c.evidence_trust):
-        return Verdict("reject", UNSUPPORTED_EVIDENCE)
     if c.conflicts:
         if c.relation == "updates":
             return Verdict("defer", CORRECTION_NEEDS_REVIEW)
         return Verdict("reject", CONFLICTING)
-    if c.audience_kind == "workspace":
-        return Verdict("defer", WORKSPACE_NEEDS_REVIEW)
-    return Verdict("activate", ACTIVATED)
+    return Verdict(table.review_decision, table.reason_code)
 
 
 @dataclass(frozen=True)
@@ -183,8 +191,12 @@ _STATE = """
      WHERE a.instance_key = %s AND a.id = %s
 """
 
+# Session activity (a source-less summary or flush Dream promotion stored as ``imported``) is
+# told apart from an imported fact by its locator (ledger/policy.py, SESSION_ACTIVITY).
 _EVIDENCE_TRUST = """
-    SELECT s.trust_class
+    SELECT CASE WHEN s.trust_class = 'imported' AND s.source_kind = 'memory'
+                     AND s.source_locator->>'sourceType' IN ('summary', 'flush')
+                THEN 'session_activity' ELSE s.trust_class END
       FROM agent_memory_assertion_evidence e
       JOIN agent_memory_sources s ON s.instance_key = e.instance_key AND s.id = e.source_id
      WHERE e.instance_key = %s AND e.assertion_id = %s AND e.stance = 'supports'
@@ -312,7 +324,7 @@ def preview(
             candidate = _ledger_candidate(conn, partition, existing.id, item)
             # A dry run's evidence would be added: judge with it.
             trust = candidate.evidence_trust + tuple(
-                inputs[e.memory_id].trust_class or "imported" for e in item.evidence)
+                _dry_trust(inputs[e.memory_id]) for e in item.evidence)
             candidate = Candidate(**{**candidate.__dict__, "evidence_trust": trust})
         else:
             candidate = Candidate(
@@ -332,4 +344,8 @@ def preview(
 def _dry_trust(row: DreamInput) -> str:
     if row.trust_class:
         return row.trust_class
-    return "dream_derived" if row.source_type == "dream" else "imported"
+    if row.source_type == "dream":
+        return "dream_derived"
+    if row.source_type in ("summary", "flush"):
+        return policy.SESSION_ACTIVITY
+    return "imported"

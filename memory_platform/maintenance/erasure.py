@@ -328,6 +328,8 @@ _DELETES: list[tuple[str, sql.Composable | str]] = [
     ("agent_user_preferences",
      "DELETE FROM agent_user_preferences WHERE instance_key = %(i)s AND user_id = %(u)s"),
     ("api_keys", "DELETE FROM api_keys WHERE instance_key = %(i)s AND user_id = %(u)s"),
+    ("agent_users",
+     "DELETE FROM agent_users WHERE instance_key = %(i)s AND user_id = %(u)s"),
 ]
 
 # Kept rows that named the person or a removed row: the link or the name is cleared.

@@ -12,13 +12,24 @@ Precedence, most private first:
    * a user-less group room (internal Team Chat) writes ``team``, an unlinked channel
      thread ``channel``;
    * a session without any identity (system, background) writes ``workspace``;
-   * an authenticated direct session writes owner-private, unless the user shares memories
-     with the team (opt-out, on by default), which turns the default into ``team``.
+   * an authenticated direct session writes ``team`` when the user shares memories with
+     the team (opt-out: on by default for a registered user), owner-private otherwise.
 
-   A ``channelType`` alone (no thread, no room) is no channel: it changes no default. An
-   unreadable preference (no profile row, query error) fails closed to private for a direct
-   session; only an explicit ``false`` counts as an opt-out. Existing rows never move when
-   the preference changes: it is read at write time.
+   A ``channelType`` alone (no thread, no room) is no channel: it changes no default.
+
+The preference (:func:`share_preference`), in order:
+
+* an explicit stored choice is always respected: ``false`` keeps the user's default writes
+  private (``channel`` in a linked channel session), ``true`` shares;
+* a *registered* user (``agent_users``, migration 0023: a user with an API key, or one an
+  admin or the runtime registered, see :mod:`memory_platform.users`) without a stored choice
+  shares: the specification's "enabled by default for every user (opt-out)";
+* a user id nobody registered (named per request by a runtime key, for instance) and an
+  unreadable state (a query error) fail closed: a direct session writes private.
+
+Only a person changes the choice (:func:`memory_platform.users.set_sharing`: the CLI, the
+admin route), never an agent tool. Existing rows never move when the preference changes: it
+is read at write time.
 """
 
 from __future__ import annotations
@@ -26,23 +37,32 @@ from __future__ import annotations
 import psycopg
 
 from memory_platform.access import AccessContext, AccessError, AudienceKind
+from memory_platform.users import set_sharing
 
 
 def share_preference(conn: psycopg.Connection, ctx: AccessContext) -> bool | None:
-    """The user's share-with-team preference as stored: True, False (an explicit opt-out),
-    or None when there is no user, no profile row, or it cannot be read."""
+    """The user's share-with-team preference: the stored choice (True, or False for an
+    explicit opt-out), else True for a registered user (the opt-out default), else None: no
+    user, a user nobody registered, or a state that cannot be read (fails closed)."""
     if not ctx.user_id:
         return None
     try:
         with conn.transaction():  # a savepoint: a failing read must not doom the write
             row = conn.execute(
-                "SELECT share_memories_with_team FROM agent_user_preferences"
-                " WHERE instance_key = %s AND user_id = %s",
-                (ctx.instance_key, ctx.user_id),
+                "SELECT (SELECT share_memories_with_team FROM agent_user_preferences"
+                "         WHERE instance_key = %(i)s AND user_id = %(u)s),"
+                "       EXISTS (SELECT 1 FROM agent_users"
+                "                WHERE instance_key = %(i)s AND user_id = %(u)s)",
+                {"i": ctx.instance_key, "u": ctx.user_id},
             ).fetchone()
     except psycopg.Error:
         return None
-    return None if row is None or row[0] is None else bool(row[0])
+    if row is None:
+        return None
+    stored, registered = row
+    if stored is not None:
+        return bool(stored)
+    return True if registered else None
 
 
 def shares_with_team(conn: psycopg.Connection, ctx: AccessContext) -> bool:
@@ -51,15 +71,10 @@ def shares_with_team(conn: psycopg.Connection, ctx: AccessContext) -> bool:
 
 
 def set_share_with_team(conn: psycopg.Connection, instance_key: str, user_id: str,
-                        share: bool) -> None:
-    """The user's own choice (profile settings). Never called on an agent's behalf."""
-    conn.execute(
-        "INSERT INTO agent_user_preferences (instance_key, user_id, share_memories_with_team)"
-        " VALUES (%s, %s, %s)"
-        " ON CONFLICT (instance_key, user_id)"
-        " DO UPDATE SET share_memories_with_team = EXCLUDED.share_memories_with_team",
-        (instance_key, user_id, share),
-    )
+                        share: bool, *, changed_by: str = "profile") -> None:
+    """The user's own choice (profile settings, the demo); registers the user. Never called
+    on an agent's behalf. Same as :func:`memory_platform.users.set_sharing`."""
+    set_sharing(conn, instance_key, user_id, share, changed_by=changed_by)
 
 
 def resolve_visibility(

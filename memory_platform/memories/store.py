@@ -287,7 +287,7 @@ def _assert_fact(conn, ctx: AccessContext, write: MemoryWrite, content: str,
     decision = write_path_decision(write.trust_class, write.assertion_type, audience.kind)
     ledger.record_decision(
         conn, instance_key=ctx.instance_key, assertion_id=assertion.id,
-        decision="activate" if decision.activate else "defer", reviewer_kind="policy",
+        decision=decision.review_decision, reviewer_kind="policy",
         reason_code=decision.reason_code,
     )
     if decision.activate:

@@ -20,6 +20,7 @@ from psycopg.rows import dict_row
 from memory_platform.dreaming.checks import CheckOutcome
 from memory_platform.dreaming.engine import DreamResult
 from memory_platform.dreaming.inputs import POOLS
+from memory_platform.dreaming.inspect import proposal_rows
 from memory_platform.dreaming.summary import DreamStats
 from memory_platform.orchestration.keys import (
     ASSERTION_PROJECTIONS,
@@ -36,7 +37,8 @@ from memory_platform.orchestration.keys import (
 if TYPE_CHECKING:
     from memory_platform.sessions.maintenance import MaintenanceBatch
 
-__all__ = ["PHASES", "asset_metadata", "check_metadata", "failure_metadata",
+__all__ = ["PHASES", "asset_metadata", "check_metadata", "dry_run_markdown",
+           "failure_metadata",
            "materialized_assets", "md_table", "md_text", "session_metadata"]
 
 # The engine phases (DreamResult.stats["durations"]) each asset stands for.
@@ -189,6 +191,8 @@ def _proposals(result: DreamResult) -> dict[str, MetadataValue]:
         out["finish_reason"] = MetadataValue.text(str(generation["finishReason"]))
     if result.dry_run and "wouldActivate" in stats:
         out["would_activate"] = _int(stats["wouldActivate"])
+    if result.dry_run:
+        out["dry_run_proposals"] = MetadataValue.md(dry_run_markdown(result.proposals))
     items = (result.proposals or {}).get("rejected") or []
     proposed_items = (result.proposals or {}).get("assertions") or []
     texts = {i.get("index"): i.get("text") for i in proposed_items if isinstance(i, dict)}
@@ -202,6 +206,16 @@ def _proposals(result: DreamResult) -> dict[str, MetadataValue]:
         ["kind", "item", "reason code", "proposed text", "detail"], rows,
         empty="_no rejected items_"))
     return out
+
+
+def dry_run_markdown(proposals: dict[str, Any] | None) -> str:
+    """A dry run's proposals as a Markdown table: each proposed assertion with its evidence
+    excerpts and what the activation policy would do with it (decision, reason code)."""
+    return md_table(
+        ["#", "type", "proposed assertion", "evidence excerpts", "would", "reason code"],
+        [[r["index"], r["type"], r["text"], " / ".join(str(e) for e in r["evidence"]),
+          r["decision"] or "-", r["reasonCode"] or "-"] for r in proposal_rows(proposals)],
+        empty="_no proposal_")
 
 
 def _detail(detail: Any) -> str:

@@ -32,8 +32,8 @@ from tests.conftest import create_database, drop_database
 
 SHARED_DATABASE, SHARED_APP = "shared_database", "shared_app"
 
-READ, WRITE, ADMIN = "memory:read", "memory:write", "admin"
-ALL_SCOPES = (READ, WRITE, ADMIN)
+READ, WRITE, REVIEW, ADMIN = "memory:read", "memory:write", "memory:review", "admin"
+ALL_SCOPES = (READ, WRITE, REVIEW, ADMIN)
 
 # The tables an API write touches; an error path must leave every count unchanged.
 WRITTEN_TABLES = (

@@ -42,7 +42,7 @@ def test_context_get_of_an_assertion_returns_its_provenance(client, alice):
     item = response.json()
     assert item["kind"] == "assertion" and item["trust"] == "untrusted-data"
     details = item["details"]
-    assert details["audience"] == {"kind": "private", "key": "alice"}
+    assert details["audience"] == {"kind": "team", "key": "default"}   # shared by default
     assert details["reviewState"] == "policy_approved"
     assert [e["memoryId"] for e in details["evidence"]] == [created["id"]]
 

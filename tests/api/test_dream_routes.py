@@ -287,12 +287,16 @@ def test_rollback_compensates_and_reports_what_human_review_protects(
         ledger.record_decision(conn, instance_key=instance, assertion_id=kept,
                                decision="approve", reviewer_kind="human", reviewer_id="anna",
                                reason_code="confirmed")
+    # Every assertion the Dream created, including one that waits for review (a procedure,
+    # docs/policy.md C4), not only the activated ones.
+    created = {str(r[0]) for r in conn.execute(
+        "SELECT id FROM agent_memory_assertions WHERE dream_id = %s", (team.dream_id,))}
     url = f"/internal/memory/dreams/{team.dream_id}/rollback"
     response = client.post(url, headers=admin)
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["dreamId"] == str(team.dream_id) and body["status"] == "rolled_back"
-    assert set(body["tombstoned"]) == {str(a) for a in team.activated_ids} - {str(kept)}
+    assert set(body["tombstoned"]) == created - {str(kept)}
     assert body["protected"] == [{"kind": "assertion", "id": str(kept),
                                   "reason": "human_review"}]
     assert len(body["proposalsRejected"]) == 1 and body["projectionJobs"] >= 1

@@ -79,7 +79,8 @@ def test_cited_without_overlap_records_nothing(client, alice, database_url):
 
 
 def test_injected_ignores_assertions_the_key_cannot_see(client, alice, make_key, database_url):
-    bobs = store(client, bearer(make_key("bob", ALL_SCOPES)), FACT)["assertionId"]
+    bobs = store(client, bearer(make_key("bob", ALL_SCOPES)), FACT,
+                 visibility="private")["assertionId"]
     other_instance = store(client, bearer(make_key("alice", ALL_SCOPES, instance="acme")),
                            FACT)["assertionId"]
     before = row_counts(database_url)

@@ -8,7 +8,7 @@ from tests.api.conftest import ALL_SCOPES, bearer, store
 
 
 def test_status_counts_memories_by_scope_visibility_and_source_type(client, alice, make_key):
-    store(client, alice, "The VPN gateway restarts at midnight.")
+    store(client, alice, "The VPN gateway restarts at midnight.", visibility="private")
     store(client, alice, "The team standup is at 09:15.", visibility="team")
     store(client, alice, "Office hours are nine to five.", visibility="workspace")
     store(client, bearer(make_key("bob", ALL_SCOPES, instance="acme")),

@@ -24,7 +24,8 @@ def test_a_new_memory_answers_201_with_id_audience_and_not_deduplicated(client, 
     assert response.status_code == 201
     body = response.json()
     assert uuid.UUID(body["id"])
-    assert body["audience"] == {"kind": "private", "key": "alice"}
+    # alice is a registered user (she has a key): sharing with the team is her default (#18)
+    assert body["audience"] == {"kind": "team", "key": "default"}
     assert body["deduplicated"] is False
     assert body["assertionStatus"] == "active" and uuid.UUID(body["assertionId"])
 
@@ -82,7 +83,7 @@ def test_search_answers_results_with_id_content_score_and_trust(client, alice):
     assert hit["id"] == created["id"] and hit["content"] == FACT
     assert isinstance(hit["score"], float) and hit["score"] > 0
     assert hit["trust"] == "untrusted-data"
-    assert hit["visibility"] == "private" and hit["assertionId"] == created["assertionId"]
+    assert hit["visibility"] == "team" and hit["assertionId"] == created["assertionId"]
 
 
 def test_every_search_result_is_marked_untrusted_even_when_it_reads_like_an_instruction(
@@ -114,7 +115,9 @@ def test_get_returns_the_memory_wrapped_as_untrusted_data(client, alice):
     body = response.json()
     assert body["id"] == created["id"] and body["content"] == FACT
     assert body["trust"] == "untrusted-data" and body["score"] is None
-    assert body["subjectRefs"] == {"documentId": "D-1"} and body["sourceType"] == "fact"
+    # a team memory keeps who said it (userId) beside the refs the writer gave
+    assert body["subjectRefs"] == {"documentId": "D-1", "userId": "alice"}
+    assert body["sourceType"] == "fact"
 
 
 def test_another_users_key_of_the_same_instance_reads_team_memories(client, alice, make_key):

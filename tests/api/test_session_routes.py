@@ -20,6 +20,7 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from starlette.testclient import TestClient
 
+from memory_platform.memories.sharing import set_share_with_team
 from memory_platform.sessions.shared_facts import extract_shared_facts
 from tests.api.conftest import (
     ALL_SCOPES,
@@ -437,6 +438,12 @@ def shared_facts(url: str, data_dir: Path, session: str) -> dict[str, tuple[str,
 def test_an_agent_keys_user_turn_waits_for_review_and_a_user_keys_is_the_persons_word(
         api, user_key, agent_key, url, tag, tmp_path):
     by_agent, by_person = f"agent:main:{tag}/agent", f"agent:main:{tag}/person"
+    # Both keep their facts private (with the team default the two same-text facts would be
+    # one team assertion, first stated by the agent: not what this test is about).
+    with psycopg.connect(url) as conn:
+        for user in (f"alice-{tag}", f"bob-{tag}"):
+            set_share_with_team(conn, "default", user, False, changed_by="test")
+        conn.commit()
     agent = append(api, agent_key(f"alice-{tag}"), by_agent, say(TEA))
     person = append(api, user_key(f"bob-{tag}"), by_person, say(TEA))
     assert run_flags(url, by_agent) == {agent["runId"]: True}

@@ -141,8 +141,10 @@ def test_f1_an_unused_session_is_claimed_by_its_first_user(client, alice, bob, m
 # --- runtime keys --------------------------------------------------------------------------
 def test_a_runtime_key_acting_for_alice_reads_what_alice_may_read_and_not_bobs_rows(
         client, alice, bob, runtime):
-    mine = store(client, alice, "Alice parks in the north garage, level two.")
-    theirs = store(client, bob, "Bob parks in the north garage, level five.")
+    mine = store(client, alice, "Alice parks in the north garage, level two.",
+                 visibility="private")
+    theirs = store(client, bob, "Bob parks in the north garage, level five.",
+                   visibility="private")
 
     for_alice = _ids(_search(client, runtime, "north garage parking level", userId="alice"))
     assert mine["id"] in for_alice and theirs["id"] not in for_alice

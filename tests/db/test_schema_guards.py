@@ -190,6 +190,8 @@ GUARD_TRIGGERS = [
     # The erasure reports (0022); cases in tests/maintenance/test_erasure.py.
     "agent_memory_erasures_append_only",
     "agent_memory_erasures_no_truncate",
+    # A user's first key registers them (0023); cases in tests/test_users.py.
+    "api_keys_register_user",
 ]
 
 

@@ -90,9 +90,13 @@ def test_dream_list_and_rollback(cli_env, db, settings, instance):
         ledger.record_decision(db, instance_key=instance, assertion_id=kept,
                                decision="approve", reviewer_kind="human", reviewer_id="anna",
                                reason_code="confirmed")
+    # Every assertion the Dream created is tombstoned, including one that waits for review
+    # (a procedure, docs/policy.md C4), not only the activated ones.
+    created = db.execute("SELECT count(*) FROM agent_memory_assertions WHERE dream_id = %s",
+                         (team_result.dream_id,)).fetchone()[0]
     out = invoke(cli_env, "dream", "rollback", str(team_result.dream_id)).output
     assert f"dream {team_result.dream_id} rolled back" in out
-    assert f"tombstoned assertions:     {len(team_result.activated_ids) - 1}" in out
+    assert f"tombstoned assertions:     {created - 1}" in out
     assert f"assertion {kept}: human_review" in out
     status = db.execute("SELECT status, review_state FROM agent_memory_assertions"
                         " WHERE id = %s", (kept,)).fetchone()

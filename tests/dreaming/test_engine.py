@@ -63,7 +63,8 @@ def test_extractive_dream_activates_cited_assertions_that_recall_finds(db, setti
     assert row["status"] == "completed" and row["model"] == "extractive"
     stats = row["stats_json"]
     assert stats["inputs"]["activity"] == 4 and stats["inputs"]["direct_facts"] == 1
-    assert stats["activated"] >= 4 and stats["rejected"] == {}
+    # The extractive procedure waits for a person (C4, docs/policy.md): 3 activate, not 4.
+    assert stats["activated"] >= 3 and stats["rejected"] == {}
     assert stats["modelSource"] == "explicit" and stats["outbox"]["failed"] == 0
     assert set(stats["durations"]) >= {"select", "generate", "validate", "promote", "outbox",
                                        "total"}
@@ -352,7 +353,10 @@ def test_a_dry_run_writes_only_its_dream_row(db, settings, instance):
     proposals = row["proposals_json"]
     assert len(proposals["assertions"]) == 5 and proposals["wikiProposals"]
     decisions = {d["decision"] for d in proposals["policyPreview"]}
-    assert decisions <= {"activate", "keep"} and row["stats_json"]["wouldActivate"] == 4
+    # The extractive procedure waits for a person (C4, docs/policy.md): 3 activate, not 4.
+    assert decisions <= {"activate", "keep", "defer"} and row["stats_json"]["wouldActivate"] == 3
+    assert [d["reasonCode"] for d in proposals["policyPreview"] if d["decision"] == "defer"] \
+        == ["procedure_needs_review"]
 
 
 def test_list_dreams_shows_the_newest_first(db, settings, instance):
@@ -363,7 +367,8 @@ def test_list_dreams_shows_the_newest_first(db, settings, instance):
     rows = list_dreams(db, instance_key=instance, limit=50)
 
     assert [r["id"] for r in rows] == [second.dream_id, first.dream_id]
-    assert rows[0]["stats_json"]["activated"] == 4
+    # The extractive procedure waits for a person (C4, docs/policy.md): 3 activate, not 4.
+    assert rows[0]["stats_json"]["activated"] == 3
 
 
 def test_a_non_autocommit_connection_runs_and_commits_a_dream(
@@ -382,6 +387,7 @@ def test_a_non_autocommit_connection_runs_and_commits_a_dream(
         assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
 
     assert result.status == "completed" and len(rolled.tombstoned) == 4
+    # The extractive procedure waits for a person (C4, docs/policy.md): no projection of it.
     assert dream_row(db, result.dream_id)["status"] == "rolled_back"
     assert db.execute("SELECT count(*) FROM agent_memories WHERE dream_id = %s"
-                      " AND memory_state = 'archived'", (result.dream_id,)).fetchone()[0] == 4
+                      " AND memory_state = 'archived'", (result.dream_id,)).fetchone()[0] == 3

@@ -125,7 +125,9 @@ def test_rollback_restores_a_reused_assertion_the_dream_activated(db, settings, 
     ids, _ = seed(db, settings, instance)
     ctx = AccessContext(instance, user_id="bob")
     inferred = remember(db, settings, ctx, "The DMS keeps a nightly backup in Frankfurt.",
-                        source_type="fact", visibility="team", trust_class="assistant_inference")
+                        source_type="fact", visibility="team", trust_class="human_channel")
+    # human_channel, not assistant_inference: assistant-inferred evidence makes a Dream
+    # assertion wait for a person (C3, docs/policy.md), so nothing would be activated.
     assert state(db, inferred.assertion_id) == ("candidate", "pending")
     note = remember(db, settings, AccessContext(instance, user_id="ada"),
                     "Ops call: the DMS keeps a nightly backup in Frankfurt, Ada confirmed.",

@@ -45,9 +45,10 @@ class Hit:
 
 
 def decision_of(row: ImportRow) -> PolicyDecision:
-    """The write-path policy decision for a resolved row."""
+    """The activation table's decision for a resolved row (origin ``import``)."""
     assert row.audience is not None
-    return write_path_decision(row.trust_class, row.assertion_type, row.audience.kind)
+    return write_path_decision(row.trust_class, row.assertion_type, row.audience.kind,
+                               origin="import")
 
 
 # A review row: (instance_key, assertion_id, decision, reviewer_kind, reason_code).
@@ -108,8 +109,7 @@ class PolicyReplay:
     def _create(self, row: ImportRow, assertion_id: uuid.UUID) -> None:
         decision = decision_of(row)
         self.state[assertion_id] = list(created_state(decision))
-        self._review(row, assertion_id, "activate" if decision.activate else "defer",
-                     decision.reason_code)
+        self._review(row, assertion_id, decision.review_decision, decision.reason_code)
         self.created += 1
         self.activated += decision.activate
 

@@ -1,0 +1,146 @@
+"""/api/v1/review: the review queues and a person's decisions (scope ``memory:review``).
+Thin handlers over ``memory_platform.review``; the caller's context is resolved on the
+request's connection (``with_caller``), so a reviewer lists and decides only what the
+visibility rule opens to them (404 otherwise). The request/response models live here until
+the integrator moves them to ``api.schemas``."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.requests import Request
+
+from api.auth import with_caller
+from api.errors import ApiError
+from memory_platform.review import decisions, queues
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class ReviewQueueParams(_Model):
+    kind: Literal["assertion", "conflict", "wiki_draft"] = "assertion"
+    type: str | None = None
+    audience: Literal["private", "team", "workspace", "channel"] | None = None
+    origin: str | None = None
+    limit: int | None = Field(default=None, ge=1, le=queues.MAX_LIMIT)
+    cursor: str | None = None
+    channel_thread_key: str | None = Field(default=None, alias="channelThreadKey")
+    group_room_id: str | None = Field(default=None, alias="groupRoomId")
+
+
+class ReviewQueueResponse(_Model):
+    items: list[dict[str, Any]]
+    next_cursor: str | None = Field(default=None, serialization_alias="nextCursor")
+
+
+class AssertionDecisionIn(_Model):
+    decision: Literal["approve", "reject", "supersede"]
+    successor_id: uuid.UUID | None = Field(default=None, alias="successorId")
+    reason_code: str | None = Field(default=None, alias="reasonCode",
+                                    pattern=r"^[a-z][a-z0-9_]*$")
+    note: str | None = Field(default=None, max_length=2000)
+
+
+class BulkDecisionIn(_Model):
+    decision: Literal["approve", "reject"]
+    type: str | None = None
+    audience: Literal["private", "team", "workspace", "channel"] | None = None
+    origin: str | None = None
+    ids: list[uuid.UUID] | None = Field(default=None, max_length=decisions.BULK_LIMIT)
+    limit: int = Field(default=decisions.BULK_LIMIT, ge=1, le=decisions.BULK_LIMIT)
+    reason_code: str | None = Field(default=None, alias="reasonCode",
+                                    pattern=r"^[a-z][a-z0-9_]*$")
+    note: str | None = Field(default=None, max_length=2000)
+
+
+class ConflictResolutionIn(_Model):
+    action: Literal["keep_one", "keep_both", "merge", "reject_challenger"]
+    keep_id: uuid.UUID | None = Field(default=None, alias="keepId")
+
+
+class WikiDecisionIn(_Model):
+    decision: Literal["approve", "reject"]
+    reason: str | None = Field(default=None, max_length=2000)
+
+
+class DecisionResponse(_Model):
+    decided: list[str]
+    unchanged: list[str]
+    refused: list[dict[str, str]]
+    projected: int
+
+
+def _id(request: Request, name: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(request.path_params[name])
+    except ValueError as exc:
+        raise ApiError(404, "not_found", "no such item in your review queues") from exc
+
+
+def _settings(request: Request):
+    return request.state.settings
+
+
+async def queue_route(request: Request, params: ReviewQueueParams) -> ReviewQueueResponse:
+    """GET /api/v1/review/queue"""
+    items, cursor = await with_caller(
+        request, params, queues.review_queue, params.kind, assertion_type=params.type,
+        audience=params.audience, origin=params.origin, limit=params.limit,
+        cursor=params.cursor)
+    return ReviewQueueResponse(items=items, next_cursor=cursor)
+
+
+async def assertion_decision_route(request: Request,
+                                   body: AssertionDecisionIn) -> DecisionResponse:
+    """POST /api/v1/review/assertions/{assertion_id}/decision"""
+    settings = _settings(request)
+
+    def call(conn, ctx):
+        return decisions.decide_assertion(conn, settings, ctx, _id(request, "assertion_id"),
+                                          body.decision, reason_code=body.reason_code,
+                                          successor_id=body.successor_id, note=body.note)
+
+    result = await with_caller(request, None, call)
+    return DecisionResponse.model_validate(result.as_json())
+
+
+async def bulk_decision_route(request: Request, body: BulkDecisionIn) -> DecisionResponse:
+    """POST /api/v1/review/assertions/bulk"""
+    settings = _settings(request)
+
+    def call(conn, ctx):
+        return decisions.decide_pending(conn, settings, ctx, body.decision,
+                                        assertion_type=body.type, audience=body.audience,
+                                        origin=body.origin, ids=body.ids, limit=body.limit,
+                                        reason_code=body.reason_code, note=body.note)
+
+    result = await with_caller(request, None, call)
+    return DecisionResponse.model_validate(result.as_json())
+
+
+async def conflict_resolution_route(request: Request,
+                                    body: ConflictResolutionIn) -> DecisionResponse:
+    """POST /api/v1/review/conflicts/{conflict_id}/resolution"""
+    settings = _settings(request)
+
+    def call(conn, ctx):
+        return decisions.resolve(conn, settings, ctx, _id(request, "conflict_id"),
+                                 body.action, keep_id=body.keep_id)
+
+    result = await with_caller(request, None, call)
+    return DecisionResponse.model_validate(result.as_json())
+
+
+async def wiki_decision_route(request: Request, body: WikiDecisionIn) -> DecisionResponse:
+    """POST /api/v1/review/wiki/{proposal_id}/decision"""
+
+    def call(conn, ctx):
+        return decisions.decide_wiki_draft(conn, ctx, _id(request, "proposal_id"),
+                                           body.decision, reason=body.reason)
+
+    result = await with_caller(request, None, call)
+    return DecisionResponse.model_validate(result.as_json())

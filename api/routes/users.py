@@ -1,0 +1,84 @@
+"""Admin routes over the people of an instance: list the registered users with their
+share-with-team choice, and set a user's choice (memory_platform/users.py).
+
+The choice is a person's, never an agent's: besides the ``admin`` scope the route table
+checks, :func:`require_person` refuses a runtime key (the agent runtime) and an agent key
+(403 ``person_required``). The MCP server has no tool for it. Setting it changes only the
+default of future writes; existing memories keep their audience.
+
+To wire (api/table.py, scope ADMIN):
+  GET /api/v1/users          -> list_users_route, query UserListParams, response UsersResponse
+  PUT /api/v1/users/sharing  -> set_sharing_route, body SharingIn, response UserOut
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.requests import Request
+
+from api.auth import api_key
+from api.errors import ApiError
+from api.threads import with_connection
+from memory_platform.apikeys import ApiKey
+from memory_platform.users import User, list_users, set_sharing
+
+ADMIN_SCOPE = "admin"
+
+
+class UserListParams(BaseModel):
+    """Query string of the user listing (none today; kept for filters to come)."""
+
+    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+
+
+class SharingIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+    user_id: str = Field(alias="userId", min_length=1, max_length=200)
+    share: bool
+
+
+class UserOut(BaseModel):
+    user_id: str = Field(serialization_alias="userId")
+    created_at: str = Field(serialization_alias="createdAt")
+    created_by: str = Field(serialization_alias="createdBy")
+    shares_with_team: bool = Field(serialization_alias="sharesWithTeam")
+    share_is_default: bool = Field(serialization_alias="shareIsDefault")
+    share_changed_by: str | None = Field(serialization_alias="shareChangedBy")
+
+
+class UsersResponse(BaseModel):
+    users: list[UserOut]
+
+
+def user_out(user: User) -> UserOut:
+    return UserOut(user_id=user.user_id, created_at=user.created_at.isoformat(),
+                   created_by=user.created_by, shares_with_team=user.shares_with_team,
+                   share_is_default=user.share_stored is None,
+                   share_changed_by=user.share_changed_by)
+
+
+def require_person(key: ApiKey) -> str:
+    """The ``changed_by`` of a person's admin key; 403 for a runtime or agent key, or a key
+    without the admin scope."""
+    if key.runtime or key.agent:
+        raise ApiError(403, "person_required",
+                       "only a person may change sharing: a runtime or agent key cannot",
+                       {"keyKind": key.kind})
+    if ADMIN_SCOPE not in key.scopes:
+        raise ApiError(403, "missing_scope", "this route needs the admin scope",
+                       {"required": [ADMIN_SCOPE]})
+    return f"admin key {key.token_prefix}"
+
+
+async def list_users_route(request: Request, params: UserListParams) -> UsersResponse:
+    key = api_key(request)
+    found = await with_connection(request, list_users, key.instance_key)
+    return UsersResponse(users=[user_out(u) for u in found])
+
+
+async def set_sharing_route(request: Request, body: SharingIn) -> UserOut:
+    key = api_key(request)
+    changed_by = require_person(key)
+    user = await with_connection(request, set_sharing, key.instance_key, body.user_id,
+                                 body.share, changed_by=changed_by)
+    return user_out(user)

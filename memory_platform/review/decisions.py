@@ -1,0 +1,244 @@
+"""A person's review decisions: approve, reject or supersede an assertion, resolve a
+conflict, approve or reject a Wiki draft, one at a time or in bulk over a filtered queue.
+
+Every assertion decision goes through :func:`memory_platform.consolidation.lifecycle.decide`
+or :func:`~memory_platform.consolidation.lifecycle.resolve_conflict` with reviewer kind
+``human`` and the reviewer's user id, so review rows are appended, human decisions win over
+automation (invariant 8) and the projection is enqueued; graph jobs follow by the triggers
+of migration 0020. After the decision commits, the decided assertions' projection jobs are
+run at once (``projection.outbox.process_outbox`` with their job ids), so recall reflects
+the decision right away; a job that fails there stays in the outbox for the worker.
+
+A reviewer decides only what they may see: an assertion, conflict or draft outside the
+reviewer's audiences is answered as NotFound (nothing is written, nothing is revealed).
+
+Each function is self-committing (``db.units``): call it on an idle connection.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg import sql
+
+from memory_platform.access import AccessContext, AccessError, audience_predicate
+from memory_platform.consolidation import lifecycle
+from memory_platform.db.units import commit_if_idle, committed_unit, require_idle
+from memory_platform.errors import Conflict, InvalidInput, NotFound
+from memory_platform.projection.outbox import ASSERTION_PROJECTION, process_outbox
+from memory_platform.review import queues
+from memory_platform.settings import Settings
+
+ASSERTION_DECISIONS = ("approve", "reject", "supersede")
+CONFLICT_ACTIONS = {"keep_one": "superseded", "keep_both": "kept_both",
+                    "merge": "duplicate", "reject_challenger": "rejected"}
+WIKI_DECISIONS = {"approve": "approved", "reject": "rejected"}
+DEFAULT_REASON = "human_review"
+BULK_LIMIT = queues.MAX_LIMIT
+
+
+@dataclass
+class Decided:
+    """What one decision (or a bulk of them) did."""
+
+    decided: list[str] = field(default_factory=list)      # ids whose state changed
+    unchanged: list[str] = field(default_factory=list)    # recorded, state as it was
+    refused: list[dict[str, str]] = field(default_factory=list)
+    projected: int = 0                                    # projection jobs run at once
+
+    def as_json(self) -> dict[str, Any]:
+        return {"decided": self.decided, "unchanged": self.unchanged,
+                "refused": self.refused, "projected": self.projected}
+
+
+def _reviewer(ctx: AccessContext) -> str:
+    if not ctx.user_id:
+        raise AccessError("a review decision needs a person: use a user key")
+    return ctx.user_id
+
+
+def _reason(reason_code: str | None) -> str:
+    return reason_code or DEFAULT_REASON
+
+
+def _project(conn: psycopg.Connection, settings: Settings, instance_key: str,
+             assertion_ids: list[UUID]) -> int:
+    """Run the pending projection jobs of ``assertion_ids`` now (each commits on its own)."""
+    if not assertion_ids:
+        return 0
+    jobs = [r[0] for r in conn.execute(
+        "SELECT id FROM agent_memory_ingestion_outbox"
+        " WHERE instance_key = %s AND job_type = %s AND subject_id = ANY(%s::uuid[])"
+        "   AND status IN ('pending', 'failed')",
+        (instance_key, ASSERTION_PROJECTION, list(assertion_ids))).fetchall()]
+    commit_if_idle(conn)
+    if not jobs:
+        return 0
+    return process_outbox(conn, settings, limit=len(jobs), instance_key=instance_key,
+                          job_ids=jobs).done
+
+
+def _visible_ids(conn: psycopg.Connection, ctx: AccessContext, ids: list[UUID]) -> set[UUID]:
+    return set(queues.visible_assertions(conn, ctx, ids))
+
+
+def _decide_one(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
+                assertion_id: UUID, decision: str, *, reviewer: str, reason_code: str,
+                successor_id: UUID | None, note: str | None) -> bool:
+    """One decision in the caller's transaction (after the visibility check)."""
+    if decision == "supersede":
+        if successor_id is None:
+            raise InvalidInput("a supersede needs successor_id", details={"field": "successorId"})
+        if successor_id not in _visible_ids(conn, ctx, [successor_id]):
+            raise NotFound(f"no assertion {successor_id}", details={"field": "successorId"})
+    return lifecycle.decide(conn, ctx.instance_key, assertion_id, decision,
+                            reviewer_kind="human", reason_code=reason_code,
+                            reviewer_id=reviewer, successor_id=successor_id, note=note,
+                            settings=settings)
+
+
+def decide_assertion(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
+                     assertion_id: UUID, decision: str, *, reason_code: str | None = None,
+                     successor_id: UUID | None = None, note: str | None = None,
+                     project: bool = True) -> Decided:
+    """A person's ``approve``, ``reject`` or ``supersede`` (by ``successor_id``, with a
+    reason) of one assertion ``ctx`` may see (NotFound otherwise). Conflict when a
+    supersede is refused (another audience, a superseded successor). The decided
+    assertion's projection runs at once unless ``project`` is False."""
+    if decision not in ASSERTION_DECISIONS:
+        raise InvalidInput(f"unknown decision {decision!r}",
+                           details={"field": "decision", "allowed": list(ASSERTION_DECISIONS)})
+    reviewer = _reviewer(ctx)
+    require_idle(conn, "decide_assertion")
+    result = Decided()
+    with committed_unit(conn):
+        if assertion_id not in _visible_ids(conn, ctx, [assertion_id]):
+            raise NotFound(f"no assertion {assertion_id}", details={"field": "assertionId"})
+        changed = _decide_one(conn, settings, ctx, assertion_id, decision, reviewer=reviewer,
+                              reason_code=_reason(reason_code), successor_id=successor_id,
+                              note=note)
+        if decision == "supersede" and not changed:
+            raise Conflict(f"the supersede of {assertion_id} was refused",
+                           details={"assertionId": str(assertion_id)})
+    (result.decided if changed else result.unchanged).append(str(assertion_id))
+    if project:
+        result.projected = _project(conn, settings, ctx.instance_key, [assertion_id])
+    return result
+
+
+def decide_pending(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
+                   decision: str, *, assertion_type: str | None = None,
+                   audience: str | None = None, origin: str | None = None,
+                   ids: list[UUID] | None = None, limit: int = BULK_LIMIT,
+                   reason_code: str | None = None, note: str | None = None) -> Decided:
+    """Bulk ``approve`` or ``reject`` of the pending assertions of a filtered queue (the
+    filters of :func:`queues.pending_assertions`, optionally narrowed to ``ids``), at most
+    ``limit`` (<= :data:`BULK_LIMIT`) of them, oldest first, in one committed unit; then
+    their projections run. Call again while it decides ``limit`` of them."""
+    if decision not in ("approve", "reject"):
+        raise InvalidInput("a bulk decision is approve or reject",
+                           details={"field": "decision", "allowed": ["approve", "reject"]})
+    if not 1 <= limit <= BULK_LIMIT:
+        raise InvalidInput(f"limit must be between 1 and {BULK_LIMIT}",
+                           details={"field": "limit"})
+    queues._check(assertion_type, queues.ASSERTION_TYPES, "type")
+    queues._check(audience, queues.AUDIENCE_KINDS, "audience")
+    queues._check(origin, queues.ORIGINS, "origin")
+    reviewer = _reviewer(ctx)
+    require_idle(conn, "decide_pending")
+    result = Decided()
+    with committed_unit(conn):
+        rows = queues.pending_assertion_rows(conn, ctx, assertion_type=assertion_type,
+                                             audience=audience, origin=origin, limit=limit,
+                                             ids=ids)
+        for row in rows:
+            changed = lifecycle.decide(conn, ctx.instance_key, row["id"], decision,
+                                       reviewer_kind="human", reason_code=_reason(reason_code),
+                                       reviewer_id=reviewer, note=note, settings=settings)
+            (result.decided if changed else result.unchanged).append(str(row["id"]))
+    result.projected = _project(conn, settings, ctx.instance_key, [r["id"] for r in rows])
+    return result
+
+
+def resolve(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
+            conflict_id: UUID, action: str, *, keep_id: UUID | None = None,
+            project: bool = True) -> Decided:
+    """A person resolves an open conflict ``ctx`` may see (NotFound otherwise):
+
+    * ``keep_one``: ``keep_id`` stays, the other is superseded by it;
+    * ``merge``: the same, folded as a duplicate;
+    * ``keep_both``: both stand (they do not contradict each other); both are approved by
+      the person (``approve`` reviews), so automation treats the pair as decided;
+    * ``reject_challenger``: the challenge was wrong (the challenger, or the other one of
+      the pair when ``keep_id`` names the challenger, is rejected).
+
+    Through ``lifecycle.resolve_conflict`` (reviewer kind ``human``, ``resolved_by`` the
+    reviewer). Conflict when already resolved or refused."""
+    if action not in CONFLICT_ACTIONS:
+        raise InvalidInput(f"unknown action {action!r}",
+                           details={"field": "action", "allowed": list(CONFLICT_ACTIONS)})
+    reviewer = _reviewer(ctx)
+    require_idle(conn, "resolve")
+    result = Decided()
+    with committed_unit(conn):
+        row = conn.execute(
+            "SELECT assertion_id, conflicting_assertion_id, status"
+            "  FROM agent_memory_assertion_conflicts WHERE instance_key = %s AND id = %s",
+            (ctx.instance_key, conflict_id)).fetchone()
+        if row is None or not {row[0], row[1]} <= _visible_ids(conn, ctx, [row[0], row[1]]):
+            raise NotFound(f"no conflict {conflict_id}", details={"field": "conflictId"})
+        pair = [row[0], row[1]]
+        resolution = CONFLICT_ACTIONS[action]
+        if resolution in ("superseded", "duplicate") and keep_id is None:
+            raise InvalidInput(f"{action} needs keepId (the assertion that stays)",
+                               details={"field": "keepId"})
+        lifecycle.resolve_conflict(conn, ctx.instance_key, conflict_id, resolution=resolution,
+                                   resolved_by=reviewer, survivor_id=keep_id,
+                                   reviewer_kind="human", settings=settings)
+        if resolution == "kept_both":
+            for assertion_id in pair:
+                lifecycle.decide(conn, ctx.instance_key, assertion_id, "approve",
+                                 reviewer_kind="human", reason_code="conflict_kept_both",
+                                 reviewer_id=reviewer, note=f"conflict {conflict_id}",
+                                 settings=settings)
+    result.decided.append(str(conflict_id))
+    if project:
+        result.projected = _project(conn, settings, ctx.instance_key, pair)
+    return result
+
+
+def decide_wiki_draft(conn: psycopg.Connection, ctx: AccessContext, proposal_id: UUID,
+                      decision: str, *, reason: str | None = None) -> Decided:
+    """A person approves or rejects a Wiki draft ``ctx`` may see (NotFound otherwise;
+    Conflict when it is no longer a draft). ``decided_by`` is the reviewer; nothing is
+    published here."""
+    if decision not in WIKI_DECISIONS:
+        raise InvalidInput(f"unknown decision {decision!r}",
+                           details={"field": "decision", "allowed": list(WIKI_DECISIONS)})
+    reviewer = _reviewer(ctx)
+    require_idle(conn, "decide_wiki_draft")
+    result = Decided()
+    with committed_unit(conn):
+        if not queues.wiki_draft_rows(conn, ctx, limit=1, ids=[proposal_id]):
+            exists = conn.execute(
+                "SELECT state FROM wiki_change_proposals WHERE instance_key = %s AND id = %s",
+                (ctx.instance_key, proposal_id)).fetchone()
+            visible = exists is not None and conn.execute(
+                sql.SQL("SELECT 1 FROM {wiki} w WHERE w.id = %(id)s AND {visible}").format(
+                    wiki=queues.WIKI, visible=audience_predicate(ctx, "w")),
+                {"id": proposal_id}).fetchone() is not None
+            if not visible:
+                raise NotFound(f"no wiki proposal {proposal_id}",
+                               details={"field": "proposalId"})
+            raise Conflict(f"wiki proposal {proposal_id} is {exists[0]}, not a draft",
+                           details={"proposalId": str(proposal_id)})
+        conn.execute(
+            "UPDATE wiki_change_proposals SET state = %s, decided_by = %s, decided_at = now(),"
+            " decision_reason = %s WHERE instance_key = %s AND id = %s AND state = 'draft'",
+            (WIKI_DECISIONS[decision], reviewer, reason or DEFAULT_REASON, ctx.instance_key,
+             proposal_id))
+    result.decided.append(str(proposal_id))
+    return result

@@ -1,0 +1,5 @@
+"""Fixtures of the activation-policy tests: the Dreaming tests' per-test settings (one
+migrated database per module, hash embeddings) and a clean environment."""
+
+from tests.dreaming.conftest import settings  # noqa: F401
+from tests.support.environment import clean_environment  # noqa: F401
