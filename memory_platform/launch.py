@@ -304,3 +304,18 @@ def execute_erasure(settings: Settings, instance_key: str, user_id: str, *,
         return result.run_id, result.output_for_node("erase_person")
     finally:
         instance.dispose()
+
+
+def record_rollback(settings: Settings, result: Any, partition_key: str,
+                    instance_key: str) -> None:
+    """Show a rollback made outside Dagster (the CLI) on the Dream's partition in the UI:
+    one runless materialisation per reverted Dream asset, with the rollback's metadata."""
+    from memory_platform.assets.rollback import rollback_materializations, rollback_metadata
+
+    instance = dagster_instance(settings)
+    try:
+        metadata = rollback_metadata(result, partition_key, instance_key)
+        for event in rollback_materializations(result, partition_key, metadata):
+            instance.report_runless_asset_event(event)
+    finally:
+        instance.dispose()

@@ -258,6 +258,8 @@ def dream_rollback(dream_id: str, as_json: bool) -> None:
         raise click.ClickException(f"{exc}; try again when the running Dream ends") from exc
     except (NotFound, InvalidInput, Conflict) as exc:
         raise click.ClickException(exc.message) from exc
+    if result.status != "already_rolled_back":
+        _show_rollback_in_dagster(settings, result)
     if as_json:
         click.echo(json.dumps(result.as_json(), indent=2))
         return
@@ -354,3 +356,18 @@ def show_lines(d: dict) -> list[str]:
     else:
         out.append("rollback: not rolled back (`memory-platform dream rollback ID`)")
     return out
+
+
+def _show_rollback_in_dagster(settings, result) -> None:
+    """The rollback on the Dream's partition in the Dagster UI (best effort: the ledger change
+    stands whatever Dagster's storage says)."""
+    from memory_platform.launch import record_rollback
+
+    try:
+        with platform_connection(settings) as conn:
+            row = conn.execute("SELECT partition_key, instance_key FROM agent_memory_dreams"
+                               " WHERE id = %s", (result.dream_id,)).fetchone()
+        if row:
+            record_rollback(settings, result, row[0], row[1])
+    except Exception as exc:  # reported, not fatal: the rollback itself is done
+        click.echo(f"note: the rollback could not be shown in Dagster ({exc})", err=True)

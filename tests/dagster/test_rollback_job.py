@@ -96,3 +96,32 @@ def _key(name: str):
     from dagster import AssetKey
 
     return AssetKey(name)
+
+
+def test_a_rollback_from_the_cli_shows_on_the_partition_too(db, settings, resources):
+    from click.testing import CliRunner
+
+    from memory_platform.cli import main
+    from memory_platform.orchestration.home import dagster_instance
+    from memory_platform.orchestration.partitions import AUDIENCES
+
+    partition = seed_team(db, settings, new_instance_key())
+    platform = dagster_instance(settings)
+    try:
+        platform.add_dynamic_partitions(AUDIENCES, [partition.partition_key])
+        run = materialise(platform, resources, partition)
+        assert run.success
+        (row,) = dream_rows(db, partition.instance_key)
+
+        result = CliRunner().invoke(main, ["dream", "rollback", str(row["id"])])
+
+        assert result.exit_code == 0, result.output
+        (latest,) = platform.get_event_records(
+            EventRecordsFilter(DagsterEventType.ASSET_MATERIALIZATION,
+                               asset_key=_key("dream_assertions"),
+                               asset_partitions=[partition.partition_key]),
+            limit=1, ascending=False)
+        metadata = latest.event_log_entry.asset_materialization.metadata
+        assert metadata["status"] == TextMetadataValue("rolled_back")
+    finally:
+        platform.dispose()
