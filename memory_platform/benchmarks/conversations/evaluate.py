@@ -230,7 +230,8 @@ def ask(caller: Caller, settings: Settings, corpus: Sequence[Conversation],
 
 def cleanup(conn: psycopg.Connection, instance_key: str) -> int:
     """Delete the benchmark users' memories (chunks cascade), the source envelopes no ledger
-    evidence names and the users' session participation; answers the memories deleted."""
+    evidence names, the users' session participation and their registry rows (their keys
+    registered them); answers the memories deleted."""
     users = f"{USER_PREFIX}%"
     with conn.transaction():
         sources = conn.execute(
@@ -243,6 +244,8 @@ def cleanup(conn: psycopg.Connection, instance_key: str) -> int:
             (instance_key, [row[0] for row in sources if row[0]]))
         conn.execute("DELETE FROM agent_session_participants WHERE instance_key = %s"
                      " AND user_id LIKE %s", (instance_key, users))
+        conn.execute("DELETE FROM agent_users WHERE instance_key = %s AND user_id LIKE %s",
+                     (instance_key, users))
     return len(sources)
 
 
