@@ -31,7 +31,8 @@ def keys() -> None:
 @click.option("--agent", is_flag=True,
               help="A user key of an agent: its writes are assistant inference.")
 @click.option("--instance", default=None, help="Instance (default MEMORY_INSTANCE_KEY).")
-@click.option("--scopes", required=True, help="Comma-separated: memory:read,memory:write,admin")
+@click.option("--scopes", required=True,
+              help="Comma-separated: memory:read,memory:write,memory:review,admin")
 @click.option("--name", default="", help="A label to recognise the key by.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"id": ..., "token": ...}.')
 def keys_create(user_id: str | None, runtime: bool, agent: bool, instance: str | None,
