@@ -10,7 +10,6 @@ its end, skipping every partition it processed.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -30,7 +29,7 @@ from memory_platform.db.units import committed_unit
 from memory_platform.dreaming.checks import CheckOutcome
 from memory_platform.dreaming.partitions import Partition as DreamPartition
 from memory_platform.graph.build import latest_dream
-from memory_platform.orchestration.metadata import md_table
+from memory_platform.orchestration.metadata import md_table, snake_key
 from memory_platform.settings import Settings
 
 __all__ = ["CONSOLIDATION_CHECK", "CONSOLIDATION_CHECK_DESCRIPTION", "ConsolidationStep",
@@ -47,10 +46,6 @@ WRITES = ("agent_memory_assertions, agent_memory_assertion_reviews, "
           "agent_memory_dreams (stats_json.consolidation)")
 _LEADING = ("pairsJudged", "duplicates", "superseded", "conflictsOpened", "entitiesMerged",
             "claimsPruned", "edgesPruned", "auditRows")
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
 
 def _partition(key: str) -> Partition:
@@ -126,7 +121,7 @@ def result_metadata(result: ConsolidationResult) -> dict[str, MetadataValue]:
     diagnostics."""
     summary = result.summary()
     meta: dict[str, MetadataValue] = {
-        _snake(name): MetadataValue.int(int(summary[name])) for name in _LEADING}
+        snake_key(name): MetadataValue.int(int(summary[name])) for name in _LEADING}
     meta["decisions"] = MetadataValue.md(md_table(
         ["relation", "outcome", "survivor", "loser", "left", "right", "reason"],
         [[d.relation, d.outcome, d.survivor, d.loser, d.left_text, d.right_text, d.reason]
@@ -135,7 +130,7 @@ def result_metadata(result: ConsolidationResult) -> dict[str, MetadataValue]:
         ["method", "merged", "survivor", "loser", "reason"],
         [[m.method, m.merged, m.survivor_label, m.loser_label, m.reason]
          for m in result.entities.merges], empty="_no entity merged_"))
-    meta.update({_snake(name): MetadataValue.int(int(value))
+    meta.update({snake_key(name): MetadataValue.int(int(value))
                  for name, value in summary.items() if name not in _LEADING})
     diagnostics = result.all_diagnostics()
     if diagnostics:
@@ -164,7 +159,7 @@ def sweep_metadata(swept: list[ConsolidationResult]) -> dict[str, MetadataValue]
         for name, value in s.summary().items():
             totals[name] = totals.get(name, 0) + int(value)
     meta: dict[str, MetadataValue] = {"partitions": MetadataValue.int(len(swept))}
-    meta.update({_snake(name): MetadataValue.int(value) for name, value in totals.items()})
+    meta.update({snake_key(name): MetadataValue.int(value) for name, value in totals.items()})
     meta["partitions_swept"] = MetadataValue.md(_sweep_table(swept))
     return meta
 

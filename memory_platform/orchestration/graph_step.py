@@ -10,7 +10,6 @@ the partition's due jobs.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +27,7 @@ from memory_platform.graph.build import (
     process_graph_jobs,
 )
 from memory_platform.graph.checks import graph_support_check
-from memory_platform.orchestration.metadata import md_table
+from memory_platform.orchestration.metadata import md_table, snake_key
 from memory_platform.settings import Settings
 
 __all__ = ["GRAPH_CHECK", "GRAPH_CHECK_DESCRIPTION", "GraphStep", "graph_check",
@@ -87,7 +86,7 @@ def graph_metadata(build: GraphBuild, dream_id: Any) -> dict[str, MetadataValue]
     summary = build.summary()
     meta: dict[str, MetadataValue] = {"dream_id": MetadataValue.text(
         str(dream_id) if dream_id else "-")}
-    meta.update({_snake(name): MetadataValue.int(int(summary[name])) for name in _LEADING})
+    meta.update({snake_key(name): MetadataValue.int(int(summary[name])) for name in _LEADING})
     meta["new_claims"] = MetadataValue.md(md_table(
         ["subject", "predicate", "object", "claim", "source assertions"],
         [[c.get("subject"), c.get("predicate"), c.get("object"), c.get("assertionText"),
@@ -99,16 +98,11 @@ def graph_metadata(build: GraphBuild, dream_id: Any) -> dict[str, MetadataValue]
             ["partition", "code", "message", "assertions"],
             [[f.partition_key, f.code, f.message, len(f.assertion_ids)]
              for f in build.failures]))
-    meta.update({_snake(name): MetadataValue.int(int(value))
+    meta.update({snake_key(name): MetadataValue.int(int(value))
                  for name, value in summary.items() if name not in _LEADING})
     meta["models"] = MetadataValue.json(build.models)
     meta["writes"] = MetadataValue.text(GRAPH_WRITES)
     return meta
-
-
-def _snake(name: str) -> str:
-    """``claimsAdded`` -> ``claims_added``: metadata keys are snake case, as the Dream's."""
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
 
 def graph_check(conn: psycopg.Connection, partition_key: str) -> CheckOutcome:

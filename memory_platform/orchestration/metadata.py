@@ -93,6 +93,11 @@ def materialized_assets(result: DreamResult) -> list[str]:
 _MARKUP = re.compile(r"([\\`*\[\]()!<>|~&:@.#{}$^]|(?<![^\W_])_|_(?![^\W_]))")
 
 
+def snake_key(name: str) -> str:
+    """``claimsAdded`` -> ``claims_added``: metadata keys are snake case, as the Dream's."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
 def md_text(value: Any) -> str:
     """``value`` as literal inline Markdown (see ``_MARKUP``)."""
     return _MARKUP.sub(r"\\\1", "" if value is None else str(value))
