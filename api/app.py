@@ -16,7 +16,12 @@ from starlette.middleware import Middleware
 from api import table
 from api.auth import ApiKeys
 from api.errors import EXCEPTION_HANDLERS
-from api.launching import DreamLauncher, configured_launcher
+from api.launching import (
+    DreamLauncher,
+    RollbackRecorder,
+    configured_launcher,
+    configured_rollback_recorder,
+)
 from api.metrics import Metrics
 from api.routes.health import ProbeConnection
 from api.threads import database_threads
@@ -40,6 +45,7 @@ class AppState(TypedDict):
     api_keys: ApiKeys
     metrics: Metrics
     launcher: DreamLauncher | None
+    rollback_recorder: RollbackRecorder | None
     probe: ProbeConnection
 
 
@@ -50,12 +56,16 @@ def _refuse_edited_migrations(pool: ConnectionPool, settings: Settings) -> None:
 
 
 def create_app(settings: Settings | None = None, *,
-               launcher: DreamLauncher | None = None) -> Starlette:
+               launcher: DreamLauncher | None = None,
+               rollback_recorder: RollbackRecorder | None = None) -> Starlette:
     """The API for ``settings`` (default: the environment's; also uvicorn's factory).
     ``launcher`` (default: the one ``settings.api_dream_launcher`` names) starts Dream runs
-    (``POST /internal/memory/dreams``); without one that route answers 503."""
+    (``POST /internal/memory/dreams``); without one that route answers 503.
+    ``rollback_recorder`` (default: ``settings.api_rollback_recorder``'s) shows a rollback
+    made through the API in Dagster (``api.launching``)."""
     settings = settings or get_settings()
     launcher = launcher or configured_launcher(settings)
+    rollback_recorder = rollback_recorder or configured_rollback_recorder(settings)
     metrics = Metrics()
 
     @asynccontextmanager
@@ -71,6 +81,7 @@ def create_app(settings: Settings | None = None, *,
                            database_threads=threads,
                            api_keys=ApiKeys(pool, settings),
                            metrics=metrics, launcher=launcher,
+                           rollback_recorder=rollback_recorder,
                            probe=probe)
         finally:
             await run_in_threadpool(probe.close)

@@ -1,9 +1,14 @@
-"""The API's port to the Dream launcher: the one call it makes to start a Dream run.
+"""The API's ports to the orchestrator: the two calls it makes into Dagster.
 
-The launcher is injected: ``create_app(launcher=...)``, or else the callable the
-``api_dream_launcher`` setting names (``module:name``, the Dagster launcher by default),
-imported on the first launch. The API never imports the orchestrator's code itself; an app
-with no launcher answers a launch request 503.
+* the **Dream launcher** starts a Dream run (``POST /internal/memory/dreams``);
+* the **rollback recorder** shows a rollback made through the API on the Dream's partition
+  in the Dagster UI, as a rollback launched there shows (``POST .../{id}/rollback``).
+
+Each is injected (``create_app(launcher=..., rollback_recorder=...)``) or else the callable
+a setting names (``api_dream_launcher``, ``api_rollback_recorder``: ``module:name``, the
+Dagster implementations by default), imported on its first call. The API never imports the
+orchestrator's code itself; an app with no launcher answers a launch request 503, one with
+no recorder leaves Dagster's view of a rolled-back partition as it was.
 """
 
 from __future__ import annotations
@@ -11,10 +16,11 @@ from __future__ import annotations
 import logging
 import pkgutil
 import threading
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from api.errors import ApiError
+from memory_platform.dreaming.rollback import RollbackResult
 from memory_platform.errors import MemoryPlatformError
 from memory_platform.settings import Settings
 
@@ -35,27 +41,50 @@ class DreamLauncher(Protocol):
         ...
 
 
-class ConfiguredLauncher:
-    """The launcher a setting names, imported on its first call (the orchestrator's imports
-    cost seconds, and most API processes never launch a Dream)."""
+class RollbackRecorder(Protocol):
+    def __call__(self, settings: Settings, result: RollbackResult) -> bool:
+        """Show a done rollback in the orchestrator; True when something was shown."""
+        ...
+
+
+class Configured:
+    """The callable a setting names (``module:name``), imported on its first call (the
+    orchestrator's imports cost seconds, and most API processes never need them)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._launch: DreamLauncher | None = None
+        self._target: Callable[..., Any] | None = None
         self._lock = threading.Lock()
 
-    def __call__(self, settings: Settings, partition_keys: Sequence[str], *,
-                 model: str | None, dry_run: bool) -> LaunchedRun:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
-            if self._launch is None:
-                self._launch = pkgutil.resolve_name(self.name)
-        return self._launch(settings, partition_keys, model=model, dry_run=dry_run)
+            if self._target is None:
+                self._target = pkgutil.resolve_name(self.name)
+        return self._target(*args, **kwargs)
 
 
 def configured_launcher(settings: Settings) -> DreamLauncher | None:
     """The launcher ``settings.api_dream_launcher`` names, or None when it names none."""
-    return ConfiguredLauncher(settings.api_dream_launcher) if settings.api_dream_launcher \
+    return Configured(settings.api_dream_launcher) if settings.api_dream_launcher else None
+
+
+def configured_rollback_recorder(settings: Settings) -> RollbackRecorder | None:
+    """The recorder ``settings.api_rollback_recorder`` names, or None when it names none."""
+    return Configured(settings.api_rollback_recorder) if settings.api_rollback_recorder \
         else None
+
+
+def record_rollback(recorder: RollbackRecorder | None, settings: Settings,
+                    result: RollbackResult) -> bool:
+    """Whether the rollback now shows in the orchestrator. Best effort: the ledger change
+    stands whatever the orchestrator's storage says, so a failure is logged, not raised."""
+    if recorder is None or result.status != "rolled_back":
+        return False
+    try:
+        return bool(recorder(settings, result))
+    except Exception:
+        log.exception("showing the rollback of dream %s in Dagster failed", result.dream_id)
+        return False
 
 
 def launch_dreams(launcher: DreamLauncher | None, settings: Settings,

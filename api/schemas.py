@@ -468,6 +468,10 @@ class DreamRollbackResponse(BaseModel):
     protected: list[dict[str, Any]] = Field(
         description="Left as they are: {kind, id, reason} (human review, approved wiki).")
     projection_jobs: int = Field(alias="projectionJobs")
+    shown_in_dagster: bool = Field(
+        False, alias="shownInDagster",
+        description="Whether the rollback now shows on the Dream's partition in Dagster "
+        "(false for a repeated rollback, or when the API has no rollback recorder).")
 
 
 # --- sessions: turn items in, the context graph back out -------------------------------------

@@ -306,12 +306,21 @@ def execute_erasure(settings: Settings, instance_key: str, user_id: str, *,
         instance.dispose()
 
 
-def record_rollback(settings: Settings, result: Any, partition_key: str,
-                    instance_key: str) -> None:
-    """Show a rollback made outside Dagster (the CLI) on the Dream's partition in the UI:
-    one runless materialisation per reverted Dream asset, with the rollback's metadata."""
+def show_rollback_in_dagster(settings: Settings, result: Any) -> bool:
+    """Show a rollback made outside Dagster (the CLI, the API) on the Dream's partition in the
+    UI: one runless materialisation per reverted Dream asset, with the rollback's metadata,
+    as ``rollback_dream_job`` reports it. False when there was nothing to show (a repeated
+    rollback, a Dream without a partition)."""
     from memory_platform.assets.rollback import rollback_materializations, rollback_metadata
 
+    if result.status != "rolled_back":
+        return False
+    with connect(settings, autocommit=True) as conn:
+        row = conn.execute("SELECT partition_key, instance_key FROM agent_memory_dreams"
+                           " WHERE id = %s", (result.dream_id,)).fetchone()
+    if not row or not row[0]:
+        return False
+    partition_key, instance_key = row
     instance = dagster_instance(settings)
     try:
         metadata = rollback_metadata(result, partition_key, instance_key)
@@ -319,3 +328,4 @@ def record_rollback(settings: Settings, result: Any, partition_key: str,
             instance.report_runless_asset_event(event)
     finally:
         instance.dispose()
+    return True

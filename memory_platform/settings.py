@@ -154,6 +154,11 @@ class Settings(BaseSettings):
         description="The callable (module:name) the API starts Dream runs with (POST "
         "/internal/memory/dreams); empty: the API launches nothing and answers 503.",
     )
+    api_rollback_recorder: str = Field(
+        "memory_platform.launch:show_rollback_in_dagster",
+        description="The callable (module:name) that shows a rollback made through the API "
+        "on the Dream's partition in Dagster; empty: Dagster is not told.",
+    )
     dream_list_limit: int = Field(
         50, ge=1, le=1000,
         description="Newest dream rows a listing answers (`dream list`, GET "

@@ -8,7 +8,8 @@
   proposals, accepted and rejected items with reason codes, policy preview, dry-run
   proposals, the effective model and its source, rollback state); 404 like rollback;
 * ``POST {dream_id}/rollback``: compensate one Dream (404 for unknown ids and for another
-  instance's).
+  instance's) and show it on the Dream's partition in Dagster through the app's rollback
+  recorder (``api.launching``), as a rollback launched from the Dagster UI shows.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from starlette.responses import Response
 
 from api.auth import api_key
 from api.errors import ApiError
-from api.launching import launch_dreams
+from api.launching import launch_dreams, record_rollback
 from api.responses import model_response
 from api.schemas import (
     DreamLaunch,
@@ -121,4 +122,6 @@ async def rollback_route(request: Request) -> DreamRollbackResponse:
     result = await with_connection(request, rollback_dream, dream_id, settings=state.settings,
                                    embedder=state.embedder,
                                    instance_key=api_key(request).instance_key)
-    return DreamRollbackResponse.model_validate(result.as_json())
+    shown = await run_in_threadpool(record_rollback, state.rollback_recorder, state.settings,
+                                    result)
+    return DreamRollbackResponse.model_validate({**result.as_json(), "shownInDagster": shown})

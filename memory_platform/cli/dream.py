@@ -361,13 +361,9 @@ def show_lines(d: dict) -> list[str]:
 def _show_rollback_in_dagster(settings, result) -> None:
     """The rollback on the Dream's partition in the Dagster UI (best effort: the ledger change
     stands whatever Dagster's storage says)."""
-    from memory_platform.launch import record_rollback
+    from memory_platform.launch import show_rollback_in_dagster
 
     try:
-        with platform_connection(settings) as conn:
-            row = conn.execute("SELECT partition_key, instance_key FROM agent_memory_dreams"
-                               " WHERE id = %s", (result.dream_id,)).fetchone()
-        if row:
-            record_rollback(settings, result, row[0], row[1])
+        show_rollback_in_dagster(settings, result)
     except Exception as exc:  # reported, not fatal: the rollback itself is done
         click.echo(f"note: the rollback could not be shown in Dagster ({exc})", err=True)

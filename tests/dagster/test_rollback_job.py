@@ -125,3 +125,47 @@ def test_a_rollback_from_the_cli_shows_on_the_partition_too(db, settings, resour
         assert metadata["status"] == TextMetadataValue("rolled_back")
     finally:
         platform.dispose()
+
+
+def test_a_rollback_through_the_api_shows_on_the_partition_too(db, settings, resources,
+                                                               database_url):
+    """The API's default rollback recorder (``api_rollback_recorder``) reports to the
+    platform's Dagster instance, as the CLI and ``rollback_dream_job`` do; a repeated
+    rollback shows nothing new."""
+    from memory_platform.orchestration.home import dagster_instance
+    from memory_platform.orchestration.partitions import AUDIENCES
+    from tests.api.conftest import ADMIN, key_maker, open_client
+
+    partition = seed_team(db, settings, new_instance_key())
+    platform = dagster_instance(settings)
+    try:
+        platform.add_dynamic_partitions(AUDIENCES, [partition.partition_key])
+        assert materialise(platform, resources, partition).success
+        (row,) = dream_rows(db, partition.instance_key)
+        token = key_maker(database_url)("ops", scopes=(ADMIN,),
+                                                 instance=partition.instance_key)
+        url = f"/internal/memory/dreams/{row['id']}/rollback"
+        api_settings = settings.model_copy(update={"api_dream_launcher": ""})
+
+        with open_client(api_settings) as client:
+            first = client.post(url, headers={"Authorization": f"Bearer {token}"})
+            again = client.post(url, headers={"Authorization": f"Bearer {token}"})
+
+        assert first.status_code == 200, first.text
+        assert first.json()["shownInDagster"] is True
+        assert again.json()["status"] == "already_rolled_back"
+        assert again.json()["shownInDagster"] is False
+        for asset in ROLLED_BACK_ASSETS:
+            records = platform.get_event_records(
+                EventRecordsFilter(DagsterEventType.ASSET_MATERIALIZATION,
+                                   asset_key=_key(asset),
+                                   asset_partitions=[partition.partition_key]),
+                ascending=False)
+            latest = records[0].event_log_entry.asset_materialization
+            assert latest.metadata["status"] == TextMetadataValue("rolled_back")
+            assert latest.metadata["dream_id"] == TextMetadataValue(str(row["id"]))
+            rolled = [r for r in records if r.event_log_entry.asset_materialization
+                      .metadata.get("status") == TextMetadataValue("rolled_back")]
+            assert len(rolled) == 1, "the repeated rollback reported nothing"
+    finally:
+        platform.dispose()
