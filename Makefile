@@ -17,6 +17,7 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet --constraint constraints.txt --editable '.[dev,local]'
+	scripts/install-browser
 	@touch $(STAMP)
 
 install: $(STAMP)  ## Create .venv and install the project with its pinned dependencies

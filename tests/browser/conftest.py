@@ -1,0 +1,112 @@
+"""Browser tests: a real headless Chromium (Debian's, installed by ``scripts/install-browser``
+from ``make install``) driven by Playwright against the API served by uvicorn on loopback.
+
+Fixtures: ``live_url`` (the app of the test's ``api_settings`` on a free loopback port),
+``browser`` (one Chromium per session), ``page`` (a fresh context at 1600x1000 per test).
+The database fixtures (``database_url``, ``api_settings``, ``make_key``, ...) are the API
+tests' own. Without a Chromium the tests skip with the reason only when
+``MEMORY_TEST_SKIP_BROWSER=1`` says so; otherwise a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from api.app import create_app
+from memory_platform.settings import Settings
+from tests.api.conftest import (  # noqa: F401  (fixtures shared with the API tests)
+    api_settings,
+    database_url,
+    make_key,
+)
+
+# Chromium flags for a closed network: no background traffic, no first-run work, no sandbox
+# (the tests may run as root).
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--disable-dev-shm-usage"]
+VIEWPORT = {"width": 1600, "height": 1000}
+
+
+def chromium_path() -> str | None:
+    for candidate in (os.environ.get("MEMORY_TEST_CHROMIUM"), shutil.which("chromium"),
+                      shutil.which("chromium-browser"), "/usr/bin/chromium"):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LiveServer:
+    """uvicorn serving ``create_app(settings)`` in a thread of this process."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.port = _free_port()
+        config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=self.port,
+                                log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> LiveServer:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the API did not start for the browser test")
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
+
+
+@pytest.fixture
+def live_url(api_settings: Settings) -> Iterator[str]:  # noqa: F811
+    with LiveServer(api_settings) as server:
+        yield server.url
+
+
+@pytest.fixture(scope="session")
+def browser():
+    path = chromium_path()
+    if path is None:
+        if os.environ.get("MEMORY_TEST_SKIP_BROWSER") == "1":
+            pytest.skip("no Chromium and MEMORY_TEST_SKIP_BROWSER=1")
+        pytest.fail("no Chromium: run scripts/install-browser (make install does), set "
+                    "MEMORY_TEST_CHROMIUM=/path/to/chromium, or MEMORY_TEST_SKIP_BROWSER=1")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport=VIEWPORT)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
