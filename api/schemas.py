@@ -7,16 +7,20 @@ instructions: ``trust`` is always ``"untrusted-data"`` and the text sits in ``co
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Strict as PydanticStrict
 
 from memory_platform.access import AudienceKind
 from memory_platform.dreaming.model import normalise_model_name
 from memory_platform.errors import InvalidInput
 from memory_platform.maintenance.profiles import USER_ID_MAX_CHARS
 from memory_platform.memories.validation import parse_occurred_at
+from memory_platform.review.decisions import BULK_LIMIT as REVIEW_BULK_MAX
+from memory_platform.review.queues import MAX_LIMIT as REVIEW_PAGE_MAX
 
 UNTRUSTED = "untrusted-data"
 AssertionType = Literal["fact", "preference", "decision", "constraint", "procedure"]
@@ -472,6 +476,136 @@ class DreamRollbackResponse(BaseModel):
         False, alias="shownInDagster",
         description="Whether the rollback now shows on the Dream's partition in Dagster "
         "(false for a repeated rollback, or when the API has no rollback recorder).")
+
+
+class DreamModel(BaseModel):
+    """The model a Dream used exactly, and where the choice came from."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    model: str | None = None
+    source: str | None = Field(None, description="explicit | setting | default | ...")
+
+
+class DreamRollbackState(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    rolled_back: bool = Field(alias="rolledBack")
+    rolled_back_at: str | None = Field(None, alias="rolledBackAt")
+    reverted: int = Field(description="Assertions tombstoned or put back.")
+    kept_by_person: int = Field(alias="keptByPerson",
+                                description="Assertions kept because a person decided them.")
+    result: dict[str, Any] | None = Field(None, description="The rollback's full result.")
+
+
+class DreamDetailResponse(DreamOut):
+    """``GET /internal/memory/dreams/{dream_id}``: one Dream in full."""
+
+    effective_model: DreamModel = Field(alias="effectiveModel")
+    proposals: dict[str, Any] = Field(description="The validated proposals as stored.")
+    dry_run_proposals: list[dict[str, Any]] = Field(
+        alias="dryRunProposals", description="A dry run's proposals with their policy "
+        "preview decision and reason code (empty for a real run).")
+    policy_preview: list[dict[str, Any]] = Field(alias="policyPreview")
+    accepted: list[dict[str, Any]] = Field(
+        description="Assertions the Dream created or reused: state, decision, reason code.")
+    rejected: list[dict[str, Any]] = Field(
+        description="Rejected items: kind, item, reasonCode, stage (validation, safety, "
+        "policy_preview).")
+    rejected_by_reason: dict[str, Any] = Field(alias="rejectedByReason")
+    wiki_proposals: list[dict[str, Any]] = Field(alias="wikiProposals")
+    diagnostics_full: list[dict[str, Any]] = Field(alias="diagnosticsFull")
+    rollback: DreamRollbackState
+
+
+# --- review queues and a person's decisions (memory:review) ---------------------------------
+ReviewAudience = Literal["private", "team", "workspace", "channel"]
+ReasonCode = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]
+# Ids arrive as JSON strings: parsed as UUIDs (a malformed one is a 400 naming the field).
+IdIn = Annotated[uuid.UUID, PydanticStrict(False)]
+
+
+class ReviewQueueParams(BaseModel):
+    """Query string of a review queue (lax: text by nature; unknown names rejected)."""
+
+    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+    kind: Literal["assertion", "conflict", "wiki_draft"] = "assertion"
+    type: str | None = Field(None, description="Assertion queue only: one assertion type.")
+    audience: ReviewAudience | None = None
+    origin: str | None = Field(None, description="Assertion queue only: one origin.")
+    limit: int | None = Field(None, ge=1, le=REVIEW_PAGE_MAX)
+    cursor: str | None = Field(None, max_length=200,
+                               description="nextCursor of the previous page.")
+    channel_thread_key: str | None = Field(None, alias="channelThreadKey", min_length=1,
+                                           max_length=200)
+    group_room_id: str | None = Field(None, alias="groupRoomId", min_length=1, max_length=200)
+
+
+class ReviewQueueResponse(BaseModel):
+    items: list[dict[str, Any]]
+    next_cursor: str | None = Field(None, serialization_alias="nextCursor")
+
+
+class AssertionDecisionIn(Strict):
+    decision: Literal["approve", "reject", "supersede"]
+    successor_id: IdIn | None = Field(None, alias="successorId",
+                                      description="supersede: the assertion that replaces it.")
+    reason_code: ReasonCode | None = Field(None, alias="reasonCode")
+    note: str | None = Field(None, max_length=2000)
+
+
+class BulkDecisionIn(Strict):
+    """Approve or reject the pending assertions of a filtered queue (oldest first)."""
+
+    decision: Literal["approve", "reject"]
+    type: str | None = None
+    audience: ReviewAudience | None = None
+    origin: str | None = None
+    ids: list[IdIn] | None = Field(None, max_length=REVIEW_BULK_MAX)
+    limit: int = Field(REVIEW_BULK_MAX, ge=1, le=REVIEW_BULK_MAX)
+    reason_code: ReasonCode | None = Field(None, alias="reasonCode")
+    note: str | None = Field(None, max_length=2000)
+
+
+class ConflictResolutionIn(Strict):
+    action: Literal["keep_one", "keep_both", "merge", "reject_challenger"]
+    keep_id: IdIn | None = Field(None, alias="keepId",
+                                 description="keep_one and merge: the assertion that stays.")
+
+
+class WikiDecisionIn(Strict):
+    decision: Literal["approve", "reject"]
+    reason: str | None = Field(None, max_length=2000)
+
+
+class DecisionResponse(BaseModel):
+    decided: list[str] = Field(description="Ids whose state the decision changed.")
+    unchanged: list[str] = Field(description="Decisions recorded; the state was already so.")
+    refused: list[dict[str, str]]
+    projected: int = Field(description="Projection jobs run at once (recall sees them now).")
+
+
+# --- users and their sharing preference (admin, a person's key) ------------------------------
+class UserListParams(BaseModel):
+    """Query string of the user listing (none today; unknown names rejected)."""
+
+    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+
+
+class SharingIn(Strict):
+    user_id: str = Field(alias="userId", min_length=1, max_length=200)
+    share: bool
+
+
+class UserOut(BaseModel):
+    user_id: str = Field(serialization_alias="userId")
+    created_at: str = Field(serialization_alias="createdAt")
+    created_by: str = Field(serialization_alias="createdBy")
+    shares_with_team: bool = Field(serialization_alias="sharesWithTeam")
+    share_is_default: bool = Field(serialization_alias="shareIsDefault")
+    share_changed_by: str | None = Field(serialization_alias="shareChangedBy")
+
+
+class UsersResponse(BaseModel):
+    users: list[UserOut]
 
 
 # --- sessions: turn items in, the context graph back out -------------------------------------

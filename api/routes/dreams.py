@@ -15,9 +15,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
@@ -27,6 +25,7 @@ from api.errors import ApiError
 from api.launching import launch_dreams, record_rollback
 from api.responses import model_response
 from api.schemas import (
+    DreamDetailResponse,
     DreamLaunch,
     DreamLaunchResponse,
     DreamListParams,
@@ -40,44 +39,6 @@ from memory_platform.dreaming.rollback import rollback_dream
 from memory_platform.dreaming.runs import list_dreams
 from memory_platform.dreaming.summary import dream_row_view
 from memory_platform.dreaming.targets import target_partitions
-
-
-class DreamModel(BaseModel):
-    """The model a Dream used exactly, and where the choice came from."""
-
-    model_config = ConfigDict(populate_by_name=True)
-    model: str | None = None
-    source: str | None = Field(None, description="explicit | setting | default | ...")
-
-
-class DreamRollbackState(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-    rolled_back: bool = Field(alias="rolledBack")
-    rolled_back_at: str | None = Field(None, alias="rolledBackAt")
-    reverted: int = Field(description="Assertions tombstoned or put back.")
-    kept_by_person: int = Field(alias="keptByPerson",
-                                description="Assertions kept because a person decided them.")
-    result: dict[str, Any] | None = Field(None, description="The rollback's full result.")
-
-
-class DreamDetailResponse(DreamOut):
-    """``GET /internal/memory/dreams/{dream_id}``: one Dream in full."""
-
-    effective_model: DreamModel = Field(alias="effectiveModel")
-    proposals: dict[str, Any] = Field(description="The validated proposals as stored.")
-    dry_run_proposals: list[dict[str, Any]] = Field(
-        alias="dryRunProposals", description="A dry run's proposals with their policy "
-        "preview decision and reason code (empty for a real run).")
-    policy_preview: list[dict[str, Any]] = Field(alias="policyPreview")
-    accepted: list[dict[str, Any]] = Field(
-        description="Assertions the Dream created or reused: state, decision, reason code.")
-    rejected: list[dict[str, Any]] = Field(
-        description="Rejected items: kind, item, reasonCode, stage (validation, safety, "
-        "policy_preview).")
-    rejected_by_reason: dict[str, Any] = Field(alias="rejectedByReason")
-    wiki_proposals: list[dict[str, Any]] = Field(alias="wikiProposals")
-    diagnostics_full: list[dict[str, Any]] = Field(alias="diagnosticsFull")
-    rollback: DreamRollbackState
 
 
 async def detail_route(request: Request) -> DreamDetailResponse:

@@ -1,77 +1,26 @@
 """/api/v1/review: the review queues and a person's decisions (scope ``memory:review``).
 Thin handlers over ``memory_platform.review``; the caller's context is resolved on the
 request's connection (``with_caller``), so a reviewer lists and decides only what the
-visibility rule opens to them (404 otherwise). The request/response models live here until
-the integrator moves them to ``api.schemas``."""
+visibility rule opens to them (404 otherwise). Request and response shapes: ``api.schemas``."""
 
 from __future__ import annotations
 
 import uuid
-from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 
 from api.auth import with_caller
 from api.errors import ApiError
+from api.schemas import (
+    AssertionDecisionIn,
+    BulkDecisionIn,
+    ConflictResolutionIn,
+    DecisionResponse,
+    ReviewQueueParams,
+    ReviewQueueResponse,
+    WikiDecisionIn,
+)
 from memory_platform.review import decisions, queues
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-class ReviewQueueParams(_Model):
-    kind: Literal["assertion", "conflict", "wiki_draft"] = "assertion"
-    type: str | None = None
-    audience: Literal["private", "team", "workspace", "channel"] | None = None
-    origin: str | None = None
-    limit: int | None = Field(default=None, ge=1, le=queues.MAX_LIMIT)
-    cursor: str | None = None
-    channel_thread_key: str | None = Field(default=None, alias="channelThreadKey")
-    group_room_id: str | None = Field(default=None, alias="groupRoomId")
-
-
-class ReviewQueueResponse(_Model):
-    items: list[dict[str, Any]]
-    next_cursor: str | None = Field(default=None, serialization_alias="nextCursor")
-
-
-class AssertionDecisionIn(_Model):
-    decision: Literal["approve", "reject", "supersede"]
-    successor_id: uuid.UUID | None = Field(default=None, alias="successorId")
-    reason_code: str | None = Field(default=None, alias="reasonCode",
-                                    pattern=r"^[a-z][a-z0-9_]*$")
-    note: str | None = Field(default=None, max_length=2000)
-
-
-class BulkDecisionIn(_Model):
-    decision: Literal["approve", "reject"]
-    type: str | None = None
-    audience: Literal["private", "team", "workspace", "channel"] | None = None
-    origin: str | None = None
-    ids: list[uuid.UUID] | None = Field(default=None, max_length=decisions.BULK_LIMIT)
-    limit: int = Field(default=decisions.BULK_LIMIT, ge=1, le=decisions.BULK_LIMIT)
-    reason_code: str | None = Field(default=None, alias="reasonCode",
-                                    pattern=r"^[a-z][a-z0-9_]*$")
-    note: str | None = Field(default=None, max_length=2000)
-
-
-class ConflictResolutionIn(_Model):
-    action: Literal["keep_one", "keep_both", "merge", "reject_challenger"]
-    keep_id: uuid.UUID | None = Field(default=None, alias="keepId")
-
-
-class WikiDecisionIn(_Model):
-    decision: Literal["approve", "reject"]
-    reason: str | None = Field(default=None, max_length=2000)
-
-
-class DecisionResponse(_Model):
-    decided: list[str]
-    unchanged: list[str]
-    refused: list[dict[str, str]]
-    projected: int
 
 
 def _id(request: Request, name: str) -> uuid.UUID:

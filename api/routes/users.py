@@ -5,49 +5,20 @@ The choice is a person's, never an agent's: besides the ``admin`` scope the rout
 checks, :func:`require_person` refuses a runtime key (the agent runtime) and an agent key
 (403 ``person_required``). The MCP server has no tool for it. Setting it changes only the
 default of future writes; existing memories keep their audience.
-
-To wire (api/table.py, scope ADMIN):
-  GET /api/v1/users          -> list_users_route, query UserListParams, response UsersResponse
-  PUT /api/v1/users/sharing  -> set_sharing_route, body SharingIn, response UserOut
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 
 from api.auth import api_key
 from api.errors import ApiError
+from api.schemas import SharingIn, UserListParams, UserOut, UsersResponse
 from api.threads import with_connection
 from memory_platform.apikeys import ApiKey
 from memory_platform.users import User, list_users, set_sharing
 
 ADMIN_SCOPE = "admin"
-
-
-class UserListParams(BaseModel):
-    """Query string of the user listing (none today; kept for filters to come)."""
-
-    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
-
-
-class SharingIn(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
-    user_id: str = Field(alias="userId", min_length=1, max_length=200)
-    share: bool
-
-
-class UserOut(BaseModel):
-    user_id: str = Field(serialization_alias="userId")
-    created_at: str = Field(serialization_alias="createdAt")
-    created_by: str = Field(serialization_alias="createdBy")
-    shares_with_team: bool = Field(serialization_alias="sharesWithTeam")
-    share_is_default: bool = Field(serialization_alias="shareIsDefault")
-    share_changed_by: str | None = Field(serialization_alias="shareChangedBy")
-
-
-class UsersResponse(BaseModel):
-    users: list[UserOut]
 
 
 def user_out(user: User) -> UserOut:

@@ -17,6 +17,8 @@ Each function is self-committing (``db.units``): call it on an idle connection.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -58,6 +60,18 @@ def _reviewer(ctx: AccessContext) -> str:
     if not ctx.user_id:
         raise AccessError("a review decision needs a person: use a user key")
     return ctx.user_id
+
+
+@contextmanager
+def _deciding(conn: psycopg.Connection, ctx: AccessContext,
+              name: str) -> Iterator[tuple[str, Decided]]:
+    """One decision's committed unit: the reviewer (a person, else AccessError), the result
+    to fill; everything inside commits together or not at all."""
+    reviewer = _reviewer(ctx)
+    require_idle(conn, name)
+    result = Decided()
+    with committed_unit(conn):
+        yield reviewer, result
 
 
 def _reason(reason_code: str | None) -> str:
@@ -111,10 +125,7 @@ def decide_assertion(conn: psycopg.Connection, settings: Settings, ctx: AccessCo
     if decision not in ASSERTION_DECISIONS:
         raise InvalidInput(f"unknown decision {decision!r}",
                            details={"field": "decision", "allowed": list(ASSERTION_DECISIONS)})
-    reviewer = _reviewer(ctx)
-    require_idle(conn, "decide_assertion")
-    result = Decided()
-    with committed_unit(conn):
+    with _deciding(conn, ctx, "decide_assertion") as (reviewer, result):
         if assertion_id not in _visible_ids(conn, ctx, [assertion_id]):
             raise NotFound(f"no assertion {assertion_id}", details={"field": "assertionId"})
         changed = _decide_one(conn, settings, ctx, assertion_id, decision, reviewer=reviewer,
@@ -144,13 +155,8 @@ def decide_pending(conn: psycopg.Connection, settings: Settings, ctx: AccessCont
     if not 1 <= limit <= BULK_LIMIT:
         raise InvalidInput(f"limit must be between 1 and {BULK_LIMIT}",
                            details={"field": "limit"})
-    queues._check(assertion_type, queues.ASSERTION_TYPES, "type")
-    queues._check(audience, queues.AUDIENCE_KINDS, "audience")
-    queues._check(origin, queues.ORIGINS, "origin")
-    reviewer = _reviewer(ctx)
-    require_idle(conn, "decide_pending")
-    result = Decided()
-    with committed_unit(conn):
+    queues.check_filters(assertion_type=assertion_type, audience=audience, origin=origin)
+    with _deciding(conn, ctx, "decide_pending") as (reviewer, result):
         rows = queues.pending_assertion_rows(conn, ctx, assertion_type=assertion_type,
                                              audience=audience, origin=origin, limit=limit,
                                              ids=ids)
@@ -180,10 +186,7 @@ def resolve(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
     if action not in CONFLICT_ACTIONS:
         raise InvalidInput(f"unknown action {action!r}",
                            details={"field": "action", "allowed": list(CONFLICT_ACTIONS)})
-    reviewer = _reviewer(ctx)
-    require_idle(conn, "resolve")
-    result = Decided()
-    with committed_unit(conn):
+    with _deciding(conn, ctx, "resolve") as (reviewer, result):
         row = conn.execute(
             "SELECT assertion_id, conflicting_assertion_id, status"
             "  FROM agent_memory_assertion_conflicts WHERE instance_key = %s AND id = %s",
@@ -218,10 +221,7 @@ def decide_wiki_draft(conn: psycopg.Connection, ctx: AccessContext, proposal_id:
     if decision not in WIKI_DECISIONS:
         raise InvalidInput(f"unknown decision {decision!r}",
                            details={"field": "decision", "allowed": list(WIKI_DECISIONS)})
-    reviewer = _reviewer(ctx)
-    require_idle(conn, "decide_wiki_draft")
-    result = Decided()
-    with committed_unit(conn):
+    with _deciding(conn, ctx, "decide_wiki_draft") as (reviewer, result):
         if not queues.wiki_draft_rows(conn, ctx, limit=1, ids=[proposal_id]):
             exists = conn.execute(
                 "SELECT state FROM wiki_change_proposals WHERE instance_key = %s AND id = %s",

@@ -13,6 +13,7 @@ are ordered by (``created_at``, ``id``) and paged with an opaque cursor (the las
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -76,8 +77,9 @@ def _page(rows: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]],
     return rows, (_cursor_of(rows[-1]) if more and rows else None)
 
 
-def _filters(alias: str, *, audience: str | None, after: tuple[datetime, UUID] | None
-             ) -> tuple[list[sql.Composable], dict[str, Any]]:
+def _filters(alias: str, *, audience: str | None, after: tuple[datetime, UUID] | None,
+             ids: list[UUID] | None) -> tuple[list[sql.Composable], dict[str, Any]]:
+    """The filters every queue shares: audience kind, the page's cursor, explicit ids."""
     clauses: list[sql.Composable] = []
     params: dict[str, Any] = {}
     if audience is not None:
@@ -88,7 +90,42 @@ def _filters(alias: str, *, audience: str | None, after: tuple[datetime, UUID] |
         clauses.append(sql.SQL("({}, {}) > (%(after_at)s, %(after_id)s)").format(
             sql.Identifier(alias, "created_at"), sql.Identifier(alias, "id")))
         params.update(after_at=after[0], after_id=after[1])
+    if ids is not None:
+        clauses.append(sql.SQL("{} = ANY(%(ids)s::uuid[])").format(sql.Identifier(alias, "id")))
+        params["ids"] = list(ids)
     return clauses, params
+
+
+def _fetch(conn: psycopg.Connection, statement: sql.Composable, alias: str, *,
+           audience: str | None, after: tuple[datetime, UUID] | None, ids: list[UUID] | None,
+           limit: int, clauses: tuple[sql.Composable, ...] = (),
+           params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Run one queue's ``statement`` (a SELECT ending in its WHERE conditions) with the
+    shared filters and ``clauses`` ANDed on, in queue order (``created_at``, ``id``), at
+    most ``limit`` rows."""
+    shared, values = _filters(alias, audience=audience, after=after, ids=ids)
+    query = sql.SQL("{statement} {more} ORDER BY {at}, {id} LIMIT %(limit)s").format(
+        statement=statement,
+        more=sql.SQL("").join(sql.SQL(" AND ") + c for c in (*shared, *clauses)),
+        at=sql.Identifier(alias, "created_at"), id=sql.Identifier(alias, "id"))
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(query, {**values, **(params or {}), "limit": limit}).fetchall()
+
+
+def _paged(read: Callable[[int, tuple[datetime, UUID] | None], list[dict[str, Any]]],
+           limit: int | None, cursor: str | None
+           ) -> tuple[list[dict[str, Any]], str | None]:
+    """One page of ``read(limit, after)``: the rows and the next page's cursor."""
+    size = _limit(limit)
+    return _page(read(size + 1, parse_cursor(cursor)), size)
+
+
+def check_filters(*, assertion_type: str | None = None, audience: str | None = None,
+                  origin: str | None = None) -> None:
+    """InvalidInput naming the field when a filter value is not one the queues know."""
+    _check(assertion_type, ASSERTION_TYPES, "type")
+    _check(audience, AUDIENCE_KINDS, "audience")
+    _check(origin, ORIGINS, "origin")
 
 
 def evidence_of(conn: psycopg.Connection, ctx: AccessContext,
@@ -153,27 +190,16 @@ def pending_assertion_rows(conn: psycopg.Connection, ctx: AccessContext, *,
                            ids: list[UUID] | None = None) -> list[dict[str, Any]]:
     """The raw pending rows (``limit`` of them, no evidence): the queue and bulk decisions
     read the same statement."""
-    clauses, params = _filters("a", audience=audience, after=after)
+    clauses: list[sql.Composable] = []
     if assertion_type is not None:
         clauses.append(sql.SQL("a.assertion_type = %(type)s"))
-        params["type"] = assertion_type
     if origin is not None:
         clauses.append(sql.SQL("a.origin = %(origin)s"))
-        params["origin"] = origin
-    if ids is not None:
-        clauses.append(sql.SQL("a.id = ANY(%(ids)s::uuid[])"))
-        params["ids"] = list(ids)
-    query = sql.SQL("""
-        SELECT {columns} FROM agent_memory_assertions a
-         WHERE {visible} AND {pending} {more}
-         ORDER BY a.created_at, a.id
-         LIMIT %(limit)s
-    """).format(columns=_ASSERTION_COLUMNS, visible=audience_predicate(ctx, "a"),
-                pending=PENDING,
-                more=sql.SQL("").join(sql.SQL(" AND ") + c for c in clauses))
-    params["limit"] = limit
-    with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(query, params).fetchall()
+    statement = sql.SQL("SELECT {columns} FROM agent_memory_assertions a"
+                        " WHERE {visible} AND {pending}").format(
+        columns=_ASSERTION_COLUMNS, visible=audience_predicate(ctx, "a"), pending=PENDING)
+    return _fetch(conn, statement, "a", audience=audience, after=after, ids=ids, limit=limit,
+                  clauses=tuple(clauses), params={"type": assertion_type, "origin": origin})
 
 
 def pending_assertions(conn: psycopg.Connection, ctx: AccessContext, *,
@@ -182,13 +208,10 @@ def pending_assertions(conn: psycopg.Connection, ctx: AccessContext, *,
                        cursor: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
     """Pending assertions visible to ``ctx`` with their evidence, and the next page's
     cursor (None on the last page)."""
-    _check(assertion_type, ASSERTION_TYPES, "type")
-    _check(audience, AUDIENCE_KINDS, "audience")
-    _check(origin, ORIGINS, "origin")
-    size = _limit(limit)
-    rows, following = _page(pending_assertion_rows(
+    check_filters(assertion_type=assertion_type, audience=audience, origin=origin)
+    rows, following = _paged(lambda size, after: pending_assertion_rows(
         conn, ctx, assertion_type=assertion_type, audience=audience, origin=origin,
-        limit=size + 1, after=parse_cursor(cursor)), size)
+        limit=size, after=after), limit, cursor)
     evidence = evidence_of(conn, ctx, [r["id"] for r in rows])
     return [_assertion_view(r, evidence.get(r["id"], [])) for r in rows], following
 
@@ -212,11 +235,7 @@ def open_conflict_rows(conn: psycopg.Connection, ctx: AccessContext, *,
                        after: tuple[datetime, UUID] | None = None,
                        ids: list[UUID] | None = None) -> list[dict[str, Any]]:
     """Open conflicts whose two assertions ``ctx`` may both see (raw rows)."""
-    clauses, params = _filters("c", audience=audience, after=after)
-    if ids is not None:
-        clauses.append(sql.SQL("c.id = ANY(%(ids)s::uuid[])"))
-        params["ids"] = list(ids)
-    query = sql.SQL("""
+    statement = sql.SQL("""
         SELECT c.id, c.created_at, c.audience_kind, c.audience_key, c.assertion_id,
                c.conflicting_assertion_id, c.detected_by, c.reason
           FROM agent_memory_assertion_conflicts c
@@ -224,14 +243,9 @@ def open_conflict_rows(conn: psycopg.Connection, ctx: AccessContext, *,
             ON a.instance_key = c.instance_key AND a.id = c.assertion_id
           JOIN agent_memory_assertions b
             ON b.instance_key = c.instance_key AND b.id = c.conflicting_assertion_id
-         WHERE c.status = 'open' AND {visible_a} AND {visible_b} {more}
-         ORDER BY c.created_at, c.id
-         LIMIT %(limit)s
-    """).format(visible_a=audience_predicate(ctx, "a"), visible_b=audience_predicate(ctx, "b"),
-                more=sql.SQL("").join(sql.SQL(" AND ") + c for c in clauses))
-    params["limit"] = limit
-    with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(query, params).fetchall()
+         WHERE c.status = 'open' AND {visible_a} AND {visible_b}
+    """).format(visible_a=audience_predicate(ctx, "a"), visible_b=audience_predicate(ctx, "b"))
+    return _fetch(conn, statement, "c", audience=audience, after=after, ids=ids, limit=limit)
 
 
 def open_conflicts(conn: psycopg.Connection, ctx: AccessContext, *,
@@ -239,10 +253,9 @@ def open_conflicts(conn: psycopg.Connection, ctx: AccessContext, *,
                    cursor: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
     """Open conflicts visible to ``ctx``: each with both assertions and their evidence
     (``assertion`` is the challenger, ``conflictingAssertion`` the one it challenges)."""
-    _check(audience, AUDIENCE_KINDS, "audience")
-    size = _limit(limit)
-    rows, following = _page(open_conflict_rows(conn, ctx, audience=audience, limit=size + 1,
-                                               after=parse_cursor(cursor)), size)
+    check_filters(audience=audience)
+    rows, following = _paged(lambda size, after: open_conflict_rows(
+        conn, ctx, audience=audience, limit=size, after=after), limit, cursor)
     members = visible_assertions(
         conn, ctx, [i for r in rows for i in (r["assertion_id"], r["conflicting_assertion_id"])])
     return [{
@@ -260,22 +273,13 @@ def wiki_draft_rows(conn: psycopg.Connection, ctx: AccessContext, *,
                     after: tuple[datetime, UUID] | None = None,
                     ids: list[UUID] | None = None) -> list[dict[str, Any]]:
     """Wiki drafts visible to ``ctx`` (raw rows)."""
-    clauses, params = _filters("w", audience=audience, after=after)
-    if ids is not None:
-        clauses.append(sql.SQL("w.id = ANY(%(ids)s::uuid[])"))
-        params["ids"] = list(ids)
-    query = sql.SQL("""
+    statement = sql.SQL("""
         SELECT w.id, w.created_at, w.audience_kind, w.audience_key, w.dream_id, w.page_slug,
                w.title, w.body_markdown, w.rationale, w.assertion_refs, w.evidence_refs
           FROM {wiki} w
-         WHERE w.state = 'draft' AND {visible} {more}
-         ORDER BY w.created_at, w.id
-         LIMIT %(limit)s
-    """).format(wiki=WIKI, visible=audience_predicate(ctx, "w"),
-                more=sql.SQL("").join(sql.SQL(" AND ") + c for c in clauses))
-    params["limit"] = limit
-    with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(query, params).fetchall()
+         WHERE w.state = 'draft' AND {visible}
+    """).format(wiki=WIKI, visible=audience_predicate(ctx, "w"))
+    return _fetch(conn, statement, "w", audience=audience, after=after, ids=ids, limit=limit)
 
 
 def wiki_drafts(conn: psycopg.Connection, ctx: AccessContext, *,
@@ -283,18 +287,10 @@ def wiki_drafts(conn: psycopg.Connection, ctx: AccessContext, *,
                 cursor: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
     """Wiki drafts visible to ``ctx``, each with the assertions it cites (those visible)
     and their evidence."""
-    _check(audience, AUDIENCE_KINDS, "audience")
-    size = _limit(limit)
-    rows, following = _page(wiki_draft_rows(conn, ctx, audience=audience, limit=size + 1,
-                                            after=parse_cursor(cursor)), size)
-    refs: list[UUID] = []
-    for r in rows:
-        for ref in r["assertion_refs"]:
-            try:
-                refs.append(UUID(str(ref)))
-            except ValueError:
-                continue
-    cited = visible_assertions(conn, ctx, refs)
+    check_filters(audience=audience)
+    rows, following = _paged(lambda size, after: wiki_draft_rows(
+        conn, ctx, audience=audience, limit=size, after=after), limit, cursor)
+    cited = visible_assertions(conn, ctx, [u for r in rows for u in _uuids(r["assertion_refs"])])
     return [{
         "id": str(r["id"]), "kind": "wiki_draft",
         "audience": {"kind": r["audience_kind"], "key": r["audience_key"]},
@@ -302,17 +298,19 @@ def wiki_drafts(conn: psycopg.Connection, ctx: AccessContext, *,
         "pageSlug": r["page_slug"], "title": r["title"], "bodyMarkdown": r["body_markdown"],
         "rationale": r["rationale"], "evidenceRefs": r["evidence_refs"],
         "createdAt": r["created_at"].isoformat(),
-        "assertions": [cited[UUID(str(x))] for x in r["assertion_refs"]
-                       if _is_uuid(x) and UUID(str(x)) in cited],
+        "assertions": [cited[u] for u in _uuids(r["assertion_refs"]) if u in cited],
     } for r in rows], following
 
 
-def _is_uuid(value: Any) -> bool:
-    try:
-        UUID(str(value))
-    except ValueError:
-        return False
-    return True
+def _uuids(values: list[Any]) -> list[UUID]:
+    """The values that are UUIDs, in order (a draft's refs are JSON: anything may stand)."""
+    found = []
+    for value in values or ():
+        try:
+            found.append(UUID(str(value)))
+        except ValueError:
+            continue
+    return found
 
 
 def review_queue(conn: psycopg.Connection, ctx: AccessContext, kind: str, *,
