@@ -1,9 +1,10 @@
-"""`memory-platform db`: migrations, status, URL, psql, index repair."""
+"""`memory-platform db`: migrations, status, URL, psql, index repair, backup, restore."""
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -12,7 +13,7 @@ from memory_platform.settings import get_settings
 
 @click.group()
 def db() -> None:
-    """Database: migrations, status, shell."""
+    """Database: migrations, status, shell, backup and restore."""
 
 
 def _migrations_connection():
@@ -114,12 +115,9 @@ def psql_target(url: str) -> tuple[str, str | None]:
     """The connection string psql gets on its command line, without the password (a
     process's arguments are readable by every local user), and the password, which goes
     to psql through ``PGPASSWORD`` in its environment."""
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    from memory_platform.db.backup import split_password
 
-    params = conninfo_to_dict(url)
-    password = params.pop("password", None)
-    return make_conninfo(**{k: v for k, v in params.items() if v is not None}), (
-        None if password is None else str(password))
+    return split_password(url)
 
 
 @db.command("repair-indexes")
@@ -145,3 +143,64 @@ def db_repair_indexes() -> None:
                    + ", ".join(str(b["index"]) for b in left), err=True)
         sys.exit(1)
     click.echo(f"{len(repaired)} index(es) rebuilt; every search index is sound.")
+
+
+@db.command("backup")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+def db_backup(file: Path, force: bool) -> None:
+    """Write a logical backup of the platform database to FILE.
+
+    FILE is a pg_dump custom-format archive (restore it with `memory-platform db restore`).
+    pg_dump reads the database in one snapshot: the backup is consistent while the API and
+    Dagster keep writing (it holds what was committed when it began) and blocks no writer.
+    The archive appears under FILE only when complete. With the embedded server, it runs the
+    embedded wheel's pg_dump; against MEMORY_DATABASE_URL too (pg_dump 18 dumps older
+    servers), else the pg_dump on PATH. The password never appears on a command line."""
+    from memory_platform.db.backup import BackupError, backup
+    from memory_platform.db.connection import database_url
+
+    try:
+        backup(database_url(get_settings()), file, overwrite=force, progress=click.echo)
+    except BackupError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@db.command("restore")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--database", "database", default=None, metavar="NAME",
+              help="Restore into database NAME on the configured server (default: the "
+                   "platform database).")
+@click.option("--create", is_flag=True, help="Create the target database if it is missing.")
+@click.option("--force", is_flag=True,
+              help="DROP a non-empty target database and restore in its place (its data is "
+                   "lost; stop the API and Dagster first).")
+def db_restore(file: Path, database: str | None, create: bool, force: bool) -> None:
+    """Restore a backup made by `memory-platform db backup` FILE.
+
+    The target database must be empty or missing (--create); a non-empty one is refused
+    unless --force. The restore runs in one transaction (a failure leaves the target as it
+    was), then checks the applied migrations against this version's and prints the row
+    counts of the main tables. A backup of an older version restores too: run
+    `memory-platform db migrate` afterwards."""
+    from memory_platform.db.backup import BackupError, restore
+    from memory_platform.db.connection import server_url, with_database
+
+    settings = get_settings()
+    if database is None:
+        url = (settings.database_url.get_secret_value() if settings.database_url is not None
+               else with_database(server_url(settings), settings.database_name))
+    else:
+        url = with_database(server_url(settings), database)
+    try:
+        result = restore(url, file, migrations_dir=settings.migrations_dir, create=create,
+                         force=force, progress=click.echo)
+    except BackupError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"restored into database {result.database}"
+               + (" (created)" if result.created else "") + "; rows:")
+    for table, count in result.counts.items():
+        click.echo(f"  {table:<40} {count}")
+    if result.pending_migrations:
+        click.echo(f"{len(result.pending_migrations)} migration(s) newer than the backup are "
+                   "pending: run `memory-platform db migrate`.")

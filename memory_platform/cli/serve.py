@@ -18,7 +18,15 @@ def api_command(host: str | None, port: int | None, workers: int) -> None:
     """Run the HTTP API alone (uvicorn)."""
     import uvicorn
 
+    from memory_platform.db.embedded import release_on_signals
+
     settings = get_settings()
+    # uvicorn restores the SIGTERM handler it found and raises the signal again after its
+    # graceful shutdown: with the default handler the process would die without releasing
+    # the embedded server (atexit does not run on a signal). Installed first, this one is
+    # what uvicorn restores, so the server is released (and stopped if this was its last
+    # user) before the process dies of the signal.
+    release_on_signals()
     uvicorn.run(
         "api.app:create_app",
         factory=True,

@@ -9,6 +9,13 @@ CLI) that must share ONE server per data directory:
 * Every process that uses the server registers its pid in ``<pgdata>.users/``. When a
   process releases the server and no other live process is registered, it stops the server,
   so the last user out turns off the light. Dead pids (crashed processes) are ignored.
+* No server outlives its last user by more than a few seconds, however that user ended:
+  a normal exit releases (``atexit``); SIGTERM/SIGHUP release first and then end the process
+  as the signal would (:func:`release_on_signals`, installed on first use where the signal
+  still has its default action); and SIGKILL, which runs nothing, is covered by a watchdog:
+  the starter of a server spawns a small detached reaper (``python -m
+  memory_platform.db.reaper``) that polls the registry every second, prunes dead pids and
+  stops the server once no live user remains, then exits.
 * A crashed server leaves a stale ``postmaster.pid``; it is recognised (no live postgres
   process with that pid) and removed before a fresh start.
 
@@ -39,7 +46,9 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
+import threading
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -118,15 +127,23 @@ def _run_as_server_user(args: list[str], timeout: float = 60) -> None:
         ) from exc
 
 
+_lock_depth = 0  # > 0 while this process holds a start lock (see _release_and_reraise)
+
+
 @contextmanager
 def _start_lock(pgdata: Path) -> Iterator[None]:
+    global _lock_depth
     lock_path = pgdata.parent / f".{pgdata.name}.lock"
     with open(lock_path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        _lock_depth += 1
         try:
-            yield
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            _lock_depth -= 1
 
 
 def _prepare_permissions(pgdata: Path) -> None:
@@ -328,6 +345,90 @@ def _set_tcp_password(socket_dir: Path, port: int, password: str) -> None:
             sql.Identifier(SUPERUSER), sql.Literal(password)))
 
 
+def _process_stamp(pid: int) -> str:
+    """What identifies a process beyond its pid (pids are reused): its start time."""
+    return f"{psutil.Process(pid).create_time():.2f}"
+
+
+def _is_live_user(entry: Path) -> bool:
+    """A registry entry names a live process: its pid runs, is no zombie, and (for entries
+    that carry one) started when the entry says, so a reused pid does not count."""
+    if not entry.name.isdigit():
+        return False
+    try:
+        proc = psutil.Process(int(entry.name))
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        stamp = entry.read_text().strip()
+        return not stamp or stamp == f"{proc.create_time():.2f}"
+    except (psutil.Error, OSError):
+        return False
+
+
+def live_users(users_dir: Path) -> list[int]:
+    """The live pids registered in ``users_dir``; entries of dead processes are removed."""
+    pids = []
+    for entry in users_dir.glob("*") if users_dir.exists() else []:
+        if _is_live_user(entry):
+            pids.append(int(entry.name))
+        else:
+            entry.unlink(missing_ok=True)
+    return pids
+
+
+def users_dir_of(pgdata: Path) -> Path:
+    return pgdata.parent / f".{pgdata.name}.users"
+
+
+def _reaper_file(pgdata: Path) -> Path:
+    return pgdata.parent / f".{pgdata.name}.reaper"
+
+
+def _reaper_log(pgdata: Path) -> Path:
+    return pgdata.parent / f".{pgdata.name}.reaper.log"
+
+
+def _reaper_alive(pgdata: Path, server_pid: int) -> bool:
+    try:
+        reaper_pid, watched = (int(x) for x in _reaper_file(pgdata).read_text().split())
+    except (OSError, ValueError):
+        return False
+    if watched != server_pid:
+        return False
+    try:
+        proc = psutil.Process(reaper_pid)
+        return (proc.status() != psutil.STATUS_ZOMBIE
+                and "memory_platform.db.reaper" in " ".join(proc.cmdline()))
+    except psutil.Error:
+        return False
+
+
+_reapers: list[subprocess.Popen] = []
+
+
+def _ensure_reaper(pgdata: Path, server_pid: int) -> None:
+    """Spawn the watchdog of this server unless one runs (call with the start lock held).
+
+    It runs in a session of its own (a terminal's Ctrl-C or ``memory-platform dev`` stopping
+    its children's process groups do not reach it) and outlives its starter."""
+    for proc in list(_reapers):  # reap exited reapers of earlier servers (no zombies)
+        if proc.poll() is not None:
+            _reapers.remove(proc)
+    if _reaper_alive(pgdata, server_pid):
+        return
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(
+               p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
+    with open(_reaper_log(pgdata), "a") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memory_platform.db.reaper", str(pgdata), str(server_pid)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+            close_fds=True, cwd="/", env=env)
+    _reapers.append(proc)
+    _reaper_file(pgdata).write_text(f"{proc.pid} {server_pid}\n")
+
+
 class EmbeddedServer:
     """A handle on the shared server of one data directory, held by this process."""
 
@@ -336,8 +437,9 @@ class EmbeddedServer:
         self.pgdata = pgdata.resolve()
         self.tcp_port = tcp_port
         self.config = dict(config or {})
-        self.users_dir = self.pgdata.parent / f".{self.pgdata.name}.users"
+        self.users_dir = users_dir_of(self.pgdata)
         self.info: ServerInfo | None = None
+        self.owner_pid = os.getpid()
 
     def ensure(self) -> ServerInfo:
         """Find the running server or start it, and register this process as a user."""
@@ -355,25 +457,24 @@ class EmbeddedServer:
                     tail = log.read_text()[-2000:] if log.exists() else ""
                     raise EmbeddedServerError(f"server did not come up; log tail:\n{tail}")
             self.users_dir.mkdir(exist_ok=True)
-            (self.users_dir / str(os.getpid())).touch()
+            self.owner_pid = os.getpid()
+            (self.users_dir / str(self.owner_pid)).write_text(
+                _process_stamp(self.owner_pid))
+            _ensure_reaper(self.pgdata, info.pid)
         if self.info is None:
             atexit.register(self.release)
+        release_on_signals()
         self.info = info
         return info
 
     def live_users(self) -> list[int]:
-        pids = []
-        for entry in self.users_dir.glob("*") if self.users_dir.exists() else []:
-            if entry.name.isdigit() and psutil.pid_exists(int(entry.name)):
-                pids.append(int(entry.name))
-            else:
-                entry.unlink(missing_ok=True)
-        return pids
+        return live_users(self.users_dir)
 
     def release(self) -> bool:
         """Unregister this process; stop the server if no other live process uses it.
-        Answers whether the server was stopped."""
-        if self.info is None:
+        Answers whether the server was stopped. A forked child holding its parent's handle
+        releases nothing (the registration is the parent's)."""
+        if self.info is None or os.getpid() != self.owner_pid:
             return False
         self.info = None
         with _start_lock(self.pgdata):
@@ -381,6 +482,42 @@ class EmbeddedServer:
             if self.live_users():
                 return False
             return stop_server(self.pgdata)
+
+
+_RELEASE_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _release_and_reraise(signum: int, _frame) -> None:
+    """Release every server this process holds, then die of the signal as its default action
+    would (same exit status). Inside a start lock (the signal interrupted ensure/release) the
+    release is left to the reaper: taking the lock again here would deadlock."""
+    try:
+        if _lock_depth == 0:
+            for pgdata in list(_handles):
+                release_server(pgdata)
+    finally:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
+def release_on_signals() -> list[int]:
+    """Make SIGTERM and SIGHUP release this process's embedded servers before it dies.
+
+    Installed only where the signal still has its default action (a handler of the
+    application's own is never replaced) and only from the main thread. Servers like uvicorn
+    swap in their own handlers while they run and, on a signal, shut down, restore the
+    handler they found and raise the signal again: call this before starting them so the
+    handler they restore is this one (``memory-platform api`` does). SIGINT needs nothing:
+    Python's KeyboardInterrupt unwinds to a normal exit, which runs ``atexit``. Answers the
+    signals newly handled."""
+    if threading.current_thread() is not threading.main_thread():
+        return []
+    installed = []
+    for signum in _RELEASE_SIGNALS:
+        if signal.getsignal(signum) == signal.SIG_DFL:
+            signal.signal(signum, _release_and_reraise)
+            installed.append(signum)
+    return installed
 
 
 def stop_server(pgdata: Path) -> bool:
@@ -406,8 +543,10 @@ def destroy(pgdata: Path) -> None:
     """Stop the server and delete its data (test clusters only)."""
     stop_server(pgdata)
     shutil.rmtree(pgdata, ignore_errors=True)
-    shutil.rmtree(pgdata.parent / f".{pgdata.name}.users", ignore_errors=True)
+    shutil.rmtree(users_dir_of(pgdata), ignore_errors=True)
     (pgdata.parent / f".{pgdata.name}.lock").unlink(missing_ok=True)
+    _reaper_file(pgdata).unlink(missing_ok=True)
+    _reaper_log(pgdata).unlink(missing_ok=True)
     _password_file(pgdata).unlink(missing_ok=True)
 
 
@@ -415,12 +554,15 @@ _handles: dict[Path, EmbeddedServer] = {}
 
 
 def auto_shared_buffers() -> str:
-    """A quarter of the machine's memory (PostgreSQL's usual guidance for a server that
-    owns the machine), at least 128MB and at most 8GB: the HNSW indexes and the chunk
-    rows a search walks stay in shared buffers instead of being copied in from the page
-    cache on every visit."""
-    quarter = psutil.virtual_memory().total // 4 // (1024 * 1024)
-    return f"{max(128, min(quarter, 8192))}MB"
+    """An eighth of the machine's memory, at least 128MB and at most 1GB.
+
+    The embedded server is the dev profile's: it shares the machine with an IDE, Dagster and
+    often a local model, so it does not take PostgreSQL's "a quarter of a machine it owns".
+    1GB keeps the HNSW indexes and chunk rows of a sizeable dev corpus in shared buffers;
+    a production server (MEMORY_DATABASE_URL) is tuned by its operator, and benchmarks set
+    MEMORY_EMBEDDED_SHARED_BUFFERS explicitly (e.g. 6GB, as docs/benchmarks.md measured)."""
+    eighth = psutil.virtual_memory().total // 8 // (1024 * 1024)
+    return f"{max(128, min(eighth, 1024))}MB"
 
 
 def ensure_server(pgdata: Path, tcp_port: int | None = None,

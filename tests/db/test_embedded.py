@@ -119,11 +119,11 @@ def test_the_uri_names_the_socket_directory_and_port(pgdata):
         embedded.release_server(pgdata)
 
 
-def test_auto_shared_buffers_is_a_quarter_of_memory_within_bounds(monkeypatch):
+def test_auto_shared_buffers_is_an_eighth_of_memory_within_bounds(monkeypatch):
     from types import SimpleNamespace
 
     gib = 1024 ** 3
-    for total, expected in ((24 * gib, "6144MB"), (256 * gib, "8192MB"), (gib // 4, "128MB")):
+    for total, expected in ((4 * gib, "512MB"), (24 * gib, "1024MB"), (gib // 4, "128MB")):
         monkeypatch.setattr(embedded.psutil, "virtual_memory",
                             lambda total=total: SimpleNamespace(total=total))
         assert embedded.auto_shared_buffers() == expected
