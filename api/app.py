@@ -4,7 +4,6 @@ mapping."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import TypedDict
 
@@ -13,7 +12,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 
-from api import table
+from api import inspector, table
 from api.auth import ApiKeys
 from api.errors import EXCEPTION_HANDLERS
 from api.launching import (
@@ -24,7 +23,7 @@ from api.launching import (
 )
 from api.metrics import Metrics
 from api.routes.health import ProbeConnection
-from api.threads import database_threads
+from api.threads import DatabaseThreads
 from memory_platform.db import migrations
 from memory_platform.db.connection import open_api_pool
 from memory_platform.embeddings.base import EmbeddingProvider
@@ -41,7 +40,7 @@ class AppState(TypedDict):
     pool: ConnectionPool
     embedder: EmbeddingProvider
     stamper: RetrievalStamper
-    database_threads: ThreadPoolExecutor
+    database_threads: DatabaseThreads
     api_keys: ApiKeys
     metrics: Metrics
     launcher: DreamLauncher | None
@@ -73,7 +72,7 @@ def create_app(settings: Settings | None = None, *,
         embedder = await run_in_threadpool(get_provider, settings)
         pool = await run_in_threadpool(open_api_pool, settings)
         stamper = RetrievalStamper(pool)
-        threads = database_threads(settings.pool_max_size)
+        threads = DatabaseThreads(settings)
         probe = ProbeConnection(pool.conninfo)
         try:
             await run_in_threadpool(_refuse_edited_migrations, pool, settings)
@@ -90,7 +89,7 @@ def create_app(settings: Settings | None = None, *,
             await run_in_threadpool(pool.close)
 
     return Starlette(
-        routes=table.routes(),
+        routes=[*table.routes(), *inspector.routes()],
         lifespan=lifespan,
         exception_handlers=EXCEPTION_HANDLERS,
         middleware=[Middleware(metrics.middleware)],

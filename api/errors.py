@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from api.threads import Overloaded
 from memory_platform.errors import (
     AccessDenied,
     Conflict,
@@ -86,16 +87,42 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
 BUSY_RETRY_AFTER_SECONDS = 1
 
 
+def _retry_later(code: str, message: str, **details: Any) -> JSONResponse:
+    """503 with ``Retry-After``: the server cannot serve this now, and nothing changed."""
+    return error_response(503, code, message,
+                          {"retryAfterSeconds": BUSY_RETRY_AFTER_SECONDS, **details},
+                          headers={"Retry-After": str(BUSY_RETRY_AFTER_SECONDS)})
+
+
 async def _database_busy(request: Request, exc: Exception) -> JSONResponse:
-    """No pool connection came free in time (``PoolTimeout``) or the pool's queue is full
-    (``TooManyRequests``): the server is overloaded, not broken; the client may retry."""
+    """No pool connection came in time (``PoolTimeout``: every one busy, or the database
+    down and the pool reconnecting) or the pool's queue is full (``TooManyRequests``)."""
     log.warning("database busy on %s %s: %s", request.method, request.url.path,
                 type(exc).__name__)
-    return error_response(503, "database_busy",
-                          "every database connection is busy; retry after "
-                          f"{BUSY_RETRY_AFTER_SECONDS} s",
-                          {"retryAfterSeconds": BUSY_RETRY_AFTER_SECONDS},
-                          headers={"Retry-After": str(BUSY_RETRY_AFTER_SECONDS)})
+    return _retry_later("database_busy", "no database connection came free in time (the "
+                        "database is overloaded or restarting); retry after "
+                        f"{BUSY_RETRY_AFTER_SECONDS} s")
+
+
+async def _overloaded(request: Request, exc: Exception) -> JSONResponse:
+    """Admission control refused the request before it touched the database
+    (``api.threads``): shed, not queued."""
+    assert isinstance(exc, Overloaded)
+    return _retry_later("overloaded", "the server is at capacity and refused this request "
+                        f"before doing anything; retry after {BUSY_RETRY_AFTER_SECONDS} s",
+                        reason=exc.reason)
+
+
+async def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """The connection broke or the server refused work mid-request (restart, shutdown,
+    failover; ``psycopg.OperationalError``): the transaction did not commit, the pool drops
+    the broken connection and opens a new one; the client may retry the same request (a
+    write with the same content deduplicates)."""
+    log.warning("database unavailable on %s %s: %s", request.method, request.url.path,
+                type(exc).__name__)
+    return _retry_later("database_unavailable", "the database connection failed during the "
+                        "request (nothing was committed); retry after "
+                        f"{BUSY_RETRY_AFTER_SECONDS} s")
 
 
 async def _query_timeout(request: Request, exc: Exception) -> JSONResponse:
@@ -104,11 +131,17 @@ async def _query_timeout(request: Request, exc: Exception) -> JSONResponse:
     PostgreSQL cancelled it and the request's transaction was rolled back."""
     log.warning("query timeout on %s %s: %s", request.method, request.url.path,
                 type(exc).__name__)
-    return error_response(503, "query_timeout",
-                          "the database query took too long and was cancelled (its "
-                          "transaction rolled back); narrow the request or retry later",
-                          {"retryAfterSeconds": BUSY_RETRY_AFTER_SECONDS},
-                          headers={"Retry-After": str(BUSY_RETRY_AFTER_SECONDS)})
+    return _retry_later("query_timeout", "the database query took too long and was cancelled "
+                        "(its transaction rolled back); narrow the request or retry later")
+
+
+async def _transaction_conflict(request: Request, exc: Exception) -> JSONResponse:
+    """A serialization failure or deadlock: PostgreSQL rolled the transaction back."""
+    log.warning("transaction conflict on %s %s: %s", request.method, request.url.path,
+                type(exc).__name__)
+    return _retry_later("transaction_conflict", "a concurrent transaction conflicted with "
+                        "this one (nothing was committed); retry after "
+                        f"{BUSY_RETRY_AFTER_SECONDS} s")
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -123,7 +156,10 @@ EXCEPTION_HANDLERS = {
     HTTPException: _http_error,
     PoolTimeout: _database_busy,
     TooManyRequests: _database_busy,
+    Overloaded: _overloaded,
     psycopg.errors.QueryCanceled: _query_timeout,
     psycopg.errors.LockNotAvailable: _query_timeout,
+    psycopg.errors.TransactionRollback: _transaction_conflict,
+    psycopg.OperationalError: _database_unavailable,
     Exception: _unexpected,
 }

@@ -39,7 +39,7 @@ class Settings(BaseSettings):
     )
     embedded_shared_buffers: str = Field(
         "auto", description="shared_buffers of the embedded server (vector indexes live "
-        "here); auto: a quarter of the machine's memory, 128MB to 8GB."
+        "here); auto: an eighth of the machine's memory, 128MB to 1GB."
     )
     database_name: str = Field("memory", description="Database of the platform's tables.")
     dagster_database_name: str = Field(
@@ -59,6 +59,20 @@ class Settings(BaseSettings):
     pool_max_waiting: int = Field(
         0, ge=0, description="Most requests queued for a pool connection (0: no limit); "
         "beyond it the API answers 503 database_busy at once.")
+    api_admission_control: bool = Field(
+        True, description="Shed overload instead of queueing it (api/threads.py): past the "
+        "queue below, a request is answered 503 overloaded with Retry-After at once.")
+    api_admission_queue: int = Field(
+        0, ge=0, le=10_000, description="Most API requests waiting for a database thread "
+        "beyond the free ones (0: as many as pool_max_size, so an admitted request waits "
+        "about one service time at most).")
+    api_admission_wait_ms: int = Field(
+        500, ge=0, le=60_000, description="A request that waited longer than this for a "
+        "database thread is refused (503 overloaded) before it touches the database; 0: no "
+        "limit.")
+    api_connection_wait_seconds: float = Field(
+        2.0, gt=0.0, le=60.0, description="Longest wait of an API request for a pool "
+        "connection (a database that is down or restarting answers 503 within it).")
     migrations_dir: Path = Field(PROJECT_ROOT / "migrations")
     instance_key: str = Field("default", description="Instance used when a caller names none.")
     api_statement_timeout_ms: int = Field(

@@ -104,11 +104,13 @@ def _configure_timeouts(statement_timeout_ms: int, lock_timeout_ms: int
 
 def open_pool(settings: Settings, *, autocommit: bool = False,
               min_size: int | None = None, name: str = "memory-platform",
-              configure: Callable[[psycopg.Connection], None] = _configure) -> ConnectionPool:
+              configure: Callable[[psycopg.Connection], None] = _configure,
+              check: Callable[[psycopg.Connection], None] | None = None) -> ConnectionPool:
     """A new pool on the platform database; the caller owns (and closes) it.
 
     ``autocommit``: for callers of functions that commit their own units of work and must
-    be called outside a transaction (``run_dream_partition``, ``process_outbox``)."""
+    be called outside a transaction (``run_dream_partition``, ``process_outbox``).
+    ``check``: run on a connection before it is handed out (a broken one is replaced)."""
     return ConnectionPool(
         database_url(settings),
         min_size=settings.pool_min_size if min_size is None else min_size,
@@ -117,6 +119,7 @@ def open_pool(settings: Settings, *, autocommit: bool = False,
         max_waiting=settings.pool_max_waiting,
         kwargs={"autocommit": True} if autocommit else None,
         configure=configure,
+        check=check,
         open=True,
         name=name,
     )
@@ -126,10 +129,15 @@ def open_api_pool(settings: Settings) -> ConnectionPool:
     """The HTTP API's pool: every connection limits its statements to
     ``api_statement_timeout_ms`` and its lock waits to ``api_lock_timeout_ms``, so one
     request cannot hold a connection (and the database's CPU) for long. Dagster runs, the CLI
-    and bulk imports open pools without these limits."""
+    and bulk imports open pools without these limits.
+
+    Each connection is checked before a request gets it (an empty query, one round trip):
+    after a database restart the pool replaces its dead connections instead of failing one
+    request per connection."""
     return open_pool(settings, name="memory-platform-api",
                      configure=_configure_timeouts(settings.api_statement_timeout_ms,
-                                                   settings.api_lock_timeout_ms))
+                                                   settings.api_lock_timeout_ms),
+                     check=ConnectionPool.check_connection)
 
 
 def process_pool(settings: Settings, *, autocommit: bool = False) -> ConnectionPool:

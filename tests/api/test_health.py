@@ -152,7 +152,7 @@ def test_metrics_stay_public_and_hold_no_tenant_data(client, database_url):
 def one_connection_app(database_url, tmp_path):
     """An app with one pool connection, a short wait for it, and at most one waiter."""
     settings = make_settings(database_url, tmp_path, pool_min_size=1, pool_max_size=1,
-                             pool_timeout_seconds=0.3, pool_max_waiting=1)
+                             api_connection_wait_seconds=0.3, pool_max_waiting=1)
     with open_client(settings) as test_client:
         yield test_client
 
@@ -162,7 +162,7 @@ def long_wait_app(database_url, tmp_path):
     """One pool connection, at most one waiter, and a long wait for it (3 s): an answer well
     under that did not wait for the pool."""
     settings = make_settings(database_url, tmp_path, pool_min_size=1, pool_max_size=1,
-                             pool_timeout_seconds=3.0, pool_max_waiting=1)
+                             api_connection_wait_seconds=3.0, pool_max_waiting=1)
     with open_client(settings) as test_client:
         yield test_client
 

@@ -1,0 +1,83 @@
+"""The inspector: web pages over the knowledge graph, the review queues and Dream runs,
+served by the API under ``/inspector`` (docs/inspector.md).
+
+The pages and their assets ship inside this package (``templates/``, ``static/``): no build
+step, no CDN. Every response of the inspector carries a strict Content-Security-Policy (no
+inline script or style), ``X-Content-Type-Options: nosniff``, ``Referrer-Policy:
+same-origin`` and ``X-Frame-Options: DENY``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starlette.middleware import Middleware
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from api.inspector import data, pages
+
+STATIC = Path(__file__).parent / "static"
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
+       "form-action 'self'; frame-ancestors 'none'")
+HEADERS = [(b"content-security-policy", CSP.encode()),
+           (b"x-content-type-options", b"nosniff"),
+           (b"referrer-policy", b"same-origin"),
+           (b"x-frame-options", b"DENY")]
+
+
+class SecurityHeaders:
+    """Adds the inspector's security headers to every response below it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {k.lower() for k, _ in message.get("headers", [])}
+                message["headers"] = [*message.get("headers", []),
+                                      *(h for h in HEADERS if h[0] not in names)]
+            await send(message)
+
+        await self.app(scope, receive, sending)
+
+
+def routes() -> list[Route | Mount]:
+    api = [
+        Route("/graph", data.graph, methods=["GET"]),
+        Route("/node", data.node, methods=["GET"]),
+        Route("/channels", data.channels, methods=["GET"]),
+        Route("/memory/{memory_id}", data.memory, methods=["GET"]),
+        Route("/review", data.review_queue, methods=["GET"]),
+        Route("/review/assertions/bulk", data.decide_bulk, methods=["POST"]),
+        Route("/review/assertions/{item_id}", data.decide_assertion, methods=["POST"]),
+        Route("/review/conflicts/{item_id}", data.resolve_conflict, methods=["POST"]),
+        Route("/review/wiki/{item_id}", data.decide_wiki, methods=["POST"]),
+        Route("/dreams", data.dreams, methods=["GET"]),
+        Route("/dreams/launch", data.launch, methods=["POST"]),
+        Route("/dreams/model", data.save_model, methods=["POST"]),
+        Route("/dreams/{dream_id}", data.dream, methods=["GET"]),
+        Route("/dreams/{dream_id}/rollback", data.rollback, methods=["POST"]),
+    ]
+    inner = [
+        Route("/", pages.index, methods=["GET"], name="index"),
+        Route("/login", pages.login_page, methods=["GET"], name="login"),
+        Route("/login", pages.login, methods=["POST"]),
+        Route("/logout", pages.logout, methods=["POST"], name="logout"),
+        Route("/graph", pages.graph_page, methods=["GET"], name="graph"),
+        Route("/review", pages.review_page, methods=["GET"], name="review"),
+        Route("/dreams", pages.dreams_page, methods=["GET"], name="dreams"),
+        Route("/settings", pages.settings_page, methods=["GET"], name="settings"),
+        Route("/settings", pages.settings_save, methods=["POST"]),
+        Mount("/api", routes=api),
+        Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+    ]
+    return [Mount("/inspector", routes=inner, name="inspector",
+                  middleware=[Middleware(SecurityHeaders)])]

@@ -1,0 +1,57 @@
+"""Who may open what in the inspector: the signed-in key and the scope each view needs.
+
+graph: ``memory:read``; review: ``memory:review``; Dreams and the combined all-scopes graph
+view: ``admin``; settings: a person with a user id (no runtime or agent key). A page request
+without a session is redirected to the sign-in page; a JSON request gets 401.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse
+
+from api.errors import ApiError
+from api.inspector import session
+from memory_platform.apikeys import ApiKey
+
+READ, REVIEW, ADMIN = "memory:read", "memory:review", "admin"
+PAGE_SCOPES = {"graph": READ, "review": REVIEW, "dreams": ADMIN}
+
+
+class SignIn(Exception):
+    """A page request without a live session: answered with a redirect to the sign-in."""
+
+
+def login_redirect(request: Request) -> RedirectResponse:
+    return RedirectResponse(str(request.url_for("inspector:login")), status_code=303)
+
+
+async def page_key(request: Request) -> ApiKey | None:
+    return await session.session_key(request)
+
+
+async def json_key(request: Request, scope: str | None = None) -> ApiKey:
+    key = await session.session_key(request)
+    if key is None:
+        raise ApiError(401, "unauthorized", "sign in to the inspector first")
+    if scope is not None:
+        require(key, scope)
+    return key
+
+
+def require(key: ApiKey, scope: str) -> None:
+    if scope not in key.scopes:
+        raise ApiError(403, "missing_scope", f"this view needs the '{scope}' scope",
+                       {"required": [scope], "granted": list(key.scopes)})
+
+
+def is_person(key: ApiKey) -> bool:
+    return bool(key.user_id) and not key.runtime and not key.agent
+
+
+def views_of(key: ApiKey) -> list[str]:
+    """The inspector pages the key may open, in top-bar order."""
+    pages = [name for name, scope in PAGE_SCOPES.items() if scope in key.scopes]
+    if is_person(key):
+        pages.append("settings")
+    return pages
