@@ -61,6 +61,7 @@ class ApiKeys:
 
     def __init__(self, pool: ConnectionPool, settings: Settings) -> None:
         self.pool = pool
+        self.connection_wait = settings.api_connection_wait_seconds
         self.cache_seconds = settings.api_key_cache_seconds
         self.unknown_seconds = settings.api_key_unknown_cache_seconds
         self.unknown_size = settings.api_key_unknown_cache_size
@@ -96,7 +97,7 @@ class ApiKeys:
         self._known[public] = (now, stored)
 
     def _lookup(self, token: str) -> StoredKey | None:
-        with self.pool.connection() as conn:
+        with self.pool.connection(timeout=self.connection_wait) as conn:
             stored = live_key(conn, public_id(token))
             if stored is not None and stored.matches(token):
                 touch(conn, stored.key)

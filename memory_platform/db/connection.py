@@ -102,15 +102,21 @@ def _configure_timeouts(statement_timeout_ms: int, lock_timeout_ms: int
     return configure
 
 
+API_RECONNECT_SECONDS = 5.0
+
+
 def open_pool(settings: Settings, *, autocommit: bool = False,
               min_size: int | None = None, name: str = "memory-platform",
               configure: Callable[[psycopg.Connection], None] = _configure,
-              check: Callable[[psycopg.Connection], None] | None = None) -> ConnectionPool:
+              check: Callable[[psycopg.Connection], None] | None = None,
+              reconnect_timeout: float = 300.0) -> ConnectionPool:
     """A new pool on the platform database; the caller owns (and closes) it.
 
     ``autocommit``: for callers of functions that commit their own units of work and must
     be called outside a transaction (``run_dream_partition``, ``process_outbox``).
-    ``check``: run on a connection before it is handed out (a broken one is replaced)."""
+    ``check``: run on a connection before it is handed out (a broken one is replaced).
+    ``reconnect_timeout``: how long the pool keeps retrying a failed connection (with a
+    doubling delay) before it gives up on it and opens a new one on the next demand."""
     return ConnectionPool(
         database_url(settings),
         min_size=settings.pool_min_size if min_size is None else min_size,
@@ -120,6 +126,7 @@ def open_pool(settings: Settings, *, autocommit: bool = False,
         kwargs={"autocommit": True} if autocommit else None,
         configure=configure,
         check=check,
+        reconnect_timeout=reconnect_timeout,
         open=True,
         name=name,
     )
@@ -133,11 +140,15 @@ def open_api_pool(settings: Settings) -> ConnectionPool:
 
     Each connection is checked before a request gets it (an empty query, one round trip):
     after a database restart the pool replaces its dead connections instead of failing one
-    request per connection."""
+    request per connection. Reconnection attempts give up after
+    :data:`API_RECONNECT_SECONDS` (psycopg_pool doubles the delay between attempts without a
+    cap, so after a long outage its next attempt could be minutes away); the next request
+    then opens a connection at once."""
     return open_pool(settings, name="memory-platform-api",
                      configure=_configure_timeouts(settings.api_statement_timeout_ms,
                                                    settings.api_lock_timeout_ms),
-                     check=ConnectionPool.check_connection)
+                     check=ConnectionPool.check_connection,
+                     reconnect_timeout=API_RECONNECT_SECONDS)
 
 
 def process_pool(settings: Settings, *, autocommit: bool = False) -> ConnectionPool:
