@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 
 from api import inspector, table
+from api.admission import AdmissionControl, in_flight_limit
 from api.auth import ApiKeys
 from api.errors import EXCEPTION_HANDLERS
 from api.launching import (
@@ -92,5 +93,6 @@ def create_app(settings: Settings | None = None, *,
         routes=[*table.routes(), *inspector.routes()],
         lifespan=lifespan,
         exception_handlers=EXCEPTION_HANDLERS,
-        middleware=[Middleware(metrics.middleware)],
+        middleware=[Middleware(metrics.middleware),
+                    Middleware(AdmissionControl, limit=in_flight_limit(settings))],
     )

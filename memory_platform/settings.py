@@ -60,12 +60,11 @@ class Settings(BaseSettings):
         0, ge=0, description="Most requests queued for a pool connection (0: no limit); "
         "beyond it the API answers 503 database_busy at once.")
     api_admission_control: bool = Field(
-        True, description="Shed overload instead of queueing it (api/threads.py): past the "
-        "queue below, a request is answered 503 overloaded with Retry-After at once.")
-    api_admission_queue: int = Field(
-        0, ge=0, le=10_000, description="Most API requests waiting for a database thread "
-        "beyond the free ones (0: as many as pool_max_size, so an admitted request waits "
-        "about one service time at most).")
+        True, description="Shed overload instead of queueing it (api/admission.py): past the "
+        "cap below, a request is answered 503 overloaded with Retry-After at once.")
+    api_admission_max_in_flight: int = Field(
+        0, ge=0, le=100_000, description="Requests one API process works on at once (0: "
+        "twice pool_max_size); one more is refused before authentication or the database.")
     api_admission_wait_ms: int = Field(
         500, ge=0, le=60_000, description="A request that waited longer than this for a "
         "database thread is refused (503 overloaded) before it touches the database; 0: no "
@@ -418,6 +417,15 @@ class Settings(BaseSettings):
     )
     outbox_retry_max_seconds: float = Field(
         3600.0, ge=0.0, description="Longest delay between two attempts of an outbox job.")
+    webhook_timeout_seconds: float = Field(
+        5.0, gt=0.0, le=60.0,
+        description="Timeout of one webhook delivery (connect, read, write); a timeout is a "
+        "failed attempt, retried through the outbox.")
+    webhook_allow_private_targets: bool = Field(
+        False,
+        description="Allow webhook URLs that resolve to loopback or private addresses (tests, "
+        "a receiver on the same host or network). Link-local addresses (169.254.0.0/16, "
+        "fe80::/10: cloud metadata), multicast and unspecified ones are refused always.")
     graph_max_attempts: int = Field(
         48, ge=1, description="Attempts of a graph extraction job before it stays failed: "
         "graph work waits out an unreachable model or a malformed answer (about two days "

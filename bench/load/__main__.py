@@ -20,7 +20,10 @@ Scenarios (``--scenarios``, per worker count in ``--workers``):
   ``--write-rate``;
 * ``sweep``: reads at stepped rates (``--sweep-rates``) until p95 >= ``--sweep-p95-ms`` or an
   error, then ``--sweep-refine`` bisection steps; reports the highest passing rate;
-* ``closed``: reads from ``--clients`` closed-loop clients (the saturation throughput).
+* ``closed``: reads from ``--clients`` closed-loop clients (the saturation throughput);
+* ``overload``: admission control: the capacity (closed loop, or ``--capacity``), then reads
+  at a quarter of it and at ``--overload-factor`` (2) times it, alternating: admitted p95
+  against the unloaded p95, and how fast the 503s came back.
 
 ``--mode closed`` runs healthz/read/mixed closed-loop too (mixed: writes in the ratio
 ``--write-rate`` : ``--rate``).
@@ -71,7 +74,7 @@ from bench.load.runner import EVENT_LOOP, Measurements, run_scenarios
 from bench.load.workload import Workload
 
 PROGRAM = "python -m bench.load"
-SCENARIOS = ("healthz", "read", "mixed", "sweep", "closed")
+SCENARIOS = ("healthz", "read", "mixed", "sweep", "closed", "overload")
 
 
 def _rates(text: str) -> list[float]:
@@ -103,7 +106,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="extra environment of the API process (what-if runs, e.g. "
                         "MEMORY_RETRIEVAL_EXACT_SCAN_MAX=0 or PGOPTIONS='-c ...'); repeatable")
     p.add_argument("--scenarios", default="healthz,read,mixed",
-                   help="comma list of healthz, read, mixed, sweep, closed")
+                   help="comma list of healthz, read, mixed, sweep, closed, overload")
     p.add_argument("--sweep", action="store_true", help="add the sweep scenario")
     p.add_argument("--mode", choices=("open", "closed"), default="open")
     p.add_argument("--clients", type=int, default=16, help="closed loop: concurrent clients")
@@ -131,6 +134,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--generator-nice", type=int, default=-10,
                    help="nice increment of the generator (negative needs root): a starved "
                         "generator sends late and would measure itself, not the API")
+    p.add_argument("--capacity", type=float, default=None,
+                   help="overload: the read capacity (req/s); default: measured closed-loop "
+                        "with --clients first")
+    p.add_argument("--overload-factor", type=float, default=2.0,
+                   help="overload: offered rate as a multiple of the capacity")
+    p.add_argument("--overload-rounds", type=int, default=2,
+                   help="overload: alternating unloaded/overload pairs")
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--result-name", default="api_load", help="bench/results/<name>.json")
     return p
@@ -189,6 +199,7 @@ def _result(args: argparse.Namespace, argv: list[str] | None, bench: BenchDataba
         "runs": measured.runs,
         "sweeps": [{k: v for k, v in s.items() if k != "runs"} for s in measured.sweeps],
         "sweep_runs": [r for s in measured.sweeps for r in s["runs"]],
+        "overload": measured.overloads,
         "targets": targets(measured.runs, measured.sweeps, args.sweep_p95_ms),
         "postgres_settings": bench.postgres_settings,
         "prewarmed": bench.prewarmed,

@@ -21,6 +21,7 @@ def summarize(samples: list[Sample], route: str, seconds: float, warmup: float) 
     latency = [s.latency * 1000 for s in ok]
     in_window = sum(1 for s in ok if warmup <= s.done < warmup + seconds)
     errors = Counter(s.status for s in measured if not s.ok)
+    refused = [s.service * 1000 for s in measured if s.status == "503"]
     return {
         "count": len(measured),
         "ok": len(ok),
@@ -36,6 +37,11 @@ def summarize(samples: list[Sample], route: str, seconds: float, warmup: float) 
         "errors": sum(errors.values()),
         "errors_by_status": dict(errors),
         "deduplicated": sum(1 for s in ok if s.route == WRITE and s.status == "200"),
+        # 503s (admission control sheds them): how fast a refusal came back once sent
+        "refused": len(refused),
+        "refused_p50_ms": _r(percentile(refused, 50)),
+        "refused_p95_ms": _r(percentile(refused, 95)),
+        "refused_max_ms": _r(max(refused) if refused else None),
     }
 
 
@@ -95,6 +101,26 @@ def targets(runs: list[dict], sweeps: list[dict], sweep_p95_ms: float) -> list[d
                               "(reported)", "workers": s["workers"],
                     "highest_passing_rps": s["highest_passing_rps"]})
     return out
+
+
+def overload_verdict(unloaded: dict, overloaded: dict) -> dict:
+    """The issue's overload target from two read runs of one server: at 2x capacity the
+    admitted requests keep p95 within 2x the unloaded p95, the rest are refused within
+    10 ms."""
+    calm, busy = unloaded["routes"][READ], overloaded["routes"][READ]
+    ratio = (busy["p95_ms"] / calm["p95_ms"]
+             if busy["p95_ms"] is not None and calm["p95_ms"] else None)
+    other_errors = busy["errors"] - busy["refused"]
+    return {"unloaded_rps": unloaded["offered"]["read_rps"],
+            "overload_rps": overloaded["offered"]["read_rps"],
+            "unloaded_p95_ms": calm["p95_ms"], "admitted_p95_ms": busy["p95_ms"],
+            "admitted_over_unloaded_p95": None if ratio is None else round(ratio, 2),
+            "admitted": busy["ok"], "achieved_rps": busy["achieved_rps"],
+            "refused": busy["refused"], "refused_p95_ms": busy["refused_p95_ms"],
+            "refused_max_ms": busy["refused_max_ms"], "other_errors": other_errors,
+            "unfinished": overloaded["unfinished"],
+            "met": ratio is not None and ratio <= 2.0 and other_errors == 0
+            and (busy["refused"] == 0 or (busy["refused_p95_ms"] or 0) <= 10.0)}
 
 
 def print_closing(result: dict, written_to: Path) -> None:

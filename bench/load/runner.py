@@ -21,7 +21,7 @@ from typing import Any
 
 from bench.load import INSTANCE
 from bench.load.client import Client, new_client, send
-from bench.load.report import print_run, run_errors, summarize
+from bench.load.report import overload_verdict, print_run, run_errors, summarize
 from bench.load.server import ApiServer, CpuMeter
 from bench.load.workload import READ, Req, Sample, Workload, arrivals
 
@@ -197,13 +197,51 @@ def sweep(server: ApiServer, workload: Workload, args: argparse.Namespace,
             "runs": steps}
 
 
+def overload(server: ApiServer, workload: Workload, args: argparse.Namespace,
+             postgres_pid: int | None) -> dict:
+    """Admission control under overload, on one server: the read capacity (closed loop,
+    ``--clients`` back to back, unless ``--capacity`` names it), then open-loop reads at a
+    quarter of it (unloaded) and at ``--overload-factor`` times it, alternating
+    ``--overload-rounds`` times; answers each pair's verdict (``overload_verdict``)."""
+    capacity = args.capacity
+    if capacity is None:
+        server.ready()
+        closed_args = argparse.Namespace(**{**vars(args), "mode": "closed"})
+        probe = run_load(server, workload, closed_args, label="capacity (closed loop)",
+                         rate=1.0, write_rate=0.0, postgres_pid=postgres_pid)
+        capacity = probe["routes"][READ]["achieved_rps"]
+    open_args = argparse.Namespace(**{**vars(args), "mode": "open"})
+    rounds = []
+    for index in range(args.overload_rounds):
+        pair = {}
+        for label, rate in (("unloaded", capacity / 4),
+                            ("overload", capacity * args.overload_factor)):
+            server.ready()
+            pair[label] = run_load(server, workload, open_args,
+                                   label=f"{label} {rate:.0f}/s (round {index + 1})",
+                                   rate=round(rate, 1), write_rate=0.0,
+                                   postgres_pid=postgres_pid)
+        rounds.append({**overload_verdict(pair["unloaded"], pair["overload"]),
+                       "runs": pair})
+    for r in rounds:
+        print(f"\n== overload, capacity {capacity:g} req/s: unloaded p95 "
+              f"{r['unloaded_p95_ms']} ms, admitted p95 {r['admitted_p95_ms']} ms "
+              f"({r['admitted_over_unloaded_p95']}x) at {r['overload_rps']:g} req/s, "
+              f"{r['admitted']} admitted, {r['refused']} refused (p95 "
+              f"{r['refused_p95_ms']} ms, max {r['refused_max_ms']} ms), other errors "
+              f"{r['other_errors']}: {'met' if r['met'] else 'NOT met'}", flush=True)
+    return {"workers": server.workers, "capacity_rps": capacity,
+            "factor": args.overload_factor, "rounds": rounds}
+
+
 @dataclass
 class Measurements:
-    """What ``run_scenarios`` measured: the runs, the sweeps (each with its step runs) and
-    the API servers they ran against."""
+    """What ``run_scenarios`` measured: the runs, the sweeps (each with its step runs), the
+    overload rounds and the API servers they ran against."""
 
     runs: list[dict] = field(default_factory=list)
     sweeps: list[dict] = field(default_factory=list)
+    overloads: list[dict] = field(default_factory=list)
     servers: list[dict] = field(default_factory=list)
 
 
@@ -229,6 +267,9 @@ def run_scenarios(url: str, workload: Workload, scenarios: list[str],
             for scenario in scenarios:
                 if scenario == "sweep":
                     sweeps.append(sweep(server, workload, args, postgres_pid))
+                    continue
+                if scenario == "overload":
+                    measured.overloads.append(overload(server, workload, args, postgres_pid))
                     continue
                 server.ready()
                 write_rate = args.write_rate if scenario == "mixed" else 0.0

@@ -1,7 +1,8 @@
-"""Admission control (api/threads.py): past capacity the API sheds requests at once with 503
-``overloaded`` and ``Retry-After`` instead of queueing them; a request that waited too long
-for a database thread is refused before it touches the database; connections the database
-dropped (a restart, a failover) are replaced by the pool's check, not answered 500.
+"""Admission control (api/admission.py, api/threads.py): past the cap on requests in flight
+the API sheds requests at once with 503 ``overloaded`` and ``Retry-After`` instead of queueing
+them; a request that waited too long for a database thread is refused before it touches the
+database; connections the database dropped (a restart, a failover) are replaced by the pool's
+check, not answered 500.
 
 The database thread is kept busy by holding the app's only pool connection from the test:
 the request on the thread then waits for a connection, so the queue in front is real. The
@@ -9,26 +10,21 @@ key is looked up (and cached) before, so authentication needs no connection mean
 
 from __future__ import annotations
 
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
-import pytest
 
 from tests.api.conftest import assert_error, bearer, make_settings, open_client, row_counts
 
 QUERY = {"query": "on-call rota"}
 
 
-@pytest.fixture
-def one_thread_app(database_url, tmp_path):
-    """One database thread, one admitted waiter, a 0.3 s queue wait, a 5 s connection wait."""
-    settings = make_settings(database_url, tmp_path, pool_min_size=1, pool_max_size=1,
-                             api_admission_queue=1, api_admission_wait_ms=300,
-                             api_connection_wait_seconds=5.0, api_key_cache_seconds=60)
-    with open_client(settings) as client:
-        yield client
+def _app(database_url, tmp_path, **overrides):
+    """One database thread, a 5 s connection wait, keys cached (looked up once)."""
+    return open_client(make_settings(database_url, tmp_path, pool_min_size=1, pool_max_size=1,
+                                     api_connection_wait_seconds=5.0, api_key_cache_seconds=60,
+                                     **overrides))
 
 
 def _wait_until(predicate, seconds: float = 5.0) -> None:
@@ -42,59 +38,68 @@ def _threads(client):
     return client.app_state["database_threads"]
 
 
-def test_a_request_past_the_queue_is_refused_at_once_without_the_database(
-        one_thread_app, make_key, database_url):
-    client, headers = one_thread_app, bearer(make_key("alice"))
-    threads = _threads(client)
-    assert client.get("/api/v1/memory", params=QUERY, headers=headers).status_code == 200
+def test_a_request_past_the_in_flight_cap_is_refused_at_once(database_url, tmp_path,
+                                                              make_key):
+    headers = bearer(make_key("alice"))
     before = row_counts(database_url)
-    with ThreadPoolExecutor(2) as senders:
+    with _app(database_url, tmp_path, api_admission_max_in_flight=2,
+              api_admission_wait_ms=0) as client, ThreadPoolExecutor(2) as senders:
+        threads = _threads(client)
+        assert client.get("/api/v1/memory", params=QUERY, headers=headers).status_code == 200
         with client.app_state["pool"].connection():          # the one connection: held
             on_thread = senders.submit(client.get, "/api/v1/memory", params=QUERY,
                                        headers=headers)
-            _wait_until(lambda: threads._busy == 1)
-            queued = senders.submit(client.post, "/api/v1/memory",
-                                    json={"content": "Queued write."}, headers=headers)
-            _wait_until(lambda: threads._waiting == 1)
+            queued = senders.submit(client.get, "/api/v1/memory", params=QUERY,
+                                    headers=headers)
+            _wait_until(lambda: threads.busy == 1 and threads.waiting == 1)
             started = time.monotonic()
             refused = client.post("/api/v1/memory", json={"content": "Refused write."},
                                   headers=headers)
             elapsed = time.monotonic() - started
-            time.sleep(0.4)                      # the queued write waits past its 0.3 s
-        first, second = on_thread.result(), queued.result()
+            assert client.get("/healthz").status_code == 200   # probes are never refused
+        answers = [on_thread.result(), queued.result()]
     error = assert_error(refused, 503, "overloaded")
     assert refused.headers["Retry-After"] == "1"
-    assert error["details"] == {"retryAfterSeconds": 1, "reason": "queue_full"}
+    assert error["details"] == {"retryAfterSeconds": 1, "reason": "in_flight"}
     assert elapsed < 0.25, elapsed                            # refused, not queued
+    assert [a.status_code for a in answers] == [200, 200]     # the admitted ones were served
+    assert row_counts(database_url) == before
+
+
+def test_a_request_that_waited_too_long_for_a_thread_never_reaches_the_database(
+        database_url, tmp_path, make_key):
+    headers = bearer(make_key("alice"))
+    before = row_counts(database_url)
+    with _app(database_url, tmp_path, api_admission_wait_ms=300) as client, \
+            ThreadPoolExecutor(2) as senders:
+        threads = _threads(client)
+        assert client.get("/api/v1/memory", params=QUERY, headers=headers).status_code == 200
+        with client.app_state["pool"].connection():
+            on_thread = senders.submit(client.get, "/api/v1/memory", params=QUERY,
+                                       headers=headers)
+            _wait_until(lambda: threads.busy == 1)
+            queued = senders.submit(client.post, "/api/v1/memory",
+                                    json={"content": "Queued write."}, headers=headers)
+            _wait_until(lambda: threads.waiting == 1)
+            time.sleep(0.4)                                    # past the 0.3 s bound
+        first, second = on_thread.result(), queued.result()
     assert first.status_code == 200, first.text
-    # the queued write waited past 0.3 s for the thread: refused before the database too
     assert assert_error(second, 503, "overloaded")["details"]["reason"] == "waited_too_long"
-    assert row_counts(database_url) == before                 # neither write landed
-    assert client.get("/api/v1/memory", params=QUERY, headers=headers).status_code == 200
+    assert row_counts(database_url) == before                 # the write never landed
 
 
 def test_admission_off_queues_instead(database_url, tmp_path, make_key):
-    settings = make_settings(database_url, tmp_path, pool_min_size=1, pool_max_size=1,
-                             api_admission_control=False, api_connection_wait_seconds=5.0,
-                             api_key_cache_seconds=60)
     headers = bearer(make_key("alice"))
-    with open_client(settings) as client, ThreadPoolExecutor(3) as senders:
+    with _app(database_url, tmp_path, api_admission_control=False,
+              api_admission_max_in_flight=1, api_admission_wait_ms=1) as client, \
+            ThreadPoolExecutor(2) as senders:
         threads = _threads(client)
         assert client.get("/api/v1/memory", params=QUERY, headers=headers).status_code == 200
-        hold = threading.Event()
-
-        def holder():
-            with client.app_state["pool"].connection():
-                hold.wait(5)
-
-        held = senders.submit(holder)
-        _wait_until(lambda: client.app_state["pool"].get_stats()["pool_available"] == 0)
-        answers = [senders.submit(client.get, "/api/v1/memory", params=QUERY,
-                                  headers=headers) for _ in range(2)]
-        _wait_until(lambda: threads._waiting + threads._busy == 2)
-        time.sleep(0.4)                                      # past the default wait limit
-        hold.set()
-        held.result()
+        with client.app_state["pool"].connection():
+            answers = [senders.submit(client.get, "/api/v1/memory", params=QUERY,
+                                      headers=headers) for _ in range(2)]
+            _wait_until(lambda: threads.busy == 1 and threads.waiting == 1)
+            time.sleep(0.1)
         assert [a.result().status_code for a in answers] == [200, 200]
 
 
