@@ -367,6 +367,10 @@ def _parse_node(node_id: object) -> tuple[str, UUID]:
     return kind, parse_graph_id(raw, "node")
 
 
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
 def node_card(conn: psycopg.Connection, ctx: AccessContext, view: str, node_id: object, *,
               channel: str | None = None) -> dict[str, Any]:
     """One node of ``view`` in full: an explainer, its metadata (type, aliases, linked
@@ -397,7 +401,8 @@ def node_card(conn: psycopg.Connection, ctx: AccessContext, view: str, node_id: 
             {"instance": instance, "id": ident})
         confidence = (max(c["confidence"] for c in claims) if claims else None)
         explainer = (
-            f"\u201c{e['label']}\u201d is a {e['entity_type']} entity of the "
+            f"\u201c{e['label']}\u201d is {_article(e['entity_type'])} {e['entity_type']} "
+            "entity of the "
             f"{e['visibility_scope']} audience. The graph is projected automatically from "
             f"approved assertions: this entity has {len(claims)} current claim(s) about it, "
             f"is the object of {len(mentions)}, and takes part in {len(relations)} "
