@@ -243,6 +243,57 @@ def _admin(url: str, statement: sql.Composable) -> None:
             "CREATEDB)") from exc
 
 
+# pg_restore 18 sets transaction_timeout, a parameter servers before 17 do not know; for
+# them the archive goes through psql as a script without that one line.
+TRANSACTION_TIMEOUT_SINCE = 170000
+_UNKNOWN_BEFORE_17 = b"SET transaction_timeout"
+
+
+def _server_version(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.info.server_version
+
+
+def _restore_through_psql(pg_restore: str, path: Path, target: str, password: str | None,
+                          progress: Progress) -> None:
+    """``pg_restore --file=-`` piped into ``psql`` (stop at the first error), minus the
+    settings an older server does not know, in one transaction that is committed only when
+    pg_restore read the whole archive (a cut-off archive leaves the target as it was)."""
+    psql = str(Path(pg_restore).with_name("psql"))
+    if not Path(psql).exists():
+        psql = shutil.which("psql") or psql
+    env = _client_env(password)
+    script = subprocess.Popen([pg_restore, "--no-owner", "--no-acl", "--file=-", str(path)],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=env)
+    load = subprocess.Popen([psql, "--no-psqlrc", "--quiet", "--no-password",
+                             "--set=ON_ERROR_STOP=1", f"--dbname={target}"],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=env)
+    assert script.stdout is not None and load.stdin is not None
+    try:
+        load.stdin.write(b"BEGIN;\n")
+        for line in script.stdout:
+            if line.startswith(_UNKNOWN_BEFORE_17):
+                continue
+            if line.startswith(b"-- Data for Name: "):
+                progress(f"  processing data for table {line[18:].split(b';')[0].decode()}")
+            load.stdin.write(line)
+        if script.wait() == 0:
+            load.stdin.write(b"COMMIT;\n")
+        load.stdin.close()                 # without COMMIT: psql ends, the server rolls back
+    except BrokenPipeError:
+        script.kill()
+    script_errors = script.stderr.read().decode(errors="replace") if script.stderr else ""
+    load_errors = load.stderr.read().decode(errors="replace") if load.stderr else ""
+    if load.wait() != 0:
+        raise BackupError(f"psql failed (exit {load.returncode}): "
+                          f"{load_errors.strip()[-1000:]}")
+    if script.wait() != 0:
+        raise BackupError(f"pg_restore failed (exit {script.returncode}): "
+                          f"{script_errors.strip()[-1000:]}")
+
+
 def restore(url: str, path: Path, *, migrations_dir: Path, create: bool = False,
             force: bool = False, progress: Progress = _quiet) -> RestoreResult:
     """Restore the archive ``path`` into the database of ``url``, which must be empty or
@@ -259,9 +310,12 @@ def restore(url: str, path: Path, *, migrations_dir: Path, create: bool = False,
     pg_restore = client_binary("pg_restore")
     progress(f"restoring {path} into {redact_url(url)} ({pg_restore})")
     try:
-        _run_client([pg_restore, "--verbose", "--no-password", "--no-owner", "--no-acl",
-                     "--single-transaction", "--exit-on-error", f"--dbname={target}",
-                     str(path)], password, progress, "pg_restore")
+        if _server_version(url) >= TRANSACTION_TIMEOUT_SINCE:
+            _run_client([pg_restore, "--verbose", "--no-password", "--no-owner", "--no-acl",
+                         "--single-transaction", "--exit-on-error", f"--dbname={target}",
+                         str(path)], password, progress, "pg_restore")
+        else:
+            _restore_through_psql(pg_restore, path, target, password, progress)
     except BackupError as exc:
         raise BackupError(f"{exc}\nThe restore ran in one transaction: database {name} is "
                           "as empty as before.") from exc

@@ -116,6 +116,38 @@ def test_restore_gives_back_the_state_at_backup_time_not_later_writes(
     assert _search(database_url, ctx, tmp_path) != hits_at_backup
 
 
+def test_the_script_path_for_servers_before_17_restores_the_same_state(
+        database_url, target, ctx, tmp_path, monkeypatch):
+    """Servers before PostgreSQL 17 do not know pg_restore 18's transaction_timeout: the
+    archive goes through psql as a script without it (forced here on the test's server),
+    in one transaction, stopping at the first error."""
+    from memory_platform.db import backup as backup_module
+
+    settings = hash_embedding_settings(database_url, data_dir=tmp_path / "state")
+    _write(database_url, settings, ctx, FIRST)
+    at_backup = _snapshot(database_url)
+    backup(database_url, tmp_path / "platform.dump")
+    monkeypatch.setattr(backup_module, "TRANSACTION_TIMEOUT_SINCE", 10**9)
+    messages: list[str] = []
+
+    restored = restore(target, tmp_path / "platform.dump", migrations_dir=MIGRATIONS_DIR,
+                       create=True, progress=messages.append)
+
+    assert restored.counts["agent_memories"] == len(FIRST)
+    assert _snapshot(target) == at_backup
+    assert any("processing data for table" in m for m in messages)
+    truncated = tmp_path / "truncated.dump"
+    truncated.write_bytes((tmp_path / "platform.dump").read_bytes()[:-2000])
+    with psycopg.connect(target, autocommit=True) as conn:
+        conn.execute("DROP SCHEMA public CASCADE")
+        conn.execute("CREATE SCHEMA public")
+    with pytest.raises(BackupError):
+        restore(target, truncated, migrations_dir=MIGRATIONS_DIR)
+    with psycopg.connect(target) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+                            ).fetchone()[0] == 0          # one transaction: nothing left
+
+
 def test_a_backup_under_concurrent_writes_is_one_consistent_snapshot(
         database_url, target, ctx, tmp_path):
     """Memories written while pg_dump runs are in the archive whole or not at all."""

@@ -30,7 +30,10 @@ def test_f23_an_assertion_a_memory_cites_cannot_be_deleted(conn, instance, statu
     chunk = rows.chunk(conn, instance, memory_id=memory)
     assert not _recallable(conn, memory)
 
-    with pytest.raises(errors.RestrictViolation):
+    # ON DELETE RESTRICT: restrict_violation (23001) from PostgreSQL 18 on, before that
+    # foreign_key_violation (23503).
+    with pytest.raises((errors.RestrictViolation, errors.ForeignKeyViolation),
+                       match="agent_memories_assertion_fkey"):
         conn.execute("DELETE FROM agent_memory_assertions WHERE id = %s", (gate,))
 
     assert conn.execute("SELECT assertion_id FROM agent_memories WHERE id = %s",

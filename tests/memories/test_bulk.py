@@ -498,6 +498,10 @@ def test_fulltext_indexes_another_import_loads_without_are_left_to_it(
         assert not stats.fulltext_rebuilt
         assert not fulltext_index_exists(db, "agent_memory_assertions_tsv_idx")
         assert fulltext_index_exists(db, "agent_memory_chunks_tsv_idx")
+        # Released explicitly: a closed connection's backend lets go of its session locks
+        # only when it has exited, which a busy server does after the next statement here.
+        other.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))",
+                      ("memory-import-index:fulltext",))
     assert repair_fulltext_indexes(db, hash_settings)  # that import's lock is gone
 
 
