@@ -31,6 +31,7 @@ from api.routes import (
     assertions,
     context,
     dreams,
+    events,
     feedback,
     health,
     internal,
@@ -112,6 +113,11 @@ TABLE: tuple[Section, ...] = (
     Section("/api/v1", (
         Operation("GET", "/memory", memory.search, "Semantic search over visible memories",
                   READ, query=schemas.SearchParams, response=schemas.SearchResponse),
+        Operation("GET", "/events", events.list_route,
+                  "Changes of memory state the caller may see (written, deduplicated, "
+                  "activated, superseded, rejected, erased, Dream completed or rolled back), "
+                  "oldest first, paged with an opaque cursor", READ,
+                  query=schemas.EventListParams, response=schemas.EventListResponse),
         Operation("GET", "/users", users.list_users_route,
                   "Users of the key's instance with their share-with-team preference", ADMIN,
                   query=schemas.UserListParams, response=schemas.UsersResponse),
@@ -248,6 +254,20 @@ TABLE: tuple[Section, ...] = (
         Operation("POST", "/memory/dreams/{dream_id}/rollback", dreams.rollback_route,
                   "Roll back one Dream: compensate what no person decided, report what is "
                   "protected", ADMIN, response=schemas.DreamRollbackResponse),
+        Operation("GET", "/memory/webhooks", events.list_webhooks_route,
+                  "Webhooks of the key's instance with delivery counts (never a secret)",
+                  ADMIN, response=schemas.WebhookListResponse),
+        Operation("POST", "/memory/webhooks", events.register_route,
+                  "Register a webhook: signed event deliveries through the outbox (201; "
+                  "the secret is answered only when generated)", ADMIN,
+                  body=schemas.WebhookIn, response=schemas.WebhookOut, status=201),
+        Operation("DELETE", "/memory/webhooks/{webhook_id}", events.deactivate_route,
+                  "Deactivate a webhook (no further deliveries)", ADMIN,
+                  response=schemas.WebhookOut),
+        Operation("GET", "/memory/webhooks/{webhook_id}/deliveries", events.deliveries_route,
+                  "Delivery status of one webhook: state, attempts, last status and error",
+                  ADMIN, query=schemas.WebhookDeliveryParams,
+                  response=schemas.WebhookDeliveriesResponse),
     )),
 )
 

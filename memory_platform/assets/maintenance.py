@@ -17,6 +17,7 @@ from dagster import (
 
 from memory_platform.assets.ledger import OUTBOX_TABLE
 from memory_platform.consolidation.lifecycle import expire_due
+from memory_platform.events import webhooks as _webhooks  # noqa: F401  (registers deliveries)
 from memory_platform.graph.build import process_graph_jobs, sweep_unsupported
 from memory_platform.orchestration.home import WRITER_POOL
 from memory_platform.projection.outbox import process_outbox_until_idle

@@ -24,7 +24,9 @@ What goes (``user`` = the erased user id, in one instance):
   edges left without current support are superseded, newly orphaned entities quarantined);
 - **Dreams** of their private audience (with wiki proposals), consolidation audit rows about
   removed rows, ``agent_user_profiles``, ``agent_user_preferences``, retrieval feedback and
-  feedback runs, channel memberships, session participation, and their API keys.
+  feedback runs, channel memberships, session participation, and their API keys;
+- **events** (``agent_memory_events``) naming them (owner, private audience) or a removed
+  memory, assertion or Dream. The report's own ``user.erased`` event names nobody.
 
 Append-only tables (reviews, the consolidation audit) refuse DELETE; migration 0022 lets a
 DELETE through when the transaction-local setting ``memory.erasure`` is on, which only
@@ -228,6 +230,16 @@ _DELETES: list[tuple[str, sql.Composable | str]] = [
     ("agent_knowledge_entities",
      "DELETE FROM agent_knowledge_entities WHERE instance_key = %(i)s"
      " AND id IN (SELECT id FROM erase_entities)"),
+    # Events (0025) hold no text, but they name the person (owner, private audience) and
+    # the removed rows: they go too (queued webhook deliveries then find no event).
+    ("agent_memory_events",
+     """DELETE FROM agent_memory_events
+         WHERE instance_key = %(i)s
+           AND (owner_user_id = %(u)s
+                OR (audience_kind = 'private' AND audience_key = %(u)s)
+                OR memory_id IN (SELECT id FROM erase_memories)
+                OR assertion_id IN (SELECT id FROM erase_assertions)
+                OR dream_id IN (SELECT id FROM erase_dreams))"""),
     ("agent_memory_ingestion_outbox",
      sql.SQL("""DELETE FROM agent_memory_ingestion_outbox
                  WHERE instance_key = %(i)s AND subject_id::text IN {removed}"""

@@ -51,7 +51,8 @@ REPEATED = "Sounds good, talk soon."
 LEDGER = {"agent_memory_assertions", "agent_memory_assertion_reviews",
           "agent_memory_assertion_evidence", "agent_memory_assertion_embeddings",
           "agent_memory_sources", "agent_memory_embedding_generations",
-          "agent_memory_ingestion_outbox", "agent_memory_assertion_history"}
+          "agent_memory_ingestion_outbox", "agent_memory_assertion_history",
+          "agent_memory_events"}
 
 
 def _conversation(key: str, speakers: tuple[str, str], sessions: list[list[str]],

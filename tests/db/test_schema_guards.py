@@ -192,6 +192,17 @@ GUARD_TRIGGERS = [
     "agent_memory_erasures_no_truncate",
     # A user's first key registers them (0023); cases in tests/test_users.py.
     "api_keys_register_user",
+    # Events from the ledger's own writes, append-only, and their webhook deliveries
+    # (0025); cases in tests/events/.
+    "agent_memories_event_insert",
+    "agent_memories_event_dedup",
+    "agent_memory_assertions_event_insert",
+    "agent_memory_assertions_event_status",
+    "agent_memory_dreams_event_status",
+    "agent_memory_erasures_event_insert",
+    "agent_memory_events_append_only",
+    "agent_memory_events_no_truncate",
+    "agent_memory_events_webhooks",
 ]
 
 

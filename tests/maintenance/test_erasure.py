@@ -186,8 +186,8 @@ def test_erasure_removes_every_trace_and_counts_what_it_removed(db, settings, in
     after = counts(db, instance)
     for table, n in report.removed.items():
         expected = before[table] - after[table]
-        if table == "agent_memory_erasures":
-            expected += 1
+        if table in ("agent_memory_erasures", "agent_memory_events"):
+            expected += 1                       # the report, and its user.erased event
         if table == "agent_memory_ingestion_outbox":
             expected += report.updated["agent_memory_ingestion_outbox.enqueued"]
         assert n == expected, table

@@ -1,0 +1,120 @@
+"""A webhook delivered once despite a receiver that fails twice: a loopback receiver answers
+500, 500, then 200; the outbox retries with backoff (time travel on available_at instead of
+sleeping), every attempt is signed, the delivery status shows three attempts. And the SSRF
+rule refuses what a webhook may not reach."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from memory_platform.access import AccessContext
+from memory_platform.errors import InvalidInput
+from memory_platform.events import webhooks
+from memory_platform.projection.outbox import process_outbox
+from tests.dreaming.support import remember
+
+SECRET = "a-test-secret-of-some-length"
+
+
+@pytest.fixture
+def receiver():
+    """A loopback HTTP receiver answering 500 twice, then 200; it keeps every request."""
+    seen: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append({"headers": dict(self.headers), "body": body})
+            self.send_response(500 if len(seen) <= 2 else 200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hook", seen
+    server.shutdown()
+    server.server_close()
+
+
+def due_now(db, job_id):
+    db.execute("UPDATE agent_memory_ingestion_outbox SET available_at = now() WHERE id = %s",
+               (job_id,))
+
+
+def test_a_webhook_is_delivered_once_despite_two_failures(db, settings, instance, receiver):
+    url, seen = receiver
+    settings = settings.model_copy(update={"webhook_allow_private_targets": True})
+    hook = webhooks.register(db, settings, instance, url, secret=SECRET,
+                             kinds=["memory.written"])
+    assert "secret" not in hook
+    stored = remember(db, settings, AccessContext(instance, user_id="ada"),
+                      "The build server restarts every Sunday night.", visibility="team")
+    job = db.execute("SELECT id FROM agent_memory_ingestion_outbox WHERE instance_key = %s"
+                     " AND job_type = 'webhook_delivery'", (instance,)).fetchall()
+    assert len(job) == 1                       # one event of the kind, one active webhook
+    job_id = job[0][0]
+
+    for attempt in range(1, 4):
+        process_outbox(db, settings, job_ids=[job_id])
+        assert len(seen) == attempt
+        due_now(db, job_id)                    # time travel instead of the backoff
+    process_outbox(db, settings, job_ids=[job_id])
+    assert len(seen) == 3                      # done: never delivered again
+
+    for request in seen:                       # every attempt signed, and verifiable
+        headers = request["headers"]
+        assert webhooks.verify(SECRET, headers["X-Memory-Timestamp"], request["body"],
+                               headers["X-Memory-Signature"])
+        assert not webhooks.verify("another-secret-entirely", headers["X-Memory-Timestamp"],
+                                   request["body"], headers["X-Memory-Signature"])
+    delivered = seen[-1]
+    assert b'"memoryId":"%s"' % str(stored.id).encode() in delivered["body"]
+    assert b"Sunday" not in delivered["body"]  # ids and states, never the text
+
+    [status] = webhooks.deliveries(db, settings, instance, hook["id"])
+    assert status["state"] == "delivered" and status["attempts"] == 3
+    assert status["lastStatus"] == 200 and status["deliveredAt"] is not None
+    assert status["eventId"] == delivered["headers"]["X-Memory-Event-Id"]
+    [listed] = webhooks.list_webhooks(db, instance)
+    assert listed["delivered"] == 1 and "secret" not in listed
+
+
+def test_a_failed_attempt_shows_its_status(db, settings, instance, receiver):
+    url, _ = receiver
+    settings = settings.model_copy(update={"webhook_allow_private_targets": True})
+    hook = webhooks.register(db, settings, instance, url, kinds=["memory.written"])
+    assert len(hook["secret"]) >= 32           # generated: shown once
+    remember(db, settings, AccessContext(instance, user_id="ada"), "A note.",
+             visibility="team")
+    process_outbox(db, settings, instance_key=instance)
+    [status] = webhooks.deliveries(db, settings, instance, hook["id"])
+    assert (status["state"], status["attempts"], status["lastStatus"]) == ("failed", 1, 500)
+    assert status["nextAttemptAt"] is not None
+    webhooks.deactivate(db, instance, hook["id"])
+    remember(db, settings, AccessContext(instance, user_id="ada"), "Another note.",
+             visibility="team")
+    assert len(webhooks.deliveries(db, settings, instance, hook["id"])) == 1
+
+
+@pytest.mark.parametrize(("url", "allow"), [
+    ("ftp://example.org/hook", True),
+    ("file:///etc/passwd", True),
+    ("http://user:pw@127.0.0.1/hook", True),
+    ("http://169.254.169.254/latest/meta-data", True),      # cloud metadata: always
+    ("http://[fe80::1]/hook", True),
+    ("http://0.0.0.0/hook", True),
+    ("http://127.0.0.1/hook", False),                       # loopback: only when allowed
+    ("http://10.1.2.3/hook", False),
+    ("http://[::ffff:169.254.169.254]/hook", True),
+])
+def test_the_ssrf_rule(settings, url, allow):
+    with pytest.raises(InvalidInput):
+        webhooks.check_target(url, settings.model_copy(
+            update={"webhook_allow_private_targets": allow}))
