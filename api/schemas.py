@@ -19,6 +19,7 @@ from memory_platform.dreaming.model import normalise_model_name
 from memory_platform.errors import InvalidInput
 from memory_platform.maintenance.profiles import USER_ID_MAX_CHARS
 from memory_platform.memories.validation import parse_occurred_at
+from memory_platform.retrieval.criteria import Criteria, parse_criteria
 from memory_platform.review.decisions import BULK_LIMIT as REVIEW_BULK_MAX
 from memory_platform.review.queues import MAX_LIMIT as REVIEW_PAGE_MAX
 
@@ -46,6 +47,13 @@ class CallerContext(Strict):
     channel_type: str | None = Field(None, alias="channelType", min_length=1, max_length=64)
 
 
+_OCCURRED_AFTER = ("Only memories whose event time (occurredAt) is at or after this ISO-8601 "
+                   "date-time with an offset; memories without an event time never match.")
+_OCCURRED_BEFORE = "Only memories whose event time (occurredAt) is before this date-time."
+_CREATED_AFTER = "Only memories written at or after this ISO-8601 date-time with an offset."
+_CREATED_BEFORE = "Only memories written before this ISO-8601 date-time with an offset."
+
+
 class SearchParams(CallerContext):
     """Query-string parameters: text by nature, so numbers are parsed (lax), unknown names
     still rejected."""
@@ -55,6 +63,25 @@ class SearchParams(CallerContext):
     limit: int | None = Field(None, ge=1, le=50,
                               description="Most results (default: MEMORY_RETRIEVAL_TOP_K).")
     scope: AudienceKind | None = Field(None, description="Only this visibility scope.")
+    filter: str | None = Field(
+        None, min_length=1, max_length=8192,
+        description="A filter over metadata and subject refs, as JSON (docs/search-filters.md),"
+        ' e.g. {"metadata.project": {"eq": "apollo"}}.')
+    occurred_after: str | None = Field(None, alias="occurredAfter", max_length=64,
+                                       description=_OCCURRED_AFTER)
+    occurred_before: str | None = Field(None, alias="occurredBefore", max_length=64,
+                                        description=_OCCURRED_BEFORE)
+    created_after: str | None = Field(None, alias="createdAfter", max_length=64,
+                                      description=_CREATED_AFTER)
+    created_before: str | None = Field(None, alias="createdBefore", max_length=64,
+                                       description=_CREATED_BEFORE)
+    source_types: str | None = Field(
+        None, alias="sourceTypes", max_length=200,
+        description="Only these source types, comma-separated (e.g. fact,manual).")
+
+    def criteria(self) -> Criteria | None:
+        """The search criteria of the parameters (InvalidInput naming the field)."""
+        return search_criteria(self, self.filter)
 
 
 class MemoryCreate(Strict):
@@ -89,12 +116,42 @@ def parse_event_time(value: object, field: str) -> datetime | None:
         raise ValueError(exc.message) from None
 
 
+# --- search filters (memory_platform/retrieval/criteria.py, docs/search-filters.md) --------
+
+
+def search_criteria(fields: Any, where: Any) -> Criteria | None:
+    """The criteria of a search request's filter fields, validated by the library (an
+    InvalidInput naming the field, answered 400)."""
+    return parse_criteria(where, occurred_after=fields.occurred_after,
+                          occurred_before=fields.occurred_before,
+                          created_after=fields.created_after,
+                          created_before=fields.created_before,
+                          source_types=fields.source_types)
+
+
 class ContextSearch(Strict):
     query: str = Field(min_length=1, max_length=2000)
     depth: Literal["normal", "deep"] = "normal"
     intent: Literal["answer", "wiki_synthesis"] | None = None
     limit: int | None = Field(None, ge=1, le=50)
     context: CallerContext | None = None
+    filter: dict[str, Any] | None = Field(
+        None, description="A filter over metadata and subject refs (docs/search-filters.md); "
+        "with any filter field only memories are searched.")
+    occurred_after: str | None = Field(None, alias="occurredAfter", max_length=64,
+                                       description=_OCCURRED_AFTER)
+    occurred_before: str | None = Field(None, alias="occurredBefore", max_length=64,
+                                        description=_OCCURRED_BEFORE)
+    created_after: str | None = Field(None, alias="createdAfter", max_length=64,
+                                      description=_CREATED_AFTER)
+    created_before: str | None = Field(None, alias="createdBefore", max_length=64,
+                                       description=_CREATED_BEFORE)
+    source_types: list[str] | None = Field(None, alias="sourceTypes", min_length=1,
+                                           max_length=12, description="Only these source types.")
+
+    def criteria(self) -> Criteria | None:
+        """The search criteria of the body (InvalidInput naming the field)."""
+        return search_criteria(self, self.filter)
 
 
 class InjectedFeedback(Strict):
@@ -1055,3 +1112,63 @@ class ErasureRequest(Strict):
 
 class ErasureResponse(BaseModel):
     model_config = ConfigDict(extra="allow")
+
+
+# --- events and webhooks ------------------------------------------------------------------
+
+class EventListParams(CallerContext):
+    """Query string of GET /api/v1/events (numbers parsed, unknown names rejected)."""
+
+    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+    after: str | None = Field(None, min_length=1, max_length=200,
+                              description="nextCursor of the previous page (omitted: from "
+                              "the first event).")
+    limit: int | None = Field(None, ge=1, le=500, description="Most events (default 100).")
+    kinds: str | None = Field(None, min_length=1, max_length=1000,
+                              description="Comma-separated event kinds (omitted: all).")
+
+
+class EventOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    id: str
+    kind: str
+    audience: dict[str, str]
+    data: dict[str, Any]
+    created_at: str = Field(alias="createdAt")
+
+
+class EventListResponse(BaseModel):
+    events: list[EventOut]
+    next_cursor: str = Field(serialization_alias="nextCursor",
+                             description="Continue from here (also when the page is empty).")
+
+
+class WebhookIn(Strict):
+    """Register a webhook of the admin key's instance. The secret signs every delivery;
+    omitted: one is generated and answered once."""
+
+    url: str = Field(min_length=1, max_length=2000)
+    secret: str | None = Field(None, min_length=16, max_length=512)
+    kinds: list[str] = Field(default_factory=list, max_length=50,
+                             description="Event kinds delivered (empty: all).")
+
+
+class WebhookOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    id: str
+    url: str
+    kinds: list[str]
+    active: bool
+
+
+class WebhookListResponse(BaseModel):
+    webhooks: list[WebhookOut]
+
+
+class WebhookDeliveryParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+    limit: int | None = Field(None, ge=1, le=1000, description="Newest deliveries (100).")
+
+
+class WebhookDeliveriesResponse(BaseModel):
+    deliveries: list[dict[str, Any]]

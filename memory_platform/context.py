@@ -34,6 +34,7 @@ from memory_platform.errors import InvalidInput, NotFound
 from memory_platform.graph.reads import explain_claim, get_entity
 from memory_platform.graph.search import knowledge_search
 from memory_platform.retrieval.assertions import recallable_assertion, search_assertions
+from memory_platform.retrieval.criteria import Criteria
 from memory_platform.retrieval.fusion import reciprocal_rank
 from memory_platform.retrieval.lexicon import generating_terms
 from memory_platform.retrieval.memories import get_memory, parse_uuid
@@ -128,6 +129,7 @@ def context_search(
     embedder: EmbeddingProvider | None = None,
     question: QueryVector | None = None,
     stamper: RetrievalStamper | None = None,
+    criteria: Criteria | None = None,
 ) -> list[ContextItem]:
     """The best ``limit`` items of every recall surface ``ctx`` may see, fused (see the module
     docstring). A deep search (``depth="deep"`` or the ``wiki_synthesis`` intent) asks each
@@ -135,7 +137,10 @@ def context_search(
     ``retrieval_context_deep_limit`` for a deep search. ``question`` is the query's
     embedding, computed before the caller took ``conn``; without it the query is embedded
     once, with ``embedder`` (default: the configured provider), before the first statement.
-    Every lexical arm reads a bounded number of matches (``retrieval_lexical_scan_cap``)."""
+    Every lexical arm reads a bounded number of matches (``retrieval_lexical_scan_cap``).
+    ``criteria`` (metadata, subject refs, event and write time, source types: properties of
+    memories, retrieval/criteria.py) searches the memories alone, filtered inside their
+    search statement; assertions are then found through their memory projections."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("query is empty", details={"field": "query"})
     if depth not in ("normal", "deep"):
@@ -146,6 +151,9 @@ def context_search(
     per_source = limit * (3 if deep else 2)
     if question is None:
         question = embed_question(embedder or get_provider(settings), query)
+    if criteria is not None and not criteria.empty:
+        return fuse({"memories": _memory_items(conn, settings, ctx, query, per_source,
+                                               question, stamper, criteria)}, limit)
     terms = _lexical_terms(conn, settings, query)
 
     sources: dict[str, list[ContextItem]] = {
@@ -156,19 +164,25 @@ def context_search(
             for h in search_assertions(conn, settings, ctx, query, limit=per_source,
                                        question=question)
         ],
-        "memories": [
-            ContextItem(_memory_identity(h.assertion_id, h.memory_id),
-                        "assertion" if h.assertion_id else "memory", h.content,
-                        details={"memoryId": str(h.memory_id), "sourceType": h.source_type,
-                                 "visibility": h.visibility_scope,
-                                 "subjectRefs": h.subject_refs, **_event_time(h.occurred_at)})
-            for h in search_memories(conn, settings, ctx, query, limit=per_source,
-                                     question=question, stamper=stamper)
-        ],
+        "memories": _memory_items(conn, settings, ctx, query, per_source, question, stamper),
         "history": _search_history(conn, ctx, terms, per_source),
         "graph": _search_graph(conn, settings, ctx, query, question, per_source),
     }
     return fuse(sources, limit)
+
+
+def _memory_items(conn, settings: Settings, ctx: AccessContext, query: str, cap: int,
+                  question: QueryVector, stamper: RetrievalStamper | None,
+                  criteria: Criteria | None = None) -> list[ContextItem]:
+    return [
+        ContextItem(_memory_identity(h.assertion_id, h.memory_id),
+                    "assertion" if h.assertion_id else "memory", h.content,
+                    details={"memoryId": str(h.memory_id), "sourceType": h.source_type,
+                             "visibility": h.visibility_scope,
+                             "subjectRefs": h.subject_refs, **_event_time(h.occurred_at)})
+        for h in search_memories(conn, settings, ctx, query, limit=cap, question=question,
+                                 stamper=stamper, criteria=criteria)
+    ]
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,7 @@ AGENT_WRITER_HEADERS = {"X-Memory-Writer": "agent"}
 log = logging.getLogger("memory_platform.mcp")
 
 Visibility = Literal["private", "team", "workspace", "channel"]
+SourceType = Literal["prompt_file", "summary", "fact", "manual", "dream", "flush"]
 Role = Literal["user", "assistant", "system", "tool"]
 
 UNTRUSTED_NOTE = (
@@ -83,7 +84,11 @@ SEARCH_DESCRIPTION = (
     "Semantic search over the user's durable memories (decisions, preferences, facts). "
     "Use it when earlier context is likely relevant to the task. Results are candidates "
     "ranked by score: before relying on a memory for anything consequential, retrieve it "
-    "exactly with memory_get and check it. " + UNTRUSTED_NOTE
+    "exactly with memory_get and check it. Optional filters narrow the search (never widen "
+    "it): filter (metadata / subject-ref conditions, e.g. {\"metadata.project\": {\"eq\": "
+    "\"apollo\"}} or {\"subjectRefs.taskId\": {\"in\": [\"T-1\", \"T-2\"]}}, combined with "
+    "and/or/not, operators eq, in, exists), occurredAfter/occurredBefore (when it happened), "
+    "createdAfter/createdBefore (when it was stored), sourceTypes. " + UNTRUSTED_NOTE
 )
 
 GET_DESCRIPTION = (
@@ -285,10 +290,37 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
             = DEFAULT_SEARCH_LIMIT,
             scope: Annotated[Visibility | None, Field(
                 description="Only memories of this visibility scope.")] = None,
+            filter: Annotated[dict[str, Any] | None, Field(
+                description="Conditions on metadata.<key> / subjectRefs.<key>: {field: "
+                "{eq: value} | {in: [values]} | {exists: bool}}, combined with {and: [...]}, "
+                "{or: [...]}, {not: ...}.")] = None,
+            occurredAfter: Annotated[str | None, Field(
+                max_length=64, description="Event time at or after (ISO-8601 with offset).")]
+            = None,
+            occurredBefore: Annotated[str | None, Field(
+                max_length=64, description="Event time before (ISO-8601 with offset).")]
+            = None,
+            createdAfter: Annotated[str | None, Field(
+                max_length=64, description="Stored at or after (ISO-8601 with offset).")]
+            = None,
+            createdBefore: Annotated[str | None, Field(
+                max_length=64, description="Stored before (ISO-8601 with offset).")] = None,
+            sourceTypes: Annotated[list[SourceType] | None, Field(
+                min_length=1, max_length=6, description="Only these source types.")] = None,
         ) -> str:
             params: dict[str, Any] = {"query": query, "limit": limit}
             if scope is not None:
                 params["scope"] = scope
+            if filter is not None:
+                params["filter"] = json.dumps(filter, separators=(",", ":"))
+            for name, value in (("occurredAfter", occurredAfter),
+                                ("occurredBefore", occurredBefore),
+                                ("createdAfter", createdAfter),
+                                ("createdBefore", createdBefore)):
+                if value is not None:
+                    params[name] = value
+            if sourceTypes:
+                params["sourceTypes"] = ",".join(sourceTypes)
             return await api.call("GET", MEMORY_PATH, read_token, params=params)
 
         async def memory_get(

@@ -40,13 +40,14 @@ def memory_out(item: MemoryHit | MemoryRecord) -> MemoryOut:
 
 async def search(request: Request, params: SearchParams) -> SearchResponse:
     state = request.state
+    criteria = params.criteria()  # checked before the query is embedded
     question = await run_in_threadpool(embed_question, state.embedder, params.query)
     hits = await with_caller(
         request, params,
         lambda conn, ctx: search_memories(
             conn, state.settings, ctx, params.query, limit=params.limit,
             scopes=(params.scope,) if params.scope else None, question=question,
-            stamper=state.stamper))
+            stamper=state.stamper, criteria=criteria))
     return SearchResponse(results=[memory_out(h) for h in hits])
 
 

@@ -29,7 +29,7 @@ and stays prepared. docs/architecture.md
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -55,6 +55,7 @@ from memory_platform.embeddings.generations import (
     indexed_distance,
 )
 from memory_platform.errors import InvalidInput
+from memory_platform.retrieval.criteria import Criteria, criteria_params, memory_condition
 from memory_platform.retrieval.feedback.ranking import feedback_multiplier
 from memory_platform.retrieval.filters import ASSERTION_JOIN, recallable_memory
 from memory_platform.retrieval.lexicon import generating_terms, selective_terms, term_weights
@@ -112,30 +113,34 @@ class _Shape:
     match_cap: int
     scan_cap: int
     exact_max: int
+    criteria: Hashable | None = None  # the criteria's shape (retrieval/criteria.py)
 
 
 _STATEMENTS = ShapeCache()
 
 
-def _statement(shape: _Shape, ctx: AccessContext,
-               scopes: tuple[str, ...] | None) -> Numbered:
-    """The statement for ``shape``, composed once per process (``ctx`` and ``scopes`` are
-    of that shape: they decide which rule branches and filters appear, no value of theirs
-    enters the text). Numbered placeholders spare psycopg parsing a 5 KB text per search."""
-    return _STATEMENTS.get(shape, lambda: _compose(shape, ctx, scopes))
+def _statement(shape: _Shape, ctx: AccessContext, scopes: tuple[str, ...] | None,
+               criteria: Criteria | None = None) -> Numbered:
+    """The statement for ``shape``, composed once per process (``ctx``, ``scopes`` and
+    ``criteria`` are of that shape: they decide which rule branches and filters appear, no
+    value of theirs enters the text). Numbered placeholders spare psycopg parsing a 5 KB text
+    per search."""
+    return _STATEMENTS.get(shape, lambda: _compose(shape, ctx, scopes, criteria))
 
 
-def _compose(shape: _Shape, ctx: AccessContext,
-             scopes: tuple[str, ...] | None) -> sql.Composable:
-    visible = _chunk_filter(ctx, scopes)
+def _compose(shape: _Shape, ctx: AccessContext, scopes: tuple[str, ...] | None,
+             criteria: Criteria | None = None) -> sql.Composable:
+    visible = _chunk_filter(ctx, scopes, criteria)
     arms: list[sql.Composable] = []
     if shape.keyword_arm:
         arms.append(_keyword_arm(visible, shape.match_cap, shape.scan_cap))
     if shape.key is not None:
         arms.extend(_vector_arms(visible, shape.key, shape.dims, shape.vector_cap,
-                                 shape.exact_max))
+                                 shape.exact_max,
+                                 _chunk_filter(ctx, scopes, criteria, semi_join=True)))
     return _search_statement(ctx, scopes, arms, shape,
-                             _visible_count(ctx, scopes, shape.exact_max + 1))
+                             _visible_count(ctx, scopes, shape.exact_max + 1, criteria),
+                             criteria)
 
 
 def _bound_tsquery(role: str) -> sql.Composable:
@@ -147,11 +152,34 @@ def _vector_expr(dims: int) -> sql.Composable:
     return exact_distance("c", dims, sql.Placeholder("qv"))
 
 
-def _chunk_filter(ctx: AccessContext, scopes: tuple[str, ...] | None) -> sql.Composable:
+def _chunk_filter(ctx: AccessContext, scopes: tuple[str, ...] | None,
+                  criteria: Criteria | None = None, semi_join: bool = False) -> sql.Composable:
     """The chunks an arm may return: recallable, visible to ``ctx`` by the audience copy
-    they carry, and within ``scopes`` when given (it narrows, never widens)."""
-    return sql.SQL("c.recallable AND {}{}").format(chunk_predicate(ctx, "c", placeholder),
-                                                   _scope_filter("c", scopes))
+    they carry, within ``scopes`` when given, and of a memory that meets ``criteria`` when
+    given (both narrow, never widen). ``semi_join``: the criteria as an EXISTS the planner
+    may start from (the exact arm, which runs for a few matching chunks: a selective filter
+    is found from the memories' side, e.g. their metadata GIN index)."""
+    condition = _criteria_filter("c", criteria)
+    if semi_join and criteria is not None:
+        condition = sql.SQL(
+            " AND EXISTS (SELECT 1 FROM agent_memories fm WHERE fm.instance_key = c.instance_key"
+            " AND fm.id = c.memory_id AND {})").format(memory_condition(criteria, "fm"))
+    return sql.SQL("c.recallable AND {}{}{}").format(chunk_predicate(ctx, "c", placeholder),
+                                                     _scope_filter("c", scopes), condition)
+
+
+def _criteria_filter(alias: str, criteria: Criteria | None) -> sql.Composable:
+    """`` AND`` the chunk ``alias``'s memory meets ``criteria``: a probe of the memory's
+    primary key per chunk the arm reads, before its LIMIT (the top-k is taken among the
+    matches). A scalar subquery, not EXISTS: the planner cannot turn it into a join that
+    first collects every memory meeting a broad filter (measured: 80-400 ms at 20,000
+    memories); the arms stream, and the HNSW walk keeps going until enough chunks passed."""
+    if criteria is None:
+        return sql.SQL("")
+    return sql.SQL(" AND coalesce((SELECT {condition} FROM agent_memories fm"
+                   " WHERE fm.instance_key = {c}.instance_key AND fm.id = {c}.memory_id),"
+                   " false)").format(c=sql.Identifier(alias),
+                                     condition=memory_condition(criteria, "fm"))
 
 
 def _scope_filter(alias: str, scopes: tuple[str, ...] | None) -> sql.Composable:
@@ -212,37 +240,57 @@ def _term_queries(role: str) -> sql.Composable:
 
 
 def _visible_count(ctx: AccessContext, scopes: tuple[str, ...] | None,
-                   bound: int) -> sql.Composable:
-    """How many chunks ``ctx`` may see, counted no further than ``bound``."""
+                   bound: int, criteria: Criteria | None = None) -> sql.Composable:
+    """How many chunks ``ctx`` may see (of memories meeting ``criteria``), counted no
+    further than ``bound``: a selective filter takes the exact arm, so a filtered search
+    still finds its k matches. With criteria each branch reads at most ``4 * bound`` visible
+    chunks (probing their memories): fewer than ``bound`` matches among them takes the exact
+    arm too, which is exact whatever the count (only slower for a filter of middling
+    selectivity), and the count stays a few milliseconds for any filter."""
+    if criteria is None:
+        return bounded_count([
+            sql.SQL("(SELECT 1 FROM agent_memory_chunks c"
+                    " WHERE c.instance_key = {instance} AND c.recallable AND {branch}{scopes})"
+                    ).format(instance=sql.Placeholder("instance"), branch=branch,
+                             scopes=_scope_filter("c", scopes))
+            for branch in chunk_branches(ctx, "c", placeholder)
+        ], bound)
     return bounded_count([
-        sql.SQL("(SELECT 1 FROM agent_memory_chunks c"
-                " WHERE c.instance_key = {instance} AND c.recallable AND {branch}{scopes})"
+        sql.SQL("(SELECT 1 FROM (SELECT c.instance_key, c.memory_id FROM agent_memory_chunks c"
+                " WHERE c.instance_key = {instance} AND c.recallable AND {branch}{scopes}"
+                " LIMIT {read}) c WHERE true{criteria})"
                 ).format(instance=sql.Placeholder("instance"), branch=branch,
-                         scopes=_scope_filter("c", scopes))
+                         scopes=_scope_filter("c", scopes), read=sql.Literal(4 * bound),
+                         criteria=_criteria_filter("c", criteria))
         for branch in chunk_branches(ctx, "c", placeholder)
     ], bound)
 
 
 def _vector_arms(visible: sql.Composable, key: str, dims: int, vector_cap: int,
-                 exact_max: int) -> list[sql.Composable]:
-    """The exact and the HNSW arm, of which :func:`planner.gate` runs exactly one."""
+                 exact_max: int, exact_visible: sql.Composable | None = None,
+                 ) -> list[sql.Composable]:
+    """The exact and the HNSW arm, of which :func:`planner.gate` runs exactly one
+    (``exact_visible``: the exact arm's filter, when it differs)."""
     common = sql.SQL("""
         FROM agent_memory_chunks c
        WHERE c.embedding_key = {key} AND c.instance_key = {instance} AND {visible}
-    """).format(key=sql.Literal(key),  # a literal: it selects the partial HNSW index
-                instance=sql.Placeholder("instance"), visible=visible)
+    """)
+    def where(condition: sql.Composable) -> sql.Composable:
+        return common.format(key=sql.Literal(key),  # a literal: it selects the HNSW index
+                             instance=sql.Placeholder("instance"), visible=condition)
     cap = sql.Literal(vector_cap)
     arm = sql.SQL("SELECT c.id {common} AND {gate} ORDER BY {distance} LIMIT {cap}")
-    exact = arm.format(common=common, gate=gate(True, exact_max), cap=cap,
-                       distance=_vector_expr(dims))
-    approximate = arm.format(common=common, gate=gate(False, exact_max), cap=cap,
+    exact = arm.format(common=where(exact_visible or visible), gate=gate(True, exact_max),
+                       cap=cap, distance=_vector_expr(dims))
+    approximate = arm.format(common=where(visible), gate=gate(False, exact_max), cap=cap,
                              distance=indexed_distance("c", dims, sql.Placeholder("qv")))
     return [exact, approximate]
 
 
 def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
                       arms: list[sql.Composable], shape: _Shape,
-                      visible_count: sql.Composable) -> sql.Composable:
+                      visible_count: sql.Composable,
+                      criteria: Criteria | None = None) -> sql.Composable:
     """Candidates of every arm, then their details and both real scores (one
     :class:`_Candidate` per row), in one statement. The full recall rule (memory visibility,
     state, assertion approval and validity) is applied here: the chunk columns the arms
@@ -253,8 +301,9 @@ def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
             key=sql.Literal(shape.key), d=_vector_expr(shape.dims))
     keyword_score = _keyword_rank("c", "terms") if shape.scored_terms else sql.SQL("0::real")
     candidates = sql.SQL(" UNION ").join(sql.SQL("({})").format(arm) for arm in arms)
-    visible = sql.SQL("{}{}").format(recallable_memory(ctx, placeholder),
-                                     _scope_filter("m", scopes))
+    visible = sql.SQL("{}{}{}").format(
+        recallable_memory(ctx, placeholder), _scope_filter("m", scopes),
+        sql.SQL(" AND {}").format(memory_condition(criteria, "m")) if criteria else sql.SQL(""))
     queries = [_term_queries(role) for role, used in (("generating", shape.keyword_arm),
                                                       ("terms", shape.scored_terms)) if used]
     return sql.SQL("""
@@ -328,6 +377,7 @@ def search_memories(
     stamp: bool = True,
     stamper: RetrievalStamper | None = None,
     explain: list[str] | None = None,
+    criteria: Criteria | None = None,
 ) -> list[MemoryHit]:
     """The best ``limit`` (default ``retrieval_top_k``) visible memories for ``query``: one
     hit per memory (its best chunk). ``scopes`` narrows the visibility scopes searched (it
@@ -337,9 +387,14 @@ def search_memories(
     configured provider) before the first statement. Returned memories are stamped as
     retrieved: by ``stamper`` (deferred, batched) when given, else right away on ``conn``;
     ``stamp=False`` skips it (benchmarks). ``explain`` (a list) receives the EXPLAIN ANALYZE
-    plan of the search statement (benchmarks, tuning)."""
+    plan of the search statement (benchmarks, tuning). ``criteria``
+    (:func:`~memory_platform.retrieval.criteria.parse_criteria`) narrows the search to
+    memories meeting it, inside every arm of the statement: the top ``limit`` is taken among
+    the matches, and the visibility rule still applies (a filter never widens)."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("query is empty", details={"field": "query"})
+    if criteria is not None and criteria.empty:
+        criteria = None
     if question is None:
         question = embed_question(embedder or get_provider(settings), query)
     limit = limit or settings.retrieval_top_k
@@ -365,14 +420,16 @@ def search_memories(
         dims=question.dimensions, vector_cap=vector_cap,
         match_cap=settings.retrieval_keyword_match_cap,
         scan_cap=settings.retrieval_lexical_scan_cap,
-        exact_max=settings.retrieval_exact_scan_max)
-    statement = _statement(shape, ctx, scopes)
+        exact_max=settings.retrieval_exact_scan_max,
+        criteria=criteria.shape if criteria is not None else None)
+    statement = _statement(shape, ctx, scopes, criteria)
     values = {**context_params(ctx), "scopes": list(scopes or ()), "qv": vector,
               "generating": " | ".join(generating),
               "keyword_cap": keyword_cap,
               "context_weight": settings.retrieval_context_keyword_weight,
               "terms_list": terms, "generating_list": generating,
-              **_weights(conn, settings, terms, generating)}
+              **_weights(conn, settings, terms, generating),
+              **(criteria_params(criteria) if criteria is not None else {})}
     params = statement.params(values)
     with planner_settings(conn, max(settings.retrieval_hnsw_ef_search, vector_cap)):
         if explain is not None:
