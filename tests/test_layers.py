@@ -27,6 +27,7 @@ DOMAIN = [                                   # bottom first
     {"ledger"},
     {"memories"},
     {"projection"},
+    {"events"},
     {"retrieval"},
     {"graph"},
     {"context"},
@@ -35,6 +36,7 @@ DOMAIN = [                                   # bottom first
     {"review"},
     {"dreaming"},
     {"sessions"},
+    {"portability"},
     {"apikeys", "operator_status", "demo", "benchmarks"},
 ]
 ADAPTERS = {                                 # each column bottom first, above the domain

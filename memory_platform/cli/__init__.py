@@ -17,6 +17,7 @@ from memory_platform.cli.graph import graph
 from memory_platform.cli.imports import embeddings, import_command
 from memory_platform.cli.keys import keys
 from memory_platform.cli.members import members, sessions
+from memory_platform.cli.portability import export_command
 from memory_platform.cli.review import review
 from memory_platform.cli.serve import api_command, dev_command, mcp_command
 from memory_platform.cli.settings_cmd import settings_group
@@ -33,5 +34,5 @@ def main() -> None:
 
 for command in (config, db, api_command, dev_command, bench, keys, members, sessions,
                 mcp_command, import_command, embeddings, dream, graph, demo, workspace,
-                import_transcripts_command, users, review, settings_group):
+                import_transcripts_command, users, review, settings_group, export_command):
     main.add_command(command)

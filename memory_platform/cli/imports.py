@@ -59,17 +59,41 @@ class _ProgressLine:
 @click.command("import", short_help="Bulk-import memories from a JSON Lines file.")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.option("--instance", default=None,
-              help="Instance of rows without their own instance_key (default MEMORY_INSTANCE_KEY).")
+              help="Instance of rows without their own instance_key (default "
+                   "MEMORY_INSTANCE_KEY); memory-platform format: the target instance "
+                   "(default: the exported one).")
 @click.option("--batch-size", type=click.IntRange(1, 5000), default=None,
-              help="Rows per transaction (default MEMORY_IMPORT_BATCH_SIZE).")
+              help="Rows per transaction (default MEMORY_IMPORT_BATCH_SIZE; memory-platform "
+                   "format: lines per transaction and checkpoint, default 1000).")
 @click.option("--provider", type=click.Choice(["hash", "openai", "local"]), default=None,
               help="Embedding provider (default MEMORY_EMBEDDING_PROVIDER).")
 @click.option("--rebuild-index/--no-rebuild-index", default=None,
               help="Drop the generation's HNSW chunk index for the load and rebuild it after "
                    "(default: when the import is larger than MEMORY_IMPORT_REBUILD_INDEX_MIN_ROWS "
                    "and than the rows the index holds).")
+@click.option("--format", "fmt", type=click.Choice(["memories", "memory-platform", "mem0"]),
+              default="memories", show_default=True,
+              help="memories: the rows described above; memory-platform: a "
+                   "`memory-platform export` file (docs/export-format.md); mem0: mem0's "
+                   "memory export "
+                   "(docs/migrating-from-mem0.md).")
+@click.option("--audience-map", "audience_map", multiple=True, metavar="FROM=TO",
+              help="memory-platform format: move an audience, e.g. private:anna=private:bob, "
+                   "channel:C1=channel:C2, private:anna=team (repeatable).")
+@click.option("--restart", is_flag=True,
+              help="memory-platform format: ignore the checkpoint of an earlier run of this "
+                   "file and read it from the start (adds nothing that is there).")
+@click.option("--reembed/--no-reembed", default=True, show_default=True,
+              help="memory-platform format: embed what came without vectors of the "
+                   "configured model right after the import.")
+@click.option("--mem0-visibility", type=click.Choice(["private", "derived", "team"]),
+              default="private", show_default=True,
+              help="mem0 format: the audience of a memory with a user_id (derived: the "
+                   "user's share-with-team preference decides, as for a write).")
 def import_command(file: str, instance: str | None, batch_size: int | None,
-                   provider: str | None, rebuild_index: bool | None) -> None:
+                   provider: str | None, rebuild_index: bool | None, fmt: str,
+                   audience_map: tuple[str, ...], restart: bool, reembed: bool,
+                   mem0_visibility: str) -> None:
     """Import memories from a JSON Lines FILE ('-' reads stdin), one object per line:
 
     \b
@@ -86,7 +110,15 @@ def import_command(file: str, instance: str | None, batch_size: int | None,
     A bad row is reported with its line number and skipped; the rest continue. When the
     embedding provider fails, rows are stored keyword-only (`memory-platform embeddings
     reembed` gives them vectors later). Progress goes to stderr; the counts, the index
-    decision and the rejected rows to stdout. Exit status 1 when any row was rejected."""
+    decision and the rejected rows to stdout. Exit status 1 when any row was rejected.
+
+    --format memory-platform reads an export (idempotent, resumable, rewritten into
+    --instance and --audience-map); --format mem0 maps mem0's memories onto the rows above
+    (source_type fact, trust_class imported: they follow the review policy)."""
+    if fmt == "memory-platform":
+        from memory_platform.cli.portability import import_portable
+        import_portable(file, instance, audience_map, provider, batch_size, restart, reembed)
+        return
     from memory_platform.embeddings.base import EmbeddingError
     from memory_platform.embeddings.factory import get_provider
     from memory_platform.memories.bulk import import_memories
@@ -106,9 +138,15 @@ def import_command(file: str, instance: str | None, batch_size: int | None,
                   f"deduplicated {stats.deduplicated:,}  rejected {len(stats.rejected):,}")
 
     with platform_connection(settings) as conn, click.open_file(file, "rb") as handle:
+        rows = read_jsonl(handle)
+        if fmt == "mem0":
+            from memory_platform.portability.mem0 import bulk_rows, read_mem0
+            if file == "-":
+                raise click.BadParameter("a mem0 export is read from a file", param_hint="FILE")
+            rows, expected = bulk_rows(read_mem0(file), visibility=mem0_visibility), None
         stats = import_memories(
             conn, settings, context_from_row(instance or settings.instance_key),
-            read_jsonl(handle), embedder=embedder, batch_size=batch_size, progress=progress,
+            rows, embedder=embedder, batch_size=batch_size, progress=progress,
             rebuild_index=rebuild_index, expected_rows=expected,
         )
     progress(stats)
