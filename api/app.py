@@ -25,6 +25,7 @@ from api.launching import (
 from api.metrics import Metrics
 from api.routes.health import ProbeConnection
 from api.threads import DatabaseThreads
+from api.vector_worker import VectorWorker
 from memory_platform.db import migrations
 from memory_platform.db.connection import open_api_pool
 from memory_platform.embeddings.base import EmbeddingProvider
@@ -75,8 +76,11 @@ def create_app(settings: Settings | None = None, *,
         stamper = RetrievalStamper(pool)
         threads = DatabaseThreads(settings)
         probe = ProbeConnection(pool.conninfo)
+        vector_worker: VectorWorker | None = None
         try:
             await run_in_threadpool(_refuse_edited_migrations, pool, settings)
+            if settings.write_vectors == "deferred":
+                vector_worker = VectorWorker(pool, settings).start()
             yield AppState(settings=settings, pool=pool, embedder=embedder, stamper=stamper,
                            database_threads=threads,
                            api_keys=ApiKeys(pool, settings),
@@ -84,6 +88,8 @@ def create_app(settings: Settings | None = None, *,
                            rollback_recorder=rollback_recorder,
                            probe=probe)
         finally:
+            if vector_worker is not None:
+                await run_in_threadpool(vector_worker.stop)
             await run_in_threadpool(probe.close)
             await run_in_threadpool(threads.shutdown)
             await run_in_threadpool(stamper.close)

@@ -195,6 +195,11 @@ class Settings(BaseSettings):
     memory_dedup_window_hours: int = Field(
         720, ge=0, description="A repeat of the same memory within this window is a dedup hit."
     )
+    write_vectors: Literal["sync", "deferred"] = Field(
+        "sync", description="sync: a write inserts its chunk and assertion vectors (two HNSW "
+        "inserts) in its own transaction. deferred: the write stores them keyword-only and "
+        "an outbox job (written in the same transaction) adds the vectors moments later; "
+        "the API drains those jobs in-process (docs/deferred-vectors.md).")
     import_batch_size: int = Field(
         500, ge=1, le=5000,
         description="Rows per bulk-import transaction (one embedding call, one COPY each).",

@@ -17,7 +17,10 @@ summaries all come through here, so none of them can skip a rule:
    ``conn.transaction()`` block); a provider failure keeps the write: the row stays
    keyword-reachable and waits in the re-embed backlog;
 5. in ONE transaction: source envelope, ``agent_memories`` row, chunks with vectors, and for
-   facts a canonical assertion with verbatim evidence under the activation policy.
+   facts a canonical assertion with verbatim evidence under the activation policy. With
+   ``write_vectors = "deferred"`` the chunks and the assertion are stored keyword-only and the
+   same transaction enqueues one outbox job with their vectors (memories/vectors.py): the
+   row is keyword-searchable at once and vector-searchable once the job ran.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from memory_platform.memories.validation import (
     clean_occurred_at,
     clean_title,
 )
+from memory_platform.memories.vectors import enqueue_vectors, notify_written
 from memory_platform.memories.write_rules import (
     ASSERTION_SOURCE_TYPES,
     audience_refs,
@@ -104,6 +108,7 @@ class StoredMemory:
     assertion_id: uuid.UUID | None = None
     assertion_status: str | None = None
     embedded: bool = False
+    vectors_deferred: bool = False   # embedded, the vectors wait in the outbox
 
 
 def _validate_kind(write: MemoryWrite) -> None:
@@ -222,14 +227,19 @@ def store_memory(
             return _dedup_hit(conn, ctx, write, audience, existing)
         generation = None if vectors is None else ensure_generation(conn, ctx.instance_key,
                                                                      provider)
-        return _insert(conn, ctx, write, content, refs, audience, digest, subject, chunks,
-                       vectors, generation, provider, turn)
+        stored = _insert(conn, ctx, write, content, refs, audience, digest, subject, chunks,
+                         vectors, generation, provider, turn,
+                         defer=settings.write_vectors == "deferred")
+    if stored.vectors_deferred:
+        notify_written()
+    return stored
 
 
 def _insert(conn, ctx: AccessContext, write: MemoryWrite, content: str, refs: dict[str, str],
             audience: Audience, digest: str, subject: str, chunks: list[Chunk],
             vectors: np.ndarray | None, generation: Generation | None,
-            provider: EmbeddingProvider, turn: TurnContext | None) -> StoredMemory:
+            provider: EmbeddingProvider, turn: TurnContext | None, *,
+            defer: bool = False) -> StoredMemory:
     memory_id = uuid.uuid4()
     owner = source_owner(ctx, audience)
     source_id = ensure_source(
@@ -259,9 +269,17 @@ def _insert(conn, ctx: AccessContext, write: MemoryWrite, content: str, refs: di
          content, digest, subject, Jsonb(metadata), assertion.id if assertion else None,
          source_id, write.occurred_at, turn.previous_memory_id if turn else None),
     )
+    vectored = assertion is not None and assertion.recallable
+    if defer and generation is not None and vectors is not None:
+        insert_chunks(conn, ctx.instance_key, memory_id, chunks, None, None, provider,
+                      context=turn.text if turn else None)
+        enqueue_vectors(conn, ctx.instance_key, memory_id, vectors, len(chunks), generation,
+                        provider, (assertion.id, content) if vectored and assertion else None)
+        return StoredMemory(memory_id, audience, False, assertion.id if assertion else None,
+                            assertion.status if assertion else None, False, True)
     insert_chunks(conn, ctx.instance_key, memory_id, chunks, vectors, generation, provider,
                   context=turn.text if turn else None)
-    if assertion and assertion.recallable and generation and vectors is not None:
+    if assertion and vectored and generation and vectors is not None:
         # The chunk's vector when the fact is a single chunk, else the whole text's.
         ledger.store_assertion_vectors(conn, ctx.instance_key, generation,
                                        [(assertion.id, content, vectors[-1])])

@@ -5,3 +5,4 @@ jobs whichever module the caller imported.
 """
 
 from memory_platform.projection import assertions as _assertions  # noqa: F401  (registers)
+from memory_platform.projection import memory_vectors as _memory_vectors  # noqa: F401  (registers)
