@@ -25,7 +25,9 @@ from api.launching import (
 from api.metrics import Metrics
 from api.routes.health import ProbeConnection
 from api.threads import DatabaseThreads
+from api.tracing import TracingMiddleware
 from api.vector_worker import VectorWorker
+from memory_platform import tracing
 from memory_platform.db import migrations
 from memory_platform.db.connection import open_api_pool
 from memory_platform.embeddings.base import EmbeddingProvider
@@ -71,6 +73,7 @@ def create_app(settings: Settings | None = None, *,
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[AppState]:
+        tracing.setup("memory-platform-api")  # once per process; off unless OTEL_* say so
         embedder = await run_in_threadpool(get_provider, settings)
         pool = await run_in_threadpool(open_api_pool, settings)
         stamper = RetrievalStamper(pool)
@@ -99,6 +102,6 @@ def create_app(settings: Settings | None = None, *,
         routes=[*table.routes(), *inspector.routes()],
         lifespan=lifespan,
         exception_handlers=EXCEPTION_HANDLERS,
-        middleware=[Middleware(metrics.middleware),
+        middleware=[Middleware(TracingMiddleware), Middleware(metrics.middleware),
                     Middleware(AdmissionControl, limit=in_flight_limit(settings))],
     )

@@ -417,6 +417,25 @@ class SessionStatus(_Report):
     last_compaction_at: str | None = Field(alias="lastCompactionAt")
 
 
+class ModelUsageWindow(_Report):
+    """The Dreams' own model calls summed over a window (docs/observability.md)."""
+
+    dreams: int = Field(description="Dreams that called their model.")
+    calls: int
+    prompt_tokens: int = Field(alias="promptTokens")
+    completion_tokens: int = Field(alias="completionTokens")
+    total_tokens: int = Field(alias="totalTokens")
+    estimated_cost_usd: float = Field(
+        alias="estimatedCostUsd", description="Estimated from MEMORY_MODEL_PRICES; calls of "
+        "unpriced models count 0 (see unpricedCalls).")
+    unpriced_calls: int = Field(alias="unpricedCalls")
+
+
+class ModelUsageStatus(_Report):
+    last24h: ModelUsageWindow
+    all_time: ModelUsageWindow = Field(alias="allTime")
+
+
 class StatusResponse(_Report):
     instance: str
     memories: MemoryCounts
@@ -427,6 +446,7 @@ class StatusResponse(_Report):
     outbox: OutboxStatus
     feedback: dict[str, int]
     indexes: IndexStatus
+    model_usage: ModelUsageStatus = Field(alias="modelUsage")
     sessions: SessionStatus
     legacy_import: dict[str, Any] | None = Field(
         alias="legacyImport", description="The last legacy transcript import's result "

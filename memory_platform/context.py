@@ -19,6 +19,7 @@ provenance (a claim with its source refs and evidence, an entity with its claims
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -27,6 +28,7 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
+from memory_platform import tracing
 from memory_platform.access import AccessContext, audience_predicate, history_visibility
 from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.embeddings.factory import get_provider
@@ -149,26 +151,47 @@ def context_search(
     limit = limit or (settings.retrieval_context_deep_limit if deep
                       else settings.retrieval_context_limit)
     per_source = limit * (3 if deep else 2)
-    if question is None:
-        question = embed_question(embedder or get_provider(settings), query)
-    if criteria is not None and not criteria.empty:
-        return fuse({"memories": _memory_items(conn, settings, ctx, query, per_source,
-                                               question, stamper, criteria)}, limit)
-    terms = _lexical_terms(conn, settings, query)
+    filtered = criteria is not None and not criteria.empty
+    with tracing.span("search.context", **{"memory.search.limit": limit,
+                                           "memory.search.deep": deep,
+                                           "memory.search.filtered": filtered}) as current:
+        if question is None:
+            with tracing.span("search.embed_query"):
+                question = embed_question(embedder or get_provider(settings), query)
+        if filtered:
+            sources = {"memories": _source("memories", lambda: _memory_items(
+                conn, settings, ctx, query, per_source, question, stamper, criteria))}
+        else:
+            terms = _lexical_terms(conn, settings, query)
+            sources = {
+                "assertions": _source("assertions", lambda: [
+                    ContextItem(f"assertion:{h.id}", "assertion", h.text,
+                                confidence=h.confidence,
+                                details={"assertionType": h.assertion_type,
+                                         "audience": {"kind": h.audience_kind,
+                                                      "key": h.audience_key}})
+                    for h in search_assertions(conn, settings, ctx, query, limit=per_source,
+                                               question=question)]),
+                "memories": _source("memories", lambda: _memory_items(
+                    conn, settings, ctx, query, per_source, question, stamper)),
+                "history": _source("history", lambda: _search_history(
+                    conn, ctx, terms, per_source)),
+                "graph": _source("graph", lambda: _search_graph(
+                    conn, settings, ctx, query, question, per_source)),
+            }
+        with tracing.span("search.fusion", **{"memory.search.sources": len(sources)}):
+            fused = fuse(sources, limit)
+        current.set_attribute("memory.search.hits", len(fused))
+        return fused
 
-    sources: dict[str, list[ContextItem]] = {
-        "assertions": [
-            ContextItem(f"assertion:{h.id}", "assertion", h.text, confidence=h.confidence,
-                        details={"assertionType": h.assertion_type,
-                                 "audience": {"kind": h.audience_kind, "key": h.audience_key}})
-            for h in search_assertions(conn, settings, ctx, query, limit=per_source,
-                                       question=question)
-        ],
-        "memories": _memory_items(conn, settings, ctx, query, per_source, question, stamper),
-        "history": _search_history(conn, ctx, terms, per_source),
-        "graph": _search_graph(conn, settings, ctx, query, question, per_source),
-    }
-    return fuse(sources, limit)
+
+def _source(name: str, search: Callable[[], list[ContextItem]]) -> list[ContextItem]:
+    """One recall surface's search as the span ``search.source.<name>`` (its own
+    statements: the time is its own), with the number of items it found."""
+    with tracing.span(f"search.source.{name}", **{"memory.search.source": name}) as current:
+        items = search()
+        current.set_attribute("memory.search.items", len(items))
+        return items
 
 
 def _memory_items(conn, settings: Settings, ctx: AccessContext, query: str, cap: int,

@@ -1,7 +1,9 @@
 """What an operator needs to judge an instance's memory at a glance (/internal/memory/status).
 
 Besides counts it reports the sessions' maintenance queue and context graph (``sessions``),
-and search indexes an interrupted import left broken (``indexes``):
+the Dreams' model calls, tokens and estimated cost over the last 24 hours and all time
+(``modelUsage``, docs/observability.md), and search indexes an interrupted import left broken
+(``indexes``):
 an empty HNSW placeholder or a dropped GIN index makes search scan instead of using the index
 until ``memory-platform db repair-indexes`` (or the next import) rebuilds it.
 """
@@ -104,9 +106,49 @@ def memory_status(conn: psycopg.Connection, instance_key: str) -> dict[str, Any]
                              " agent_memory_retrieval_feedback WHERE instance_key = %s"
                              " GROUP BY 1", instance_key),
         "indexes": index_report(conn, instance_key),
+        "modelUsage": model_usage(conn, instance_key),
         "sessions": session_status(conn, instance_key),
         "legacyImport": stored_last_import(conn, instance_key),
     }
+
+
+_USAGE_WINDOWS = ("last24h", "allTime")
+
+
+def model_usage(conn: psycopg.Connection, instance_key: str) -> dict[str, Any]:
+    """The Dreams' own model calls summed from their rows (``stats_json.modelUsage``, written
+    by the engine): Dreams with a model call, calls, tokens, estimated cost (priced calls
+    only), calls without a price; over the Dreams started in the last 24 hours and all."""
+    recent = "(WHERE started_at >= now() - interval '24 hours')"
+    sums = ("count(u) {f}, coalesce(sum((u ->> 'calls')::bigint) {f}, 0), "
+            "coalesce(sum((u ->> 'promptTokens')::bigint) {f}, 0), "
+            "coalesce(sum((u ->> 'completionTokens')::bigint) {f}, 0), "
+            "coalesce(sum((u ->> 'totalTokens')::bigint) {f}, 0), "
+            "coalesce(sum((u ->> 'estimatedCostUsd')::numeric) {f}, 0), "
+            "coalesce(sum((u ->> 'unpricedCalls')::bigint) {f}, 0)")
+    row = conn.execute(
+        _USAGE_QUERY.format(columns=sums.format(f="FILTER " + recent) + ", "
+                            + sums.format(f="")),
+        (instance_key,),
+    ).fetchone()
+    out: dict[str, Any] = {}
+    for index, name in enumerate(_USAGE_WINDOWS):
+        dreams, calls, prompt, completion, total, cost, unpriced = row[index * 7:index * 7 + 7]
+        out[name] = {"dreams": int(dreams), "calls": int(calls), "promptTokens": int(prompt),
+                     "completionTokens": int(completion), "totalTokens": int(total),
+                     "estimatedCostUsd": round(float(cost), 6),
+                     "unpricedCalls": int(unpriced)}
+    return out
+
+
+# Only constant text goes into {columns}; the instance is a parameter.
+_USAGE_QUERY = """
+    SELECT {columns}
+      FROM (SELECT stats_json -> 'modelUsage' AS u, started_at
+              FROM agent_memory_dreams
+             WHERE instance_key = %s
+               AND jsonb_typeof(stats_json -> 'modelUsage') = 'object') d
+"""
 
 
 def index_report(conn: psycopg.Connection, instance_key: str) -> dict[str, Any]:

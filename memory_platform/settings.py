@@ -14,10 +14,18 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class ModelPrice(BaseModel):
+    """A model's price in US dollars per 1,000 tokens (``MEMORY_MODEL_PRICES``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    input_per_1k: float = Field(ge=0.0)
+    output_per_1k: float = Field(ge=0.0)
 
 
 class Settings(BaseSettings):
@@ -360,6 +368,12 @@ class Settings(BaseSettings):
     )
     maintenance_retry_backoff_seconds: float = Field(
         1.0, ge=0.0, le=30.0, description="First retry delay; doubles on the next retry."
+    )
+    model_prices: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description="Estimated cost of model calls: a JSON object of model name -> "
+        '{"input_per_1k": USD, "output_per_1k": USD} (docs/observability.md). A model not '
+        "listed is unpriced: its tokens are counted, its cost is not estimated.",
     )
     dream_stale_minutes: int = Field(90, ge=1)
     dream_reconcile_interval_seconds: int = Field(30, ge=1)

@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 DOMAIN = [                                   # bottom first
-    {"settings", "errors", "text"},
+    {"settings", "errors", "text", "tracing"},
     {"secrets"},
     {"db"},
     {"access"},

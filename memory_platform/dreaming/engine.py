@@ -25,6 +25,7 @@ from uuid import UUID
 
 import psycopg
 
+from memory_platform import tracing
 from memory_platform.db.units import committed_unit, require_idle, rollback_if_open
 from memory_platform.dreaming import contract, prompt
 from memory_platform.dreaming import model as dream_model
@@ -45,6 +46,7 @@ from memory_platform.dreaming.validate import Validation, validate_output
 from memory_platform.dreaming.wiki import reject_dependent_proposals, store_proposals
 from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.llm.base import JsonRequest, ModelError
+from memory_platform.llm.cost import ModelUsage
 from memory_platform.projection.outbox import (
     EMBEDDING_DEFERRED,
     OutboxResult,
@@ -165,18 +167,39 @@ def run_dream_partition(
     if trigger not in TRIGGERS:
         raise ValueError(f"trigger must be one of {TRIGGERS}")
     require_idle(conn, "run_dream_partition")
-    with dream_lock(conn):
-        run = _Run(conn, settings, partition, dry_run=dry_run, trigger=trigger,
-                   orchestrator_run_id=orchestrator_run_id)
-        try:
-            return _execute(run, model, embedder)
-        except Exception as exc:
-            if run.dream_id is None:
-                raise
-            log.exception("dream %s failed", run.dream_id)
-            rollback_if_open(conn)
-            run.diagnose("internal_error", "engine", f"{type(exc).__name__}: {exc}"[:500])
-            return run.finish("failed", error=f"{type(exc).__name__}: {exc}"[:500])
+    with tracing.span("dream", **{"memory.partition": partition.partition_key,
+                                  "memory.dream.trigger": trigger,
+                                  "memory.dream.dry_run": dry_run}) as current:
+        with dream_lock(conn):
+            run = _Run(conn, settings, partition, dry_run=dry_run, trigger=trigger,
+                       orchestrator_run_id=orchestrator_run_id)
+            try:
+                result = _execute(run, model, embedder)
+            except Exception as exc:
+                if run.dream_id is None:
+                    raise
+                log.exception("dream %s failed", run.dream_id)
+                rollback_if_open(conn)
+                run.diagnose("internal_error", "engine", f"{type(exc).__name__}: {exc}"[:500])
+                result = run.finish("failed", error=f"{type(exc).__name__}: {exc}"[:500])
+        if current.is_recording():
+            current.set_attributes(_span_attributes(result))
+        return result
+
+
+def _span_attributes(result: DreamResult) -> dict[str, Any]:
+    """What the ``dream`` span tells: ids, status, model, counts, tokens, cost."""
+    usage = ModelUsage.from_json(result.stats.get("modelUsage"))
+    return tracing.attributes({
+        "memory.dream.id": str(result.dream_id), "memory.dream.status": result.status,
+        "gen_ai.request.model": result.model,
+        "memory.dream.inputs": result.stats.get("inputsTotal"),
+        "memory.dream.accepted": result.stats.get("accepted"),
+        "memory.dream.model_calls": usage.calls,
+        "gen_ai.usage.input_tokens": usage.prompt_tokens,
+        "gen_ai.usage.output_tokens": usage.completion_tokens,
+        "memory.llm.estimated_cost_usd": usage.estimated_cost_usd,
+        "memory.llm.unpriced_calls": usage.unpriced_calls})
 
 
 def _execute(run: _Run, model: Any, embedder: EmbeddingProvider | None) -> DreamResult:
@@ -243,14 +266,19 @@ def _generate(run: _Run, client, inputs: DreamInputs):
         inputs=prompt.model_inputs(settings, inputs),
         max_completion_tokens=settings.dream_completion_tokens,
         topic=f"{run.partition.kind}-memory")
+    usage = ModelUsage()
     try:
         completion = client.complete_json(request)
     except ModelError as exc:
+        usage.add(run.model or getattr(client, "name", "?"), None, settings.model_prices)
+        run.stats["modelUsage"] = usage.as_json()
         run.phase("generate")
         status = "skipped" if exc.code in MALFORMED_CODES else "failed"
         run.diagnose(exc.code, "generate", exc.reason, model=exc.diagnostic)
         return run.finish(status, error=None if status == "skipped" else str(exc)[:500])
     run.phase("generate")
+    usage.add(completion.model, completion.usage, settings.model_prices)
+    run.stats["modelUsage"] = usage.as_json()
     run.stats["generation"] = {"finishReason": completion.finish_reason,
                                "usage": completion.usage,
                                "durationSeconds": round(completion.duration_seconds, 4),

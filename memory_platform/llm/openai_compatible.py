@@ -46,7 +46,9 @@ from urllib.parse import urlsplit, urlunsplit
 import openai
 from pydantic import SecretStr
 
+from memory_platform import tracing
 from memory_platform.llm.base import Completion, JsonRequest, ModelError
+from memory_platform.llm.cost import estimate_cost, tokens_of
 from memory_platform.llm.normalize import looks_truncated, parse_model_json
 from memory_platform.settings import Settings
 
@@ -221,6 +223,38 @@ class OpenAICompatibleModel:
         return min(limit for limit in limits if limit)
 
     def complete_json(self, request: JsonRequest) -> Completion:
+        """One strict JSON completion, as the span ``llm.chat`` (docs/observability.md:
+        model names, token counts, estimated cost, finish reason, attempts; never the
+        prompt, the answer or the key)."""
+        with tracing.span("llm.chat", **{
+                "gen_ai.operation.name": "chat", "gen_ai.system": "openai_compatible",
+                "gen_ai.request.model": self.name,
+                "server.address": urlsplit(self._base_url).hostname or ""}) as current:
+            try:
+                completion = self._complete_json(request)
+            except ModelError as exc:
+                if current.is_recording():
+                    current.set_attributes(tracing.attributes({
+                        "memory.llm.attempts": exc.diagnostic.get("attempts"),
+                        "memory.llm.duration_seconds": exc.diagnostic.get("elapsedSeconds")}))
+                raise
+            if current.is_recording():
+                prompt, output, total = tokens_of(completion.usage)
+                cost = estimate_cost(self.name, prompt, output, self._settings.model_prices)
+                current.set_attributes(tracing.attributes({
+                    "gen_ai.response.model": completion.effective_model,
+                    "gen_ai.response.finish_reasons": [completion.finish_reason or ""],
+                    "gen_ai.usage.input_tokens": prompt,
+                    "gen_ai.usage.output_tokens": output,
+                    "memory.llm.total_tokens": total,
+                    "memory.llm.estimated_cost_usd": cost,
+                    "memory.llm.priced": cost is not None,
+                    "memory.llm.attempts": completion.attempts,
+                    "memory.llm.events": completion.events,
+                    "memory.llm.duration_seconds": round(completion.duration_seconds, 4)}))
+            return completion
+
+    def _complete_json(self, request: JsonRequest) -> Completion:
         started = time.monotonic()
         deadline = started + self.phase_timeout_seconds
         max_tokens = self.completion_token_limit(request)

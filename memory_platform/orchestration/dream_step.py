@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 from dagster import AssetCheckSeverity, MetadataValue
 
+from memory_platform import tracing
 from memory_platform.dreaming.checks import CheckOutcome, run_check
 from memory_platform.dreaming.engine import DreamResult, run_dream_partition
 from memory_platform.dreaming.partitions import Partition
@@ -26,7 +27,8 @@ from memory_platform.dreaming.summary import DreamStats
 from memory_platform.dreaming.targets import known_partitions
 from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.errors import DreamLocked, InvalidInput, NotFound
-from memory_platform.orchestration.keys import CHECK_GUARDS
+from memory_platform.llm.cost import ModelUsage
+from memory_platform.orchestration.keys import CHECK_GUARDS, DREAM_PROPOSALS
 from memory_platform.orchestration.metadata import (
     asset_metadata,
     check_metadata,
@@ -36,7 +38,7 @@ from memory_platform.orchestration.metadata import (
 from memory_platform.settings import Settings
 
 __all__ = ["DreamStep", "check_fields", "dream_step", "evaluate_check", "guarding_checks",
-           "run_with_lock_wait", "step_trigger"]
+           "run_with_lock_wait", "step_trigger", "usage_metadata"]
 
 _MAX_LOCK_DELAY = 30.0
 
@@ -127,16 +129,36 @@ def dream_step(
         (partition,) = known_partitions(conn, [partition_key])
     except (InvalidInput, NotFound) as exc:
         return DreamStep(partition_key, None, problem=exc.message)
+    tracing.setup("memory-platform-dagster")  # once per process; off unless OTEL_* say so
     started = time.perf_counter()
     wait = settings.dream_lock_wait_seconds if lock_wait_seconds is None else lock_wait_seconds
-    result, waits = run_with_lock_wait(
-        lambda: run_dream_partition(conn, settings, partition, model=model or None,
-                                    dry_run=dry_run, trigger=trigger,
-                                    orchestrator_run_id=run_id, embedder=embedder),
-        wait, on_wait)
+    try:
+        result, waits = run_with_lock_wait(
+            lambda: run_dream_partition(conn, settings, partition, model=model or None,
+                                        dry_run=dry_run, trigger=trigger,
+                                        orchestrator_run_id=run_id, embedder=embedder),
+            wait, on_wait)
+    finally:
+        tracing.flush()  # a run worker may exit right after the step
+    metadata = asset_metadata(conn, result)
+    if DREAM_PROPOSALS in metadata:
+        metadata[DREAM_PROPOSALS].update(usage_metadata(result))
     return DreamStep(partition_key, result, materialized_assets(result),
-                     asset_metadata(conn, result), round(time.perf_counter() - started, 4),
+                     metadata, round(time.perf_counter() - started, 4),
                      waits, _failure_text(result) if result.status == "failed" else None)
+
+
+def usage_metadata(result: DreamResult) -> dict[str, MetadataValue]:
+    """The Dream's model calls as numbers Dagster plots per partition: calls, tokens as the
+    provider reported them, the estimated cost of the priced calls (0.0 when unpriced; then
+    ``unpriced_model_calls`` counts them). docs/observability.md."""
+    usage = ModelUsage.from_json(result.stats.get("modelUsage"))
+    return {"model_calls": MetadataValue.int(usage.calls),
+            "prompt_tokens": MetadataValue.int(usage.prompt_tokens),
+            "completion_tokens": MetadataValue.int(usage.completion_tokens),
+            "total_tokens": MetadataValue.int(usage.total_tokens),
+            "estimated_cost_usd": MetadataValue.float(usage.estimated_cost_usd),
+            "unpriced_model_calls": MetadataValue.int(usage.unpriced_calls)}
 
 
 def guarding_checks(assets: list[str] | set[str]) -> list[tuple[str, str]]:

@@ -29,6 +29,7 @@ and stays prepared. docs/architecture.md
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,6 +39,7 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
+from memory_platform import tracing
 from memory_platform.access import (
     SUBJECT_REF_KEYS,
     AccessContext,
@@ -395,8 +397,32 @@ def search_memories(
         raise InvalidInput("query is empty", details={"field": "query"})
     if criteria is not None and criteria.empty:
         criteria = None
+    with tracing.span("search.memories", **{"memory.search.limit": limit,
+                                            "memory.search.filtered": criteria is not None,
+                                            "memory.search.scoped": bool(scopes)}) as current:
+        hits = _search(conn, settings, ctx, query, limit=limit, subject_refs=subject_refs,
+                       scopes=scopes, embedder=embedder, question=question, explain=explain,
+                       criteria=criteria)
+        current.set_attribute("memory.search.hits", len(hits))
+    if stamp and hits:
+        ids = [h.memory_id for h in hits]
+        if stamper is not None:
+            stamper.record(ctx.instance_key, ids)
+        else:
+            stamp_retrieved(conn, ctx.instance_key, ids)
+    return hits
+
+
+def _search(conn: psycopg.Connection, settings: Settings, ctx: AccessContext, query: str, *,
+            limit: int | None, subject_refs: Mapping[str, str] | None,
+            scopes: tuple[str, ...] | None, embedder: EmbeddingProvider | None,
+            question: QueryVector | None, explain: list[str] | None,
+            criteria: Criteria | None) -> list[MemoryHit]:
+    """:func:`search_memories` without the stamping, in spans: the query's embedding (when
+    not given), the statement with a child span per arm, the fusion."""
     if question is None:
-        question = embed_question(embedder or get_provider(settings), query)
+        with tracing.span("search.embed_query"):
+            question = embed_question(embedder or get_provider(settings), query)
     limit = limit or settings.retrieval_top_k
     terms = query_terms(query)
     active = cached_active_generation(conn, ctx.instance_key)
@@ -435,17 +461,49 @@ def search_memories(
         if explain is not None:
             explain.extend(row[0] for row in psycopg.RawCursor(conn).execute(
                 b"EXPLAIN (ANALYZE, BUFFERS) " + statement.text, params))
-        cursor = psycopg.RawCursor(conn, row_factory=_candidate_row)
-        rows = cursor.execute(statement.text, params, prepare=True).fetchall()
+        with tracing.span("search.statement") as current:
+            began = time.time_ns()
+            cursor = psycopg.RawCursor(conn, row_factory=_candidate_row)
+            rows = cursor.execute(statement.text, params, prepare=True).fetchall()
+            if current.is_recording():
+                current.set_attribute("memory.search.candidate_rows", len(rows))
+                _arm_spans(rows, shape, keyword_cap, len(terms), len(generating), began)
 
-    hits = _rank(rows, settings, limit, subject_refs or {}, question.similarity_floor)
-    if stamp and hits:
-        ids = [h.memory_id for h in hits]
-        if stamper is not None:
-            stamper.record(ctx.instance_key, ids)
-        else:
-            stamp_retrieved(conn, ctx.instance_key, ids)
+    with tracing.span("search.fusion", **{"memory.search.candidate_rows": len(rows)}) as current:
+        hits = _rank(rows, settings, limit, subject_refs or {}, question.similarity_floor)
+        current.set_attribute("memory.search.hits", len(hits))
     return hits
+
+
+def _arm_spans(rows: list[_Candidate], shape: _Shape, keyword_cap: int, terms: int,
+               generating: int, began: int) -> None:
+    """A child span per arm of the statement just run. The arms run inside the one
+    statement, so neither has a time of its own: each span covers the statement's time
+    (``memory.search.arm_timing = statement``) and tells what the arm contributed: whether it
+    ran, its cap, and how many candidate rows carry its score (every candidate gets both
+    real scores, whichever arm found it: ``scored`` counts rows with a keyword match / with a
+    similarity in the query's generation) and the best raw score."""
+    ended = time.time_ns()
+    keyword = [r.keyword_rank for r in rows if r.keyword_rank and r.keyword_rank > 0]
+    vector = [float(r.similarity) for r in rows if r.similarity is not None]
+    arms = {
+        "keyword": {"memory.search.arm.enabled": shape.keyword_arm,
+                    "memory.search.arm.cap": keyword_cap,
+                    "memory.search.arm.terms": terms,
+                    "memory.search.arm.generating_terms": generating,
+                    "memory.search.arm.scored": len(keyword),
+                    "memory.search.arm.best_score": max(keyword, default=None)},
+        "vector": {"memory.search.arm.enabled": shape.key is not None,
+                   "memory.search.arm.cap": shape.vector_cap,
+                   "memory.search.arm.scored": len(vector),
+                   "memory.search.arm.best_score": max(vector, default=None)},
+    }
+    for name, values in arms.items():
+        arm = tracing.tracer().start_span(
+            f"search.arm.{name}", start_time=began, attributes=tracing.attributes(
+                {"memory.search.arm": name, "memory.search.arm_timing": "statement",
+                 **values}))
+        arm.end(end_time=ended)
 
 
 def _weights(conn: psycopg.Connection, settings: Settings, terms: list[str],
