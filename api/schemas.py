@@ -84,6 +84,11 @@ class SearchParams(CallerContext):
         return search_criteria(self, self.filter)
 
 
+# Metadata keys the API writes itself (who wrote a memory, how): a client cannot set them.
+PLATFORM_METADATA_KEYS = frozenset({"writtenVia", "apiKeyId", "keyKind", "writer",
+                                    "memoryClass"})
+
+
 class MemoryCreate(Strict):
     content: str = Field(min_length=1, description="The memory text (size limit applies).")
     visibility: AudienceKind | None = Field(
@@ -96,7 +101,19 @@ class MemoryCreate(Strict):
         None, alias="occurredAt",
         description="When what the memory says happened (ISO-8601 with an offset, e.g. "
         "2024-05-01T09:30:00+02:00; at most a day ahead), as opposed to when it is written.")
+    metadata: dict[str, Any] | None = Field(
+        None, description="Your own JSON object (at most 16 KiB, no secrets), searchable "
+        "with filters (metadata.<key>); the keys " + ", ".join(sorted(PLATFORM_METADATA_KEYS))
+        + " are the platform's and refused here.")
     context: CallerContext | None = None
+
+    @field_validator("metadata")
+    @classmethod
+    def _own_metadata(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        taken = sorted(PLATFORM_METADATA_KEYS & set(value or {}))
+        if taken:
+            raise ValueError(f"metadata key {taken[0]!r} is set by the platform")
+        return value
 
     @field_validator("occurred_at", mode="before")
     @classmethod

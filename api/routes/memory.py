@@ -60,7 +60,8 @@ async def create(request: Request, body: MemoryCreate) -> Response:
     """201 with the new memory; 200 when the same content was already stored. The write's
     trust class follows the writer (``api.auth.write_trust_class``)."""
     key, state, writer = api_key(request), request.state, writer_header(request)
-    metadata = {"writtenVia": "api", "apiKeyId": str(key.id), "keyKind": key.kind}
+    metadata = {**(body.metadata or {}), "writtenVia": "api", "apiKeyId": str(key.id),
+                "keyKind": key.kind}
     if writer:
         metadata["writer"] = writer
 

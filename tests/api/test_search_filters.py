@@ -106,3 +106,21 @@ def test_a_bad_context_filter_is_400_naming_the_field(client, make_key, body, fi
                            json={"query": "plan", **body})
     error = assert_error(response, 400)
     assert error["details"]["field"] == field, error
+
+
+def test_a_clients_own_metadata_is_stored_and_filterable_but_not_the_platforms_keys(
+        client, make_key, task):
+    alice = bearer(make_key("alice", ALL_SCOPES))
+    tagged = store(client, alice, f"The rollout plan for {task} needs a canary.",
+                   metadata={"project": task, "tags": ["canary", "eu"]})["id"]
+    store(client, alice, f"The rollout plan for {task} has no canary yet.")
+    assert _search(client, alice, filter={"metadata.project": {"eq": task}}) == [tagged]
+    assert _search(client, alice, filter={"and": [{"metadata.tags": {"in": ["eu"]}},
+                                                  {"metadata.project": {"eq": task}}]}) \
+        == [tagged]
+    for bad in ({"writtenVia": "mcp"}, {"apiKeyId": "x"}, {"memoryClass": "flush"}, [1],
+                "text", {"password": "hunter2-hunter2-hunter2"}):
+        response = client.post("/api/v1/memory", headers=alice,
+                               json={"content": f"Spoofed {task}", "metadata": bad})
+        assert response.status_code in (400, 422), (bad, response.text)
+    assert _search(client, alice, filter={"metadata.writtenVia": {"eq": "mcp"}}) == []
