@@ -24,7 +24,8 @@ from api.auth import with_caller
 from api.errors import ApiError
 from api.input import read_json, read_query
 from api.inspector import guard, session
-from api.launching import launch_dreams, record_rollback
+from api.launching import launch_dreams
+from api.routes.dreams import roll_back
 from api.schemas import (
     AssertionDecisionIn,
     BulkDecisionIn,
@@ -35,7 +36,6 @@ from api.schemas import (
 )
 from api.threads import with_connection
 from memory_platform.dreaming.inspect import dream_detail
-from memory_platform.dreaming.rollback import rollback_dream
 from memory_platform.dreaming.runs import list_dreams
 from memory_platform.dreaming.summary import dream_row_view
 from memory_platform.dreaming.targets import target_partitions
@@ -258,16 +258,7 @@ async def dream(request: Request) -> JSONResponse:
 
 async def rollback(request: Request) -> JSONResponse:
     key = await _post(request, guard.ADMIN)
-    try:
-        dream_id = uuid.UUID(request.path_params["dream_id"])
-    except ValueError as exc:
-        raise ApiError(404, "not_found", "no dream with that id in this instance") from exc
-    state = request.state
-    result = await with_connection(request, rollback_dream, dream_id, settings=state.settings,
-                                   embedder=state.embedder, instance_key=key.instance_key)
-    shown = await run_in_threadpool(record_rollback, state.rollback_recorder, state.settings,
-                                    result)
-    return _json({**result.as_json(), "shownInDagster": shown})
+    return _json(await roll_back(request, key.instance_key))
 
 
 async def launch(request: Request) -> JSONResponse:

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -74,15 +75,22 @@ async def launch_route(request: Request, body: DreamLaunch) -> Response:
     return model_response(launched, status_code=202)
 
 
-async def rollback_route(request: Request) -> DreamRollbackResponse:
+async def roll_back(request: Request, instance_key: str) -> dict[str, Any]:
+    """Compensate the Dream the path names (404 for a malformed, unknown or foreign id) and
+    show it on its partition in Dagster: the rollback's result with ``shownInDagster``. The
+    REST route and the inspector's action both call this."""
     try:
         dream_id = uuid.UUID(request.path_params["dream_id"])
     except ValueError as exc:
         raise ApiError(404, "not_found", "no dream with that id in this instance") from exc
     state = request.state
     result = await with_connection(request, rollback_dream, dream_id, settings=state.settings,
-                                   embedder=state.embedder,
-                                   instance_key=api_key(request).instance_key)
+                                   embedder=state.embedder, instance_key=instance_key)
     shown = await run_in_threadpool(record_rollback, state.rollback_recorder, state.settings,
                                     result)
-    return DreamRollbackResponse.model_validate({**result.as_json(), "shownInDagster": shown})
+    return {**result.as_json(), "shownInDagster": shown}
+
+
+async def rollback_route(request: Request) -> DreamRollbackResponse:
+    return DreamRollbackResponse.model_validate(
+        await roll_back(request, api_key(request).instance_key))
