@@ -103,7 +103,7 @@ def launch_client(api_settings: Settings, launcher: RecordingLauncher):
 @pytest.mark.parametrize("method, path", [
     ("get", "/internal/memory/dreams"),
     ("post", "/internal/memory/dreams"),
-    ("post", f"/internal/memory/dreams/{uuid.uuid4()}/rollback"),
+    ("post", "/internal/memory/dreams/5b0f8c1e-2d7a-4e39-8c4f-6a1d2e3b4c5d/rollback"),
 ])
 def test_every_dream_route_needs_an_admin_key(client, make_key, instance, method, path):
     assert_error(client.request(method, path), 401, "unauthorized")

@@ -2,7 +2,7 @@
 from ``make install``) driven by Playwright against the API served by uvicorn on loopback.
 
 Fixtures: ``live_url`` (the app of the test's ``api_settings`` on a free loopback port),
-``browser`` (one Chromium per session), ``page`` (a fresh context at 1600x1000 per test).
+``browser`` (one Chromium per module), ``page`` (a fresh context at 1600x1000 per test).
 The database fixtures (``database_url``, ``api_settings``, ``make_key``, ...) are the API
 tests' own. Without a Chromium the tests skip with the reason only when
 ``MEMORY_TEST_SKIP_BROWSER=1`` says so; otherwise a missing browser is a failure.
@@ -85,8 +85,11 @@ def live_url(api_settings: Settings) -> Iterator[str]:  # noqa: F811
         yield server.url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """One Chromium per test module. Not per session: Playwright's sync API keeps an asyncio
+    loop running in the main thread until it stops, and every later test that runs an event
+    loop of its own (the MCP tests) would fail beside it."""
     path = chromium_path()
     if path is None:
         if os.environ.get("MEMORY_TEST_SKIP_BROWSER") == "1":
