@@ -28,9 +28,11 @@ dev: $(STAMP)  ## Run PostgreSQL, migrations, Dagster (:3000) and the API (:8080
 lint: $(STAMP)  ## ruff
 	$(BIN)/ruff check .
 
+# The suite runs in one worker per core (at most 4, pytest-xdist); every worker shares the
+# embedded server and makes its own template database.
 test: $(STAMP)  ## ruff + pytest against the embedded PostgreSQL
 	$(BIN)/ruff check .
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto --maxprocesses=4
 
 # The "external PostgreSQL" profile: Debian's PostgreSQL 15 (not the embedded 18) with pgvector
 # built from Debian's source package, installed and started by scripts/external-postgres
