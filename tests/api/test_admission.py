@@ -57,6 +57,8 @@ def test_a_request_past_the_in_flight_cap_is_refused_at_once(database_url, tmp_p
                                   headers=headers)
             elapsed = time.monotonic() - started
             assert client.get("/healthz").status_code == 200   # probes are never refused
+            static = client.get("/inspector/static/inspector.css")
+            assert static.status_code == 200                    # nor the page's files
         answers = [on_thread.result(), queued.result()]
     error = assert_error(refused, 503, "overloaded")
     assert refused.headers["Retry-After"] == "1"
@@ -70,7 +72,8 @@ def test_a_request_that_waited_too_long_for_a_thread_never_reaches_the_database(
         database_url, tmp_path, make_key):
     headers = bearer(make_key("alice"))
     before = row_counts(database_url)
-    with _app(database_url, tmp_path, api_admission_wait_ms=300) as client, \
+    with _app(database_url, tmp_path, api_admission_wait_ms=300,
+              api_admission_max_in_flight=4) as client, \
             ThreadPoolExecutor(2) as senders:
         threads = _threads(client)
         assert client.get("/api/v1/memory", params=QUERY, headers=headers).status_code == 200
