@@ -2,8 +2,9 @@
 
 Past capacity an unbounded queue only makes every answer late (at 200 reads/s + 50
 writes/s on 2 cores the queue grew without bound, p95 3.6 s). The API therefore caps the
-requests it works on at once (``api_admission_max_in_flight``, default the pool size:
-measured, a longer queue in front of the pool only makes the admitted answers later):
+requests it works on at once (``api_admission_max_in_flight``, default twice the pool
+size; the pool size itself keeps admitted answers fastest under overload but refuses more
+in ordinary bursts: both measured in docs/benchmarks.md):
 one more is answered ``503 overloaded`` with ``Retry-After`` at once, before authentication,
 body parsing or the database, so a refusal costs almost nothing and the requests already
 admitted keep their pace. Probes (``/healthz``, ``/readyz``), ``/metrics`` and the
@@ -32,7 +33,7 @@ def in_flight_limit(settings: Settings) -> int | None:
     """Requests the API works on at once, or None when admission control is off."""
     if not settings.api_admission_control:
         return None
-    return settings.api_admission_max_in_flight or settings.pool_max_size
+    return settings.api_admission_max_in_flight or 2 * settings.pool_max_size
 
 
 class AdmissionControl:

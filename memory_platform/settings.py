@@ -72,8 +72,9 @@ class Settings(BaseSettings):
         "cap below, a request is answered 503 overloaded with Retry-After at once.")
     api_admission_max_in_flight: int = Field(
         0, ge=0, le=100_000, description="Requests one API process works on at once (0: "
-        "pool_max_size); one more is refused before authentication or the database. "
-        "Higher: fewer refusals in bursts, later answers under overload (docs/benchmarks.md).")
+        "twice pool_max_size); one more is refused before authentication or the database. "
+        "pool_max_size: admitted answers within 1.5x the unloaded p95 at twice the capacity, "
+        "but more refusals in ordinary bursts (docs/benchmarks.md).")
     api_admission_wait_ms: int = Field(
         500, ge=0, le=60_000, description="A request that waited longer than this for a "
         "database thread is refused (503 overloaded) before it touches the database; 0: no "
