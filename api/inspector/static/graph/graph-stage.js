@@ -594,6 +594,7 @@
       if (node.empty() || !node.isNode()) return Promise.resolve(false);
       selected = node.id();
       mark(selected);
+      cy.resize();   // the stage may have changed size since the last measure (a dialog opening)
       var z = cy.zoom();
       var target = z < MODERATE_ZOOM ? Math.min(MODERATE_ZOOM, z * maxStep) : z;
       var p = node.position();
