@@ -54,7 +54,21 @@ _CREATED_AFTER = "Only memories written at or after this ISO-8601 date-time with
 _CREATED_BEFORE = "Only memories written before this ISO-8601 date-time with an offset."
 
 
-class SearchParams(CallerContext):
+class TimeRanges(BaseModel):
+    """The event-time and write-time bounds of a filtered search (query string and body
+    alike; parsed with the filter by ``search_criteria``)."""
+
+    occurred_after: str | None = Field(None, alias="occurredAfter", max_length=64,
+                                       description=_OCCURRED_AFTER)
+    occurred_before: str | None = Field(None, alias="occurredBefore", max_length=64,
+                                        description=_OCCURRED_BEFORE)
+    created_after: str | None = Field(None, alias="createdAfter", max_length=64,
+                                      description=_CREATED_AFTER)
+    created_before: str | None = Field(None, alias="createdBefore", max_length=64,
+                                       description=_CREATED_BEFORE)
+
+
+class SearchParams(CallerContext, TimeRanges):
     """Query-string parameters: text by nature, so numbers are parsed (lax), unknown names
     still rejected."""
 
@@ -67,14 +81,6 @@ class SearchParams(CallerContext):
         None, min_length=1, max_length=8192,
         description="A filter over metadata and subject refs, as JSON (docs/search-filters.md),"
         ' e.g. {"metadata.project": {"eq": "apollo"}}.')
-    occurred_after: str | None = Field(None, alias="occurredAfter", max_length=64,
-                                       description=_OCCURRED_AFTER)
-    occurred_before: str | None = Field(None, alias="occurredBefore", max_length=64,
-                                        description=_OCCURRED_BEFORE)
-    created_after: str | None = Field(None, alias="createdAfter", max_length=64,
-                                      description=_CREATED_AFTER)
-    created_before: str | None = Field(None, alias="createdBefore", max_length=64,
-                                       description=_CREATED_BEFORE)
     source_types: str | None = Field(
         None, alias="sourceTypes", max_length=200,
         description="Only these source types, comma-separated (e.g. fact,manual).")
@@ -146,7 +152,7 @@ def search_criteria(fields: Any, where: Any) -> Criteria | None:
                           source_types=fields.source_types)
 
 
-class ContextSearch(Strict):
+class ContextSearch(Strict, TimeRanges):
     query: str = Field(min_length=1, max_length=2000)
     depth: Literal["normal", "deep"] = "normal"
     intent: Literal["answer", "wiki_synthesis"] | None = None
@@ -155,14 +161,6 @@ class ContextSearch(Strict):
     filter: dict[str, Any] | None = Field(
         None, description="A filter over metadata and subject refs (docs/search-filters.md); "
         "with any filter field only memories are searched.")
-    occurred_after: str | None = Field(None, alias="occurredAfter", max_length=64,
-                                       description=_OCCURRED_AFTER)
-    occurred_before: str | None = Field(None, alias="occurredBefore", max_length=64,
-                                        description=_OCCURRED_BEFORE)
-    created_after: str | None = Field(None, alias="createdAfter", max_length=64,
-                                      description=_CREATED_AFTER)
-    created_before: str | None = Field(None, alias="createdBefore", max_length=64,
-                                       description=_CREATED_BEFORE)
     source_types: list[str] | None = Field(None, alias="sourceTypes", min_length=1,
                                            max_length=12, description="Only these source types.")
 
