@@ -19,9 +19,12 @@ status (attempts, last status, last error, delivered at) is the job's row
 The secret is stored as given (it must sign), answered only once when generated at
 registration, never listed and never logged. SSRF: only http(s) URLs without credentials;
 the host's addresses are checked at registration and again before every attempt, and
-link-local (cloud metadata), multicast and unspecified addresses are refused always,
-loopback and private ones unless ``webhook_allow_private_targets``. Redirects are not
-followed.
+link-local (cloud metadata), multicast and unspecified addresses are refused always, every
+address that is not globally routable (loopback, private, 100.64.0.0/10, reserved) unless
+``webhook_allow_private_targets``; IPv4 carried in IPv6 (mapped, compatible, 6to4, Teredo,
+NAT64) is unwrapped and judged too. The attempt connects to the address it checked (the
+Host header and TLS name stay the URL's host), so DNS rebinding between check and connection
+cannot move it. Redirects are not followed.
 """
 
 from __future__ import annotations
@@ -36,8 +39,9 @@ import socket
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import httpx
 import psycopg
@@ -85,21 +89,102 @@ def verify(secret: str, timestamp: str, body: bytes, header: str, *,
 
 # --- the SSRF rule ----------------------------------------------------------------------
 
-def _address_refused(address: ipaddress.IPv4Address | ipaddress.IPv6Address,
-                     allow_private: bool) -> str | None:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        address = address.ipv4_mapped
+# NAT64: the well-known prefix (RFC 6052) and the local-use prefix (RFC 8215). An address in
+# them reaches the IPv4 address it embeds through a translator.
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address, ...]:
+    """Every IPv4 address an IPv6 address carries: IPv4-mapped (``::ffff:a.b.c.d``),
+    IPv4-compatible (``::a.b.c.d``), 6to4 (``2002:aabb:ccdd::``), Teredo (server and
+    client), NAT64 (``64:ff9b::a.b.c.d``; in ``64:ff9b:1::/48`` both the /96 spelling and
+    the /48 one of RFC 6052). A packet to the IPv6 address may end at any of them, so each
+    is judged as if it had been given."""
+    found: list[ipaddress.IPv4Address] = []
+    number = int(address)
+    if address.ipv4_mapped is not None:
+        found.append(address.ipv4_mapped)
+    if number >> 32 == 0 and number > 1:                  # ::a.b.c.d (not :: nor ::1)
+        found.append(ipaddress.IPv4Address(number))
+    if address.sixtofour is not None:
+        found.append(address.sixtofour)
+    if address.teredo is not None:
+        found.extend(address.teredo)
+    if address in _NAT64 or address in _NAT64_LOCAL:
+        found.append(ipaddress.IPv4Address(number & 0xFFFFFFFF))
+    if address in _NAT64_LOCAL:                           # /48: bits 48-63 and 72-87
+        found.append(ipaddress.IPv4Address(((number >> 64) & 0xFFFF) << 16
+                                           | (number >> 40) & 0xFFFF))
+    return tuple(found)
+
+
+def _globally_routable(address: Address) -> bool:
+    """``is_global``, for IPv6 also outside the reserved and site-local ranges (Python
+    3.11's ``is_global`` of IPv6 is only "not private")."""
+    if isinstance(address, ipaddress.IPv4Address):
+        return address.is_global
+    return address.is_global and not address.is_reserved and not address.is_site_local
+
+
+def address_refused(address: Address, allow_private: bool) -> str | None:
+    """Why a webhook may not connect to ``address``, or None. Link-local (cloud metadata),
+    multicast and unspecified addresses are refused always; with private targets off,
+    every address that is not globally routable (loopback, private, shared 100.64.0.0/10,
+    reserved, documentation). An IPv6 address carrying IPv4 is refused when any IPv4 it
+    carries is, and otherwise judged by them (``::ffff:1.2.3.4`` is 1.2.3.4)."""
+    inner = embedded_ipv4(address) if isinstance(address, ipaddress.IPv6Address) else ()
+    for carried in inner:
+        refused = address_refused(carried, allow_private)
+        if refused:
+            return f"{refused}, carried in an IPv6 address"
     if address.is_link_local or address.is_multicast or address.is_unspecified:
         return "a link-local, multicast or unspecified address"
-    if not allow_private and (address.is_loopback or address.is_private
-                              or address.is_reserved):
-        return "a loopback or private address (webhook_allow_private_targets is off)"
+    judged_by_inner = bool(inner) and address not in _NAT64_LOCAL  # local use: never global
+    if not allow_private and not judged_by_inner and not _globally_routable(address):
+        return ("an address that is not globally routable (webhook_allow_private_targets "
+                "is off)")
     return None
 
 
-def check_target(url: str, settings: Settings, *, resolve: bool = True) -> str:
-    """``url`` if a webhook may POST to it, else InvalidInput: http(s), a host, no
-    credentials, and (``resolve``) every address the host resolves to allowed."""
+@dataclass(frozen=True)
+class Target:
+    """A checked webhook URL and the address it was checked at: delivery connects to
+    ``address`` (pinned), so a DNS answer that changes after the check cannot redirect it."""
+
+    url: str
+    scheme: str
+    host: str
+    port: int
+    address: Address
+
+    def pinned_request(self) -> tuple[str, dict[str, str], dict[str, Any]]:
+        """(URL with the checked address for the host, the Host header, request
+        extensions): the connection goes to ``address``; the Host header and, for https,
+        the TLS server name and certificate check stay on the URL's host."""
+        parts = urlsplit(self.url)
+        literal = (f"[{self.address}]" if isinstance(self.address, ipaddress.IPv6Address)
+                   else str(self.address))
+        default = 443 if self.scheme == "https" else 80
+        netloc = literal if self.port == default else f"{literal}:{self.port}"
+        url = urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
+        host = parts.netloc.rsplit("@", 1)[-1]
+        extensions: dict[str, Any] = {}
+        if self.scheme == "https" and not _is_literal(self.host):
+            extensions["sni_hostname"] = self.host
+        return url, {"Host": host}, extensions
+
+
+def _is_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _parsed(url: str) -> SplitResult:
     if not isinstance(url, str) or not url or len(url) > MAX_URL_CHARS:
         raise InvalidInput(f"url must be 1 to {MAX_URL_CHARS} characters",
                            details={"field": "url"})
@@ -109,19 +194,36 @@ def check_target(url: str, settings: Settings, *, resolve: bool = True) -> str:
                            details={"field": "url"})
     if parts.username or parts.password:
         raise InvalidInput("url must not carry credentials", details={"field": "url"})
-    if not resolve:
-        return url
+    return parts
+
+
+def resolve_target(url: str, settings: Settings) -> Target:
+    """``url`` checked (http(s), a host, no credentials) with every address its host
+    resolves to allowed (one refused address refuses the URL), else InvalidInput; the
+    target is pinned to the first address."""
+    parts = _parsed(url)
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
         infos = socket.getaddrinfo(parts.hostname, port, proto=socket.IPPROTO_TCP)
     except (OSError, ValueError) as exc:
         raise InvalidInput("url's host does not resolve", details={"field": "url"}) from exc
-    for info in infos:
-        address = ipaddress.ip_address(info[4][0].split("%", 1)[0])
-        refused = _address_refused(address, settings.webhook_allow_private_targets)
+    addresses = [ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in infos]
+    if not addresses:
+        raise InvalidInput("url's host does not resolve", details={"field": "url"})
+    for address in addresses:
+        refused = address_refused(address, settings.webhook_allow_private_targets)
         if refused:
             raise InvalidInput(f"url resolves to {refused}", details={"field": "url"})
-    return url
+    return Target(url, parts.scheme, parts.hostname, port, addresses[0])
+
+
+def check_target(url: str, settings: Settings, *, resolve: bool = True) -> str:
+    """``url`` if a webhook may POST to it, else InvalidInput (:func:`resolve_target`;
+    without ``resolve`` only the URL's form is checked)."""
+    if not resolve:
+        _parsed(url)
+        return url
+    return resolve_target(url, settings).url
 
 
 # --- registration -----------------------------------------------------------------------
@@ -265,18 +367,20 @@ def deliver(conn: psycopg.Connection, settings: Settings, job: Job,
     url, secret = hook
     commit_if_idle(conn)  # no transaction stays open while the receiver answers
     try:
-        check_target(url, settings)
+        target = resolve_target(url, settings)
     except InvalidInput as exc:
         raise WebhookDeliveryFailed(f"refused target: {exc}") from None
+    pinned_url, host, extensions = target.pinned_request()
     body = delivery_body(event)
     stamp = str(int(time.time()))
-    headers = {"Content-Type": "application/json", EVENT_HEADER: str(event["id"]),
+    headers = {**host, "Content-Type": "application/json", EVENT_HEADER: str(event["id"]),
                TIMESTAMP_HEADER: stamp, SIGNATURE_HEADER: signature(secret, stamp, body),
                "User-Agent": "memory-platform-webhooks/1"}
     try:
         with httpx.Client(timeout=settings.webhook_timeout_seconds, follow_redirects=False,
                           trust_env=False) as client:
-            answer = client.post(url, content=body, headers=headers)
+            answer = client.post(pinned_url, content=body, headers=headers,
+                                 extensions=extensions)
     except httpx.HTTPError as exc:  # the message may name the URL: only the class is kept
         raise WebhookDeliveryFailed(f"request failed: {type(exc).__name__}") from None
     if not 200 <= answer.status_code < 300:

@@ -77,3 +77,26 @@ def test_webhook_admin_routes(client, keys):  # noqa: F811
     assert response.status_code == 200 and response.json() == {"webhooks": []}
     assert_error(client.delete("/internal/memory/webhooks/0b9f3c1e-1111-4c1e-9b0a-"
                                "000000000000", headers=alice), 404)
+
+
+REVIEW_TARGETS = ["http://100.100.100.200/latest/meta-data/", "http://100.64.0.1/",
+                  "http://[::ffff:100.100.100.200]/", "http://[2002:7f00:1::]/",
+                  "http://[2002:a9fe:a9fe::]/", "http://[64:ff9b::a9fe:a9fe]/",
+                  "http://[64:ff9b::7f00:1]/", "http://[::7f00:1]/"]
+
+
+@pytest.mark.parametrize("url", REVIEW_TARGETS)
+def test_finding_8_non_global_webhook_targets_are_refused(client, keys, url):  # noqa: F811
+    alice, _ = keys
+    error = assert_error(client.post("/internal/memory/webhooks", json={"url": url},
+                                     headers=alice), 400)
+    assert error["details"] == {"field": "url"}
+    assert client.get("/internal/memory/webhooks", headers=alice).json() == {"webhooks": []}
+
+
+def test_a_public_webhook_target_is_registered(client, keys):  # noqa: F811
+    alice, _ = keys
+    for url in ("http://93.184.215.14/hook", "https://[2606:4700::1111]/hook"):
+        response = client.post("/internal/memory/webhooks", json={"url": url}, headers=alice)
+        assert response.status_code == 201, response.text
+    assert len(client.get("/internal/memory/webhooks", headers=alice).json()["webhooks"]) == 2

@@ -5,6 +5,7 @@ rule refuses what a webhook may not reach."""
 
 from __future__ import annotations
 
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -113,8 +114,95 @@ def test_a_failed_attempt_shows_its_status(db, settings, instance, receiver):
     ("http://127.0.0.1/hook", False),                       # loopback: only when allowed
     ("http://10.1.2.3/hook", False),
     ("http://[::ffff:169.254.169.254]/hook", True),
+    # finding 8: not globally routable, and IPv4 carried in IPv6
+    ("http://100.100.100.200/latest/meta-data/", False),    # Alibaba Cloud metadata
+    ("http://100.64.0.1/", False),                          # shared address space (CGNAT)
+    ("http://[::ffff:100.100.100.200]/", False),
+    ("http://[2002:7f00:1::]/", False),                     # 6to4 of 127.0.0.1
+    ("http://[2002:a9fe:a9fe::]/", True),                   # 6to4 of 169.254.169.254
+    ("http://[64:ff9b::a9fe:a9fe]/", True),                 # NAT64 of the metadata address
+    ("http://[64:ff9b::7f00:1]/", False),                   # NAT64 of loopback
+    ("http://[64:ff9b:1:a9fe:a9:fe00::]/", True),           # local-use NAT64, /48 spelling
+    ("http://[64:ff9b:1::5db8:d70e]/", False),              # local use: never global
+    ("http://[::a9fe:a9fe]/", True),                        # IPv4-compatible
+    ("http://[::7f00:1]/", False),
+    ("http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/", False),  # Teredo, client 192.0.2.45
+    ("http://[2001:0:a9fe:a9fe::5db8:d70e]/", True),        # Teredo, server 169.254.169.254
+    ("http://[fec0::1]/", False),                           # site-local
+    ("http://[2001:db8::1]/", False),                       # documentation
+    ("http://198.51.100.7/", False),
+    ("http://[ff02::1]/", True),                            # multicast
+    ("http://224.0.0.1/", True),
 ])
 def test_the_ssrf_rule(settings, url, allow):
     with pytest.raises(InvalidInput):
         webhooks.check_target(url, settings.model_copy(
             update={"webhook_allow_private_targets": allow}))
+
+
+@pytest.mark.parametrize("url", [
+    "http://93.184.215.14/hook", "https://[2606:4700::1111]/hook",
+    "http://[2002:5db8:d70e::]/hook",                       # 6to4 of a public address
+    "http://[64:ff9b::5db8:d70e]/hook",                     # NAT64 of a public address
+    "http://[::ffff:93.184.215.14]/hook",
+])
+def test_public_targets_pass_the_ssrf_rule(settings, url):
+    assert webhooks.check_target(url, settings) == url
+
+
+def _listener(host: str, port: int, seen: list[dict]) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append({"at": host, "host": self.headers["Host"]})
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_delivery_connects_to_the_address_it_checked(db, settings, instance, monkeypatch):
+    """DNS rebinding: the name answers 127.0.0.1 for the checks, then 127.0.0.2. The
+    attempt goes to the checked 127.0.0.1 (with the URL's Host header); before the fix the
+    HTTP client resolved the name again and POSTed to 127.0.0.2."""
+    seen: list[dict] = []
+    checked = _listener("127.0.0.1", 0, seen)
+    port = checked.server_address[1]
+    rebound = _listener("127.0.0.2", port, seen)
+    real, answers = socket.getaddrinfo, []
+
+    def resolver(host, *args, **kwargs):
+        if host != "hook.example":
+            return real(host, *args, **kwargs)
+        answers.append(host)
+        address = "127.0.0.1" if len(answers) <= 2 else "127.0.0.2"
+        return real(address, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolver)
+    try:
+        settings = settings.model_copy(update={"webhook_allow_private_targets": True})
+        webhooks.register(db, settings, instance, f"http://hook.example:{port}/hook",
+                          secret=SECRET, kinds=["memory.written"])
+        remember(db, settings, AccessContext(instance, user_id="ada"), "A pinned note.",
+                 visibility="team")
+        process_outbox(db, settings, instance_key=instance)
+    finally:
+        for server in (checked, rebound):
+            server.shutdown()
+            server.server_close()
+    assert seen == [{"at": "127.0.0.1", "host": f"hook.example:{port}"}]
+    assert len(answers) == 2                   # registration and the attempt's check
+
+
+def test_a_pinned_https_request_keeps_the_host_name_for_tls(settings):
+    target = webhooks.Target("https://hook.example/in?a=1", "https", "hook.example", 443,
+                             webhooks.ipaddress.ip_address("2606:4700::1111"))
+    assert target.pinned_request() == ("https://[2606:4700::1111]/in?a=1",
+                                       {"Host": "hook.example"},
+                                       {"sni_hostname": "hook.example"})
