@@ -6,7 +6,9 @@
   names the acting user per request and may register memberships and sessions.
 
 Besides its kind a key holds the route scopes it was given (``memory:read``,
-``memory:write``, ``admin``).
+``memory:write``, ``memory:review``, ``admin``). Reviewing and administering are a person's
+rights (:data:`PERSON_SCOPES`): an agent or runtime key never holds them, refused here and by
+the database (migration 0028), so an agent cannot approve its own inference.
 
 A token looks like ``mpk_<12 hex public id>_<43 url-safe secret>``. Only the public id (to
 find the row) and a SHA-256 of the whole token are stored; the token itself is shown once, at
@@ -31,6 +33,9 @@ from memory_platform.errors import InvalidInput, NotFound
 
 ROUTE_SCOPES = ("memory:read", "memory:write", "memory:review", "admin")
 RUNTIME_SCOPE = "runtime"
+# Rights only a person's key (a user key not marked agent) may hold: deciding what agents are
+# told, and operating the instance. Migration 0028 restates this as a CHECK on api_keys.
+PERSON_SCOPES = ("memory:review", "admin")
 SCOPES = (*ROUTE_SCOPES, RUNTIME_SCOPE)
 
 _PREFIX = "mpk_"
@@ -64,6 +69,21 @@ class ApiKey:
     def kind(self) -> str:
         """``runtime``, ``agent`` or ``user``."""
         return "runtime" if self.runtime else "agent" if self.agent else "user"
+
+    @property
+    def person(self) -> bool:
+        """Whether a person holds this key (see :func:`is_person`)."""
+        return is_person(self.kind)
+
+
+# The key kinds a person acts through: a user key, or the operator at the shell (the CLI
+# names the person it acts as). Agent and runtime keys are software.
+PERSON_KINDS = ("user", "operator")
+
+
+def is_person(kind: str | None) -> bool:
+    """THE rule of who is a person: decisions, sharing and admin rights need one."""
+    return kind in PERSON_KINDS
 
 
 @dataclass(frozen=True)
@@ -112,7 +132,8 @@ def create_key(conn: psycopg.Connection, *, instance_key: str, user_id: str | No
     """A new key and its token (the only time the token exists outside the caller).
 
     A user key needs ``user_id``; a runtime key (``runtime``) has none and holds the scope
-    ``runtime`` besides ``scopes``; ``agent`` marks a user key as an agent's."""
+    ``runtime`` besides ``scopes``; ``agent`` marks a user key as an agent's. Neither an
+    agent nor a runtime key may hold :data:`PERSON_SCOPES` (400 ``person_scope``)."""
     user = user_id.strip() if isinstance(user_id, str) else None
     if runtime and user_id is not None:
         raise InvalidInput("a runtime key acts for the user each request names: it has no "
@@ -124,6 +145,14 @@ def create_key(conn: psycopg.Connection, *, instance_key: str, user_id: str | No
         raise InvalidInput("a user key needs a user (--user), or create a runtime key "
                            "with --runtime")
     route_scopes = parse_scopes(list(scopes))
+    held = [s for s in route_scopes if s in PERSON_SCOPES]
+    if (runtime or agent) and held:
+        raise InvalidInput(
+            f"{' and '.join(held)}: only a person's key may review or administer, "
+            f"{'an agent' if agent else 'a runtime'} key cannot (create the person's own key: "
+            "--user U without --agent)",
+            details={"field": "scopes", "personOnly": held,
+                     "keyKind": "agent" if agent else "runtime"}, code="person_scope")
     granted = (*route_scopes, RUNTIME_SCOPE) if runtime else route_scopes
     public = _PREFIX + secrets.token_hex(_PUBLIC_HEX // 2)
     token = f"{public}_{secrets.token_urlsafe(_SECRET_BYTES)}"

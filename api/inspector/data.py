@@ -165,20 +165,21 @@ def _path_id(request: Request, name: str) -> uuid.UUID:
 
 
 async def decide_assertion(request: Request) -> JSONResponse:
-    await _post(request, guard.REVIEW)
+    kind = (await _post(request, guard.REVIEW)).kind
     body = await read_json(request, AssertionDecisionIn)
     ident, settings = _path_id(request, "item_id"), request.state.settings
 
     def call(conn, ctx):
         return decisions.decide_assertion(conn, settings, ctx, ident, body.decision,
                                           reason_code=body.reason_code,
-                                          successor_id=body.successor_id, note=body.note)
+                                          successor_id=body.successor_id, note=body.note,
+                                          key_kind=kind)
 
     return _json((await with_caller(request, None, call)).as_json())
 
 
 async def decide_bulk(request: Request) -> JSONResponse:
-    await _post(request, guard.REVIEW)
+    kind = (await _post(request, guard.REVIEW)).kind
     body = await read_json(request, BulkDecisionIn)
     settings = request.state.settings
 
@@ -186,29 +187,32 @@ async def decide_bulk(request: Request) -> JSONResponse:
         return decisions.decide_pending(conn, settings, ctx, body.decision,
                                         assertion_type=body.type, audience=body.audience,
                                         origin=body.origin, ids=body.ids, limit=body.limit,
-                                        reason_code=body.reason_code, note=body.note)
+                                        reason_code=body.reason_code, note=body.note,
+                                        key_kind=kind)
 
     return _json((await with_caller(request, None, call)).as_json())
 
 
 async def resolve_conflict(request: Request) -> JSONResponse:
-    await _post(request, guard.REVIEW)
+    kind = (await _post(request, guard.REVIEW)).kind
     body = await read_json(request, ConflictResolutionIn)
     ident, settings = _path_id(request, "item_id"), request.state.settings
 
     def call(conn, ctx):
-        return decisions.resolve(conn, settings, ctx, ident, body.action, keep_id=body.keep_id)
+        return decisions.resolve(conn, settings, ctx, ident, body.action, keep_id=body.keep_id,
+                                 key_kind=kind)
 
     return _json((await with_caller(request, None, call)).as_json())
 
 
 async def decide_wiki(request: Request) -> JSONResponse:
-    await _post(request, guard.REVIEW)
+    kind = (await _post(request, guard.REVIEW)).kind
     body = await read_json(request, WikiDecisionIn)
     ident = _path_id(request, "item_id")
 
     def call(conn, ctx):
-        return decisions.decide_wiki_draft(conn, ctx, ident, body.decision, reason=body.reason)
+        return decisions.decide_wiki_draft(conn, ctx, ident, body.decision, reason=body.reason,
+                                           key_kind=kind)
 
     return _json((await with_caller(request, None, call)).as_json())
 

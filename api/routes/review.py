@@ -1,7 +1,10 @@
 """/api/v1/review: the review queues and a person's decisions (scope ``memory:review``).
 Thin handlers over ``memory_platform.review``; the caller's context is resolved on the
 request's connection (``with_caller``), so a reviewer lists and decides only what the
-visibility rule opens to them (404 otherwise). Request and response shapes: ``api.schemas``."""
+visibility rule opens to them (404 otherwise). Every decision passes the key's kind: only a
+person decides (403 ``person_required`` for an agent or runtime key), and the four-eyes rule
+applies (403 ``own_evidence``; ``memory_platform.review.decisions``). Request and response
+shapes: ``api.schemas``."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import uuid
 
 from starlette.requests import Request
 
-from api.auth import with_caller
+from api.auth import api_key, with_caller
 from api.errors import ApiError
 from api.schemas import (
     AssertionDecisionIn,
@@ -46,12 +49,13 @@ async def queue_route(request: Request, params: ReviewQueueParams) -> ReviewQueu
 async def assertion_decision_route(request: Request,
                                    body: AssertionDecisionIn) -> DecisionResponse:
     """POST /api/v1/review/assertions/{assertion_id}/decision"""
-    settings = _settings(request)
+    settings, kind = _settings(request), api_key(request).kind
 
     def call(conn, ctx):
         return decisions.decide_assertion(conn, settings, ctx, _id(request, "assertion_id"),
                                           body.decision, reason_code=body.reason_code,
-                                          successor_id=body.successor_id, note=body.note)
+                                          successor_id=body.successor_id, note=body.note,
+                                          key_kind=kind)
 
     result = await with_caller(request, None, call)
     return DecisionResponse.model_validate(result.as_json())
@@ -59,13 +63,14 @@ async def assertion_decision_route(request: Request,
 
 async def bulk_decision_route(request: Request, body: BulkDecisionIn) -> DecisionResponse:
     """POST /api/v1/review/assertions/bulk"""
-    settings = _settings(request)
+    settings, kind = _settings(request), api_key(request).kind
 
     def call(conn, ctx):
         return decisions.decide_pending(conn, settings, ctx, body.decision,
                                         assertion_type=body.type, audience=body.audience,
                                         origin=body.origin, ids=body.ids, limit=body.limit,
-                                        reason_code=body.reason_code, note=body.note)
+                                        reason_code=body.reason_code, note=body.note,
+                                        key_kind=kind)
 
     result = await with_caller(request, None, call)
     return DecisionResponse.model_validate(result.as_json())
@@ -74,11 +79,11 @@ async def bulk_decision_route(request: Request, body: BulkDecisionIn) -> Decisio
 async def conflict_resolution_route(request: Request,
                                     body: ConflictResolutionIn) -> DecisionResponse:
     """POST /api/v1/review/conflicts/{conflict_id}/resolution"""
-    settings = _settings(request)
+    settings, kind = _settings(request), api_key(request).kind
 
     def call(conn, ctx):
         return decisions.resolve(conn, settings, ctx, _id(request, "conflict_id"),
-                                 body.action, keep_id=body.keep_id)
+                                 body.action, keep_id=body.keep_id, key_kind=kind)
 
     result = await with_caller(request, None, call)
     return DecisionResponse.model_validate(result.as_json())
@@ -86,10 +91,11 @@ async def conflict_resolution_route(request: Request,
 
 async def wiki_decision_route(request: Request, body: WikiDecisionIn) -> DecisionResponse:
     """POST /api/v1/review/wiki/{proposal_id}/decision"""
+    kind = api_key(request).kind
 
     def call(conn, ctx):
         return decisions.decide_wiki_draft(conn, ctx, _id(request, "proposal_id"),
-                                           body.decision, reason=body.reason)
+                                           body.decision, reason=body.reason, key_kind=kind)
 
     result = await with_caller(request, None, call)
     return DecisionResponse.model_validate(result.as_json())

@@ -31,7 +31,7 @@ def user_out(user: User) -> UserOut:
 def require_person(key: ApiKey) -> str:
     """The ``changed_by`` of a person's admin key; 403 for a runtime or agent key, or a key
     without the admin scope."""
-    if key.runtime or key.agent:
+    if not key.person:
         raise ApiError(403, "person_required",
                        "only a person may change sharing: a runtime or agent key cannot",
                        {"keyKind": key.kind})

@@ -13,7 +13,8 @@ KINDS_HELP = (
     "A user key (--user) acts as its one user; --agent marks it as an agent's key (its "
     "writes are the agent's inference and wait for review). A runtime key (--runtime, no "
     "user) is the trusted agent runtime of the instance: it names the acting user per "
-    "request and may register channel members and session participants."
+    "request and may register channel members and session participants. Only a person's "
+    "key (a user key without --agent) may hold memory:review or admin."
 )
 
 
@@ -32,7 +33,8 @@ def keys() -> None:
               help="A user key of an agent: its writes are assistant inference.")
 @click.option("--instance", default=None, help="Instance (default MEMORY_INSTANCE_KEY).")
 @click.option("--scopes", required=True,
-              help="Comma-separated: memory:read,memory:write,memory:review,admin")
+              help="Comma-separated: memory:read,memory:write,memory:review,admin "
+                   "(memory:review and admin: a person's key only).")
 @click.option("--name", default="", help="A label to recognise the key by.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"id": ..., "token": ...}.')
 def keys_create(user_id: str | None, runtime: bool, agent: bool, instance: str | None,

@@ -12,6 +12,20 @@ the decision right away; a job that fails there stays in the outbox for the work
 A reviewer decides only what they may see: an assertion, conflict or draft outside the
 reviewer's audiences is answered as NotFound (nothing is written, nothing is revealed).
 
+Only a person decides (:func:`_reviewer`): the adapter passes the kind of the key that asks
+(``apikeys.ApiKey.kind``) and an agent or runtime key is refused (AccessDenied
+``person_required``), even if its row were forced to hold ``memory:review``. In-process
+callers without a key (the CLI's ``--reviewer``) are the operator, a person.
+
+Four eyes (:func:`approvable_alone`): a person does not alone approve a team or workspace
+assertion whose supporting evidence is only their own writes (their agents write as them):
+AccessDenied ``own_evidence``; another reviewer may. A private assertion is the owner's own
+business and may be approved by them.
+
+Notes and reasons are stored text: they pass the secret check of every stored field
+(``secrets.refuse_secret``, CredentialDetected as on the write path) before anything is
+written.
+
 Each function is self-committing (``db.units``): call it on an idle connection.
 """
 
@@ -26,12 +40,14 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
-from memory_platform.access import AccessContext, AccessError, audience_predicate
+from memory_platform.access import AccessContext, audience_predicate
+from memory_platform.apikeys import is_person
 from memory_platform.consolidation import lifecycle
 from memory_platform.db.units import commit_if_idle, committed_unit, require_idle
-from memory_platform.errors import Conflict, InvalidInput, NotFound
+from memory_platform.errors import AccessDenied, Conflict, InvalidInput, NotFound
 from memory_platform.projection.outbox import ASSERTION_PROJECTION, process_outbox
 from memory_platform.review import queues
+from memory_platform.secrets import refuse_secret_fields
 from memory_platform.settings import Settings
 
 ASSERTION_DECISIONS = ("approve", "reject", "supersede")
@@ -40,6 +56,8 @@ CONFLICT_ACTIONS = {"keep_one": "superseded", "keep_both": "kept_both",
 WIKI_DECISIONS = {"approve": "approved", "reject": "rejected"}
 DEFAULT_REASON = "human_review"
 BULK_LIMIT = queues.MAX_LIMIT
+OPERATOR = "operator"                   # the key kind of an in-process caller (the CLI)
+FOUR_EYES_AUDIENCES = ("team", "workspace")
 
 
 @dataclass
@@ -56,22 +74,64 @@ class Decided:
                 "refused": self.refused, "projected": self.projected}
 
 
-def _reviewer(ctx: AccessContext) -> str:
+def _reviewer(ctx: AccessContext, key_kind: str) -> str:
+    """The user id of the person deciding; AccessDenied ``person_required`` for an agent or
+    runtime key, or a context without a user."""
+    if not is_person(key_kind):
+        raise AccessDenied("a review decision needs a person: an agent or runtime key cannot "
+                           "decide (sign in with the person's own key)",
+                           details={"keyKind": key_kind}, code="person_required")
     if not ctx.user_id:
-        raise AccessError("a review decision needs a person: use a user key")
+        raise AccessDenied("a review decision needs a person: use a user key",
+                           details={"keyKind": key_kind}, code="person_required")
     return ctx.user_id
 
 
 @contextmanager
-def _deciding(conn: psycopg.Connection, ctx: AccessContext,
-              name: str) -> Iterator[tuple[str, Decided]]:
-    """One decision's committed unit: the reviewer (a person, else AccessError), the result
-    to fill; everything inside commits together or not at all."""
-    reviewer = _reviewer(ctx)
+def _deciding(conn: psycopg.Connection, ctx: AccessContext, key_kind: str, name: str,
+              texts: dict[str, str | None]) -> Iterator[tuple[str, Decided]]:
+    """One decision's committed unit: the reviewer (a person, else AccessDenied), the texts
+    it stores checked for secrets, the result to fill; everything inside commits together
+    or not at all."""
+    reviewer = _reviewer(ctx, key_kind)
+    refuse_secret_fields(texts)
     require_idle(conn, name)
     result = Decided()
     with committed_unit(conn):
         yield reviewer, result
+
+
+_OTHERS_EVIDENCE = """
+    SELECT a.audience_kind, EXISTS (
+           SELECT 1 FROM agent_memory_assertion_evidence e
+             JOIN agent_memory_sources s
+               ON s.instance_key = e.instance_key AND s.id = e.source_id
+             LEFT JOIN agent_memories m
+               ON m.instance_key = s.instance_key AND m.id = s.memory_id
+            WHERE e.instance_key = a.instance_key AND e.assertion_id = a.id
+              AND e.stance = 'supports'
+              AND coalesce(m.user_id, s.owner_user_id) IS DISTINCT FROM %(reviewer)s)
+      FROM agent_memory_assertions a
+     WHERE a.instance_key = %(instance)s AND a.id = %(id)s
+"""
+
+
+def approvable_alone(conn: psycopg.Connection, instance_key: str, assertion_id: UUID,
+                     reviewer: str) -> bool:
+    """THE four-eyes rule: whether ``reviewer`` may approve the assertion alone. Not when it
+    is a team or workspace assertion none of whose supporting evidence was written by
+    anyone else (the writer of a source is its memory's user, or its owner; an agent key
+    writes as its user, so an agent's inference counts as its person's own)."""
+    row = conn.execute(_OTHERS_EVIDENCE, {"instance": instance_key, "id": assertion_id,
+                                          "reviewer": reviewer}).fetchone()
+    return row is None or row[0] not in FOUR_EYES_AUDIENCES or bool(row[1])
+
+
+def _own_evidence(assertion_id: UUID) -> AccessDenied:
+    return AccessDenied(
+        f"assertion {assertion_id} is a team or workspace fact backed only by your own writes "
+        "(or your agents'): another reviewer has to approve it",
+        details={"assertionId": str(assertion_id)}, code="own_evidence")
 
 
 def _reason(reason_code: str | None) -> str:
@@ -108,6 +168,9 @@ def _decide_one(conn: psycopg.Connection, settings: Settings, ctx: AccessContext
             raise InvalidInput("a supersede needs successor_id", details={"field": "successorId"})
         if successor_id not in _visible_ids(conn, ctx, [successor_id]):
             raise NotFound(f"no assertion {successor_id}", details={"field": "successorId"})
+    if decision == "approve" and not approvable_alone(conn, ctx.instance_key, assertion_id,
+                                                      reviewer):
+        raise _own_evidence(assertion_id)
     return lifecycle.decide(conn, ctx.instance_key, assertion_id, decision,
                             reviewer_kind="human", reason_code=reason_code,
                             reviewer_id=reviewer, successor_id=successor_id, note=note,
@@ -117,15 +180,17 @@ def _decide_one(conn: psycopg.Connection, settings: Settings, ctx: AccessContext
 def decide_assertion(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
                      assertion_id: UUID, decision: str, *, reason_code: str | None = None,
                      successor_id: UUID | None = None, note: str | None = None,
-                     project: bool = True) -> Decided:
+                     project: bool = True, key_kind: str = OPERATOR) -> Decided:
     """A person's ``approve``, ``reject`` or ``supersede`` (by ``successor_id``, with a
     reason) of one assertion ``ctx`` may see (NotFound otherwise). Conflict when a
-    supersede is refused (another audience, a superseded successor). The decided
-    assertion's projection runs at once unless ``project`` is False."""
+    supersede is refused (another audience, a superseded successor); AccessDenied
+    ``own_evidence`` for an approval the four-eyes rule refuses. The decided assertion's
+    projection runs at once unless ``project`` is False."""
     if decision not in ASSERTION_DECISIONS:
         raise InvalidInput(f"unknown decision {decision!r}",
                            details={"field": "decision", "allowed": list(ASSERTION_DECISIONS)})
-    with _deciding(conn, ctx, "decide_assertion") as (reviewer, result):
+    with _deciding(conn, ctx, key_kind, "decide_assertion",
+                   {"note": note}) as (reviewer, result):
         if assertion_id not in _visible_ids(conn, ctx, [assertion_id]):
             raise NotFound(f"no assertion {assertion_id}", details={"field": "assertionId"})
         changed = _decide_one(conn, settings, ctx, assertion_id, decision, reviewer=reviewer,
@@ -144,11 +209,14 @@ def decide_pending(conn: psycopg.Connection, settings: Settings, ctx: AccessCont
                    decision: str, *, assertion_type: str | None = None,
                    audience: str | None = None, origin: str | None = None,
                    ids: list[UUID] | None = None, limit: int = BULK_LIMIT,
-                   reason_code: str | None = None, note: str | None = None) -> Decided:
+                   reason_code: str | None = None, note: str | None = None,
+                   key_kind: str = OPERATOR) -> Decided:
     """Bulk ``approve`` or ``reject`` of the pending assertions of a filtered queue (the
     filters of :func:`queues.pending_assertions`, optionally narrowed to ``ids``), at most
     ``limit`` (<= :data:`BULK_LIMIT`) of them, oldest first, in one committed unit; then
-    their projections run. Call again while it decides ``limit`` of them."""
+    their projections run. An approval the four-eyes rule refuses is listed in
+    ``refused`` (code ``own_evidence``) and left pending. Call again while it decides
+    ``limit`` of them."""
     if decision not in ("approve", "reject"):
         raise InvalidInput("a bulk decision is approve or reject",
                            details={"field": "decision", "allowed": ["approve", "reject"]})
@@ -156,22 +224,29 @@ def decide_pending(conn: psycopg.Connection, settings: Settings, ctx: AccessCont
         raise InvalidInput(f"limit must be between 1 and {BULK_LIMIT}",
                            details={"field": "limit"})
     queues.check_filters(assertion_type=assertion_type, audience=audience, origin=origin)
-    with _deciding(conn, ctx, "decide_pending") as (reviewer, result):
+    with _deciding(conn, ctx, key_kind, "decide_pending",
+                   {"note": note}) as (reviewer, result):
         rows = queues.pending_assertion_rows(conn, ctx, assertion_type=assertion_type,
                                              audience=audience, origin=origin, limit=limit,
                                              ids=ids)
         for row in rows:
+            if decision == "approve" and not approvable_alone(conn, ctx.instance_key,
+                                                              row["id"], reviewer):
+                result.refused.append({"id": str(row["id"]), "code": "own_evidence"})
+                continue
             changed = lifecycle.decide(conn, ctx.instance_key, row["id"], decision,
                                        reviewer_kind="human", reason_code=_reason(reason_code),
                                        reviewer_id=reviewer, note=note, settings=settings)
             (result.decided if changed else result.unchanged).append(str(row["id"]))
-    result.projected = _project(conn, settings, ctx.instance_key, [r["id"] for r in rows])
+    taken = set(result.decided) | set(result.unchanged)
+    result.projected = _project(conn, settings, ctx.instance_key,
+                                [r["id"] for r in rows if str(r["id"]) in taken])
     return result
 
 
 def resolve(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
             conflict_id: UUID, action: str, *, keep_id: UUID | None = None,
-            project: bool = True) -> Decided:
+            project: bool = True, key_kind: str = OPERATOR) -> Decided:
     """A person resolves an open conflict ``ctx`` may see (NotFound otherwise):
 
     * ``keep_one``: ``keep_id`` stays, the other is superseded by it;
@@ -182,11 +257,13 @@ def resolve(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
       the pair when ``keep_id`` names the challenger, is rejected).
 
     Through ``lifecycle.resolve_conflict`` (reviewer kind ``human``, ``resolved_by`` the
-    reviewer). Conflict when already resolved or refused."""
+    reviewer). Conflict when already resolved or refused; AccessDenied ``own_evidence``
+    when ``keep_both`` would approve an assertion the four-eyes rule keeps from the
+    reviewer alone."""
     if action not in CONFLICT_ACTIONS:
         raise InvalidInput(f"unknown action {action!r}",
                            details={"field": "action", "allowed": list(CONFLICT_ACTIONS)})
-    with _deciding(conn, ctx, "resolve") as (reviewer, result):
+    with _deciding(conn, ctx, key_kind, "resolve", {}) as (reviewer, result):
         row = conn.execute(
             "SELECT assertion_id, conflicting_assertion_id, status"
             "  FROM agent_memory_assertion_conflicts WHERE instance_key = %s AND id = %s",
@@ -198,6 +275,10 @@ def resolve(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
         if resolution in ("superseded", "duplicate") and keep_id is None:
             raise InvalidInput(f"{action} needs keepId (the assertion that stays)",
                                details={"field": "keepId"})
+        if resolution == "kept_both":
+            for assertion_id in pair:
+                if not approvable_alone(conn, ctx.instance_key, assertion_id, reviewer):
+                    raise _own_evidence(assertion_id)
         lifecycle.resolve_conflict(conn, ctx.instance_key, conflict_id, resolution=resolution,
                                    resolved_by=reviewer, survivor_id=keep_id,
                                    reviewer_kind="human", settings=settings)
@@ -214,14 +295,16 @@ def resolve(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
 
 
 def decide_wiki_draft(conn: psycopg.Connection, ctx: AccessContext, proposal_id: UUID,
-                      decision: str, *, reason: str | None = None) -> Decided:
+                      decision: str, *, reason: str | None = None,
+                      key_kind: str = OPERATOR) -> Decided:
     """A person approves or rejects a Wiki draft ``ctx`` may see (NotFound otherwise;
     Conflict when it is no longer a draft). ``decided_by`` is the reviewer; nothing is
     published here."""
     if decision not in WIKI_DECISIONS:
         raise InvalidInput(f"unknown decision {decision!r}",
                            details={"field": "decision", "allowed": list(WIKI_DECISIONS)})
-    with _deciding(conn, ctx, "decide_wiki_draft") as (reviewer, result):
+    with _deciding(conn, ctx, key_kind, "decide_wiki_draft",
+                   {"reason": reason}) as (reviewer, result):
         if not queues.wiki_draft_rows(conn, ctx, limit=1, ids=[proposal_id]):
             exists = conn.execute(
                 "SELECT state FROM wiki_change_proposals WHERE instance_key = %s AND id = %s",
