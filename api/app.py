@@ -13,9 +13,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 
 from api import inspector, table
-from api.admission import AdmissionControl, in_flight_limit
+from api.admission import AdmissionControl, FrontDoor
 from api.auth import ApiKeys
 from api.errors import EXCEPTION_HANDLERS
+from api.hosts import TrustedHosts
 from api.launching import (
     DreamLauncher,
     RollbackRecorder,
@@ -102,6 +103,8 @@ def create_app(settings: Settings | None = None, *,
         routes=[*table.routes(), *inspector.routes()],
         lifespan=lifespan,
         exception_handlers=EXCEPTION_HANDLERS,
+        # Outermost first: a refused Host or an overload is still traced and counted.
         middleware=[Middleware(TracingMiddleware), Middleware(metrics.middleware),
-                    Middleware(AdmissionControl, limit=in_flight_limit(settings))],
+                    Middleware(TrustedHosts, allowed=settings.api_trusted_hosts),
+                    Middleware(AdmissionControl, door=FrontDoor(settings))],
     )

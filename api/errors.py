@@ -21,6 +21,7 @@ from memory_platform.errors import (
     InvalidInput,
     MemoryPlatformError,
     NotFound,
+    QuotaExceeded,
 )
 
 log = logging.getLogger("api")
@@ -29,12 +30,14 @@ log = logging.getLogger("api")
 class ApiError(Exception):
     """A failure the client can act on, with its HTTP status and a stable code."""
 
-    def __init__(self, status: int, code: str, message: str, details: Any = None) -> None:
+    def __init__(self, status: int, code: str, message: str, details: Any = None,
+                 headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.details = details
+        self.headers = headers  # e.g. Retry-After, or Connection: close after a 408
 
 
 # Domain error class -> HTTP status (most specific class first).
@@ -42,6 +45,7 @@ DOMAIN_STATUS: tuple[tuple[type[MemoryPlatformError], int], ...] = (
     (Conflict, 409),
     (CredentialDetected, 422),
     (InvalidInput, 400),
+    (QuotaExceeded, 413),
     (AccessDenied, 403),
     (NotFound, 404),
 )
@@ -60,7 +64,7 @@ def validation_details(exc: pydantic.ValidationError) -> list[dict[str, str]]:
 
 async def _api_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
-    return error_response(exc.status, exc.code, exc.message, exc.details)
+    return error_response(exc.status, exc.code, exc.message, exc.details, exc.headers)
 
 
 async def _domain_error(_: Request, exc: Exception) -> JSONResponse:

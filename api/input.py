@@ -18,7 +18,8 @@ A refusal is ``400 invalid_characters`` naming the field and the character; noth
 further, so nothing is written.
 
 Limits: a body holds at most ``api_max_body_bytes`` and :data:`MAX_VALUES` JSON values unless
-its operation declares its own (a session append carries hundreds of turn items).
+its operation declares its own (a session append carries hundreds of turn items); it is
+received by ``api.admission.receive_body`` (a body slot, a total deadline).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 from starlette.requests import Request
 
+from api.admission import receive_body
 from api.errors import ApiError
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -162,20 +164,6 @@ def _finite(text: str) -> float:
     return value
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise ApiError(413, "body_too_large", f"request body exceeds {limit} bytes",
-                       {"limit": limit})
-    body = bytearray()
-    async for part in request.stream():
-        body += part
-        if len(body) > limit:
-            raise ApiError(413, "body_too_large", f"request body exceeds {limit} bytes",
-                           {"limit": limit})
-    return bytes(body)
-
-
 async def read_json(request: Request, model: type[Model], *, max_bytes: int | None = None,
                     max_values: int = MAX_VALUES) -> Model:
     """The body as ``model``: at most ``max_bytes`` (default ``api_max_body_bytes``) and
@@ -184,7 +172,7 @@ async def read_json(request: Request, model: type[Model], *, max_bytes: int | No
     if media != "application/json":
         raise ApiError(415, "unsupported_media_type", "send the body as application/json")
     limit = request.state.settings.api_max_body_bytes if max_bytes is None else max_bytes
-    raw = await read_body(request, limit)
+    raw = await receive_body(request, limit)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

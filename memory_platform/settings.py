@@ -82,6 +82,32 @@ class Settings(BaseSettings):
     api_connection_wait_seconds: float = Field(
         2.0, gt=0.0, le=60.0, description="Longest wait of an API request for a pool "
         "connection (a database that is down or restarting answers 503 within it).")
+    # The front door's bodies (api/admission.py): a body is read under its own budget, not
+    # an answer slot, and within a total deadline, so slow clients cannot hold the API.
+    api_body_read_timeout_seconds: float = Field(
+        5.0, gt=0.0, le=300.0, description="Longest time to receive a request body, from "
+        "its first read to its last byte; later: 408 body_timeout and the connection closed.")
+    api_body_readers_max: int = Field(
+        64, ge=1, le=100_000, description="Request bodies being received at once (they hold "
+        "no answer slot meanwhile); one more: 503 overloaded (reason body_readers).")
+    api_body_readers_per_client: int = Field(
+        8, ge=1, le=100_000, description="Request bodies being received at once from one "
+        "client address; one more: 429 too_many_bodies. Behind a proxy the address is the "
+        "proxy's unless uvicorn trusts its forwarded headers (docs/deploy.md).")
+    api_sign_in_max_in_flight: int = Field(
+        4, ge=1, le=10_000, description="Inspector sign-ins (POST /inspector/login) worked on "
+        "at once, from their headers on; one more: 503 overloaded (reason sign_in).")
+    # Which Host headers the API answers (api/hosts.py); probes answer any.
+    api_trusted_hosts: list[str] = Field(
+        default_factory=lambda: ["*"], description="Host names the API serves (JSON list; "
+        "'*.example.com' matches subdomains; '*' any host). Another Host: 400 invalid_host.")
+    api_public_url: str | None = Field(
+        None, description="The URL people reach the API at (e.g. https://memory.example.com)."
+        " https here marks the inspector's cookie Secure even when a TLS proxy forwards "
+        "plain http without X-Forwarded-Proto.")
+    inspector_session_hours: float = Field(
+        8.0, gt=0.0, le=24 * 30, description="Lifetime of an inspector sign-in (a server-side "
+        "session; sign-out or revoking the key ends it sooner).")
     migrations_dir: Path = Field(PROJECT_ROOT / "migrations")
     instance_key: str = Field("default", description="Instance used when a caller names none.")
     api_statement_timeout_ms: int = Field(

@@ -38,6 +38,7 @@ DOMAIN = [                                   # bottom first
     {"sessions"},
     {"portability"},
     {"apikeys", "operator_status", "demo", "benchmarks"},
+    {"inspector_sessions"},
 ]
 ADAPTERS = {                                 # each column bottom first, above the domain
     "dagster": [{"orchestration"}, {"resources"}, {"assets"}, {"sensors"}, {"definitions"},

@@ -22,8 +22,19 @@ class SignIn(Exception):
     """A page request without a live session: answered with a redirect to the sign-in."""
 
 
+def path_of(request: Request, name: str, **params: str) -> str:
+    """The path of the named route (its root path included): redirects and links are paths,
+    never URLs built from the request's ``Host`` header, which the client chooses."""
+    return request.url_for(name, **params).path
+
+
+def redirect(request: Request, name: str, query: str = "") -> RedirectResponse:
+    """303 to the named inspector page, as a relative ``Location``."""
+    return RedirectResponse(path_of(request, name) + query, status_code=303)
+
+
 def login_redirect(request: Request) -> RedirectResponse:
-    return RedirectResponse(str(request.url_for("inspector:login")), status_code=303)
+    return redirect(request, "inspector:login")
 
 
 async def page_key(request: Request) -> ApiKey | None:

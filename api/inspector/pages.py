@@ -11,22 +11,33 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl
 
 import jinja2
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import Response
 from starlette.templating import Jinja2Templates
 
+from api.admission import receive_body
 from api.errors import ApiError
 from api.inspector import guard, session
 from api.threads import with_connection
 from memory_platform.apikeys import ApiKey, well_formed
 from memory_platform.users import get_user, set_sharing
 
-TEMPLATES = Jinja2Templates(env=jinja2.Environment(
-    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True))
+
+@jinja2.pass_context
+def _path_for(context: dict[str, Any], name: str, /, **params: str) -> str:
+    return guard.path_of(context["request"], name, **params)
+
+
+_ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+                          autoescape=True)
+_ENV.globals["path_for"] = _path_for       # links are paths, never URLs built from Host
+TEMPLATES = Jinja2Templates(env=_ENV)
 TITLES = {"graph": "Graph", "review": "Review", "dreams": "Dreams", "settings": "My settings"}
 MAX_FORM_BYTES = 4096
+MAX_FORM_FIELDS = 10
 
 
 def _render(request: Request, name: str, key: ApiKey | None, status: int = 200,
@@ -39,14 +50,18 @@ def _render(request: Request, name: str, key: ApiKey | None, status: int = 200,
 
 
 async def _form(request: Request) -> dict[str, str]:
-    length = request.headers.get("content-length")
-    if length is not None and (not length.isdigit() or int(length) > MAX_FORM_BYTES):
-        raise ApiError(413, "payload_too_large", "form too large")
+    """The inspector's urlencoded form: at most MAX_FORM_BYTES and MAX_FORM_FIELDS, received
+    like every body (``api.admission.receive_body``: a body slot, a total deadline)."""
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media != "application/x-www-form-urlencoded":
         raise ApiError(415, "unsupported_media_type", "send the inspector's form")
-    async with request.form(max_files=0, max_fields=10, max_part_size=MAX_FORM_BYTES) as form:
-        return {k: v for k, v in form.items() if isinstance(v, str)}
+    raw = await receive_body(request, MAX_FORM_BYTES)
+    try:
+        pairs = parse_qsl(raw.decode("utf-8"), keep_blank_values=True,
+                          max_num_fields=MAX_FORM_FIELDS)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ApiError(400, "invalid_form", "the form is not a valid urlencoded form") from exc
+    return dict(pairs)
 
 
 async def index(request: Request) -> Response:
@@ -55,7 +70,7 @@ async def index(request: Request) -> Response:
         return guard.login_redirect(request)
     views = guard.views_of(key)
     target = views[0] if views else "settings"
-    return RedirectResponse(str(request.url_for(f"inspector:{target}")), status_code=303)
+    return guard.redirect(request, f"inspector:{target}")
 
 
 async def login_page(request: Request) -> Response:
@@ -63,27 +78,34 @@ async def login_page(request: Request) -> Response:
 
 
 async def login(request: Request) -> Response:
+    """Sign in: the only form read before anything is authenticated, so its requests have a
+    budget of their own at the front door (``api_sign_in_max_in_flight``)."""
     session.check_login_origin(request)
     form = await _form(request)
     token = form.get("api_key", "").strip()
     if not token or not well_formed(token):
         return _render(request, "login.html", None, status=401,
                        error="That is not an API key of this platform.")
+    response = guard.redirect(request, "inspector:index")
     try:
-        await session.verify_key(request, token)
+        await session.sign_in(request, token, response)
     except ApiError:
         return _render(request, "login.html", None, status=401,
                        error="Unknown, revoked or expired API key.")
-    response = RedirectResponse(str(request.url_for("inspector:index")), status_code=303)
-    session.set_session(response, request, token)
     return response
 
 
 async def logout(request: Request) -> Response:
+    """Sign out. The session is checked from its cookie before the form is read: without a
+    live one nothing is read or changed (the browser is sent to the sign-in page)."""
+    if await guard.page_key(request) is None:
+        response = guard.login_redirect(request)
+        session.clear_session(response, request)
+        return response
     form = await _form(request)
     session.check_csrf(request, form.get(session.CSRF_FIELD))
-    response = RedirectResponse(str(request.url_for("inspector:login")), status_code=303)
-    session.clear_session(response, request)
+    response = guard.login_redirect(request)
+    await session.sign_out(request, response)
     return response
 
 
@@ -139,5 +161,4 @@ async def settings_save(request: Request) -> Response:
                        [{"field": "share", "problem": "on or off"}])
     await with_connection(request, set_sharing, key.instance_key, key.user_id,
                           choice == "on", changed_by=_changed_by(key))
-    return RedirectResponse(str(request.url_for("inspector:settings")) + "?saved=1",
-                            status_code=303)
+    return guard.redirect(request, "inspector:settings", "?saved=1")

@@ -22,7 +22,7 @@ import hashlib
 import itertools
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -366,6 +366,14 @@ def api_key(conn: Conn, instance: str, **overrides: Any) -> uuid.UUID:
     return _insert(conn, "api_keys", row)["id"]
 
 
+def inspector_session(conn: Conn, instance: str, **overrides: Any) -> uuid.UUID:
+    row = {"instance_key": instance, "secret_hash": _hash(uuid.uuid4().hex),
+           "expires_at": _now() + timedelta(hours=1)} | overrides
+    if "key_id" not in row:
+        row["key_id"] = api_key(conn, instance)
+    return _insert(conn, "inspector_sessions", row)["id"]
+
+
 # --- trust model (0013) ------------------------------------------------------------------
 
 
@@ -409,6 +417,7 @@ def maintenance_event(conn: Conn, instance: str, **overrides: Any) -> int:
 
 FACTORIES: dict[str, Factory] = {
     "api_keys": api_key,
+    "inspector_sessions": inspector_session,
     "agent_channel_members": channel_member,
     "agent_session_participants": session_participant,
     "agent_feedback_runs": feedback_run,

@@ -75,6 +75,7 @@ INSTANCE_GUARDED_LINKS: dict[str, tuple[str, ...]] = {
     "agent_context_summary_messages": ("summary_id", "message_id"),
     "agent_context_summary_parents": ("parent_summary_id", "child_summary_id"),
     "agent_context_items": ("message_id", "summary_id"),
+    "inspector_sessions": ("key_id",),
 }
 LINKS = [f"{table}.{link}" for table, links in INSTANCE_GUARDED_LINKS.items() for link in links]
 
