@@ -35,6 +35,7 @@ from memory_platform.orchestration.keys import (
     CONSOLIDATION_SWEEP,
     KNOWLEDGE_GRAPH,
 )
+from memory_platform.orchestration.metadata import partition_label
 from memory_platform.orchestration.partitions import audiences
 from memory_platform.resources import EmbeddingsResource, PostgresResource, run_settings
 
@@ -79,7 +80,8 @@ def consolidation_sweep(context, config: ConsolidationConfig, postgres: Postgres
     with postgres.connection(settings) as conn:
         swept = sweep_step(conn, settings, processed=set(), dry_run=config.dry_run)
     for result in swept:
-        context.log.info(f"{result.partition.partition_key}: {result.summary()}")
+        context.log.info(f"{partition_label(result.partition.partition_key)}: "
+                         f"{result.summary()}")
     return MaterializeResult(metadata=sweep_metadata(swept))
 
 

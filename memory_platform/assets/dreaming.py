@@ -95,7 +95,7 @@ from memory_platform.orchestration.keys import (
     USER_PROFILES,
     WIKI_PROPOSALS,
 )
-from memory_platform.orchestration.metadata import md_table
+from memory_platform.orchestration.metadata import error_label, md_table, partition_label
 from memory_platform.orchestration.partitions import audiences, register_partitions
 from memory_platform.resources import (
     EmbeddingsResource,
@@ -274,8 +274,8 @@ def dream_partitions(context: OpExecutionContext, config: DreamBatchConfig,
                     on_wait=lambda s, key=key: context.log.info(
                         f"{key}: Dreaming lock held; retrying in {s:.0f}s"))
             except Exception as exc:  # recorded; the batch goes on
-                context.log.error(f"{progress} {key}: {type(exc).__name__}: {exc}")
-                problems.append([key, "-", f"{type(exc).__name__}: {exc}"])
+                context.log.error(f"{progress} {key}: {error_label(exc)}")
+                problems.append([key, "-", f"{error_label(exc)}"])
                 continue
             if step.refused:
                 context.log.error(f"{progress} {step.summary()}")
@@ -292,7 +292,7 @@ def dream_partitions(context: OpExecutionContext, config: DreamBatchConfig,
             except Exception as exc:  # a check that cannot run is a problem, not a pass
                 checks = []
                 problems.append([key, dream_id,
-                                 f"checks did not run: {type(exc).__name__}: {exc}"])
+                                 f"checks did not run: {error_label(exc)}"])
             for name, asset, outcome in checks:
                 context.log_event(AssetCheckEvaluation(
                     asset_key=AssetKey(asset), check_name=name, blocking=True, partition=key,
@@ -337,7 +337,7 @@ def _graph_events(context: OpExecutionContext, conn, settings, key: str, dream_i
         graph = graph_step(conn, settings, key)
         outcome = graph_check(conn, key)
     except Exception as exc:  # recorded; the batch goes on
-        problems.append([key, dream_id, f"knowledge graph: {type(exc).__name__}: {exc}"])
+        problems.append([key, dream_id, f"knowledge graph: {error_label(exc)}"])
         return
     context.log.info(graph.summary())
     yield AssetMaterialization(asset_key=KNOWLEDGE_GRAPH, partition=key,
@@ -359,7 +359,7 @@ def _consolidation_events(context: OpExecutionContext, conn, settings, key: str,
         step = consolidation_step(conn, settings, key, with_sweep=False)
         outcome = consolidation_check(conn, key)
     except Exception as exc:  # recorded; the batch goes on
-        problems.append([key, dream_id, f"consolidation: {type(exc).__name__}: {exc}"])
+        problems.append([key, dream_id, f"consolidation: {error_label(exc)}"])
         return
     context.log.info(step.summary())
     yield AssetMaterialization(asset_key=CONSOLIDATION, partition=key, metadata=step.metadata)
@@ -387,7 +387,7 @@ def _chain_events(context: OpExecutionContext, conn, settings, key: str, dream_i
         try:
             metadata = step()
         except Exception as exc:  # recorded; the chain of this partition stops here
-            problems.append([key, dream_id, f"{asset}: {type(exc).__name__}: {exc}"])
+            problems.append([key, dream_id, f"{asset}: {error_label(exc)}"])
             return
         if metadata is None:
             continue    # skipped (no backlog): no materialisation, no check
@@ -413,10 +413,11 @@ def _sweep_events(context: OpExecutionContext, *, conn_factory, settings,
             swept = sweep_step(conn, settings, processed={k for k, _ in consolidated},
                                record_dream=consolidated[-1][1])
     except Exception as exc:  # recorded; the batch's output stands
-        problems.append(["sweep", "-", f"consolidation sweep: {type(exc).__name__}: {exc}"])
+        problems.append(["sweep", "-", f"consolidation sweep: {error_label(exc)}"])
         return
     for result in swept:
-        context.log.info(f"sweep {result.partition.partition_key}: {result.summary()}")
+        context.log.info(f"sweep {partition_label(result.partition.partition_key)}: "
+                         f"{result.summary()}")
     yield AssetMaterialization(asset_key=CONSOLIDATION_SWEEP, metadata=sweep_metadata(swept))
 
 

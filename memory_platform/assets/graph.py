@@ -32,6 +32,7 @@ from memory_platform.orchestration.graph_step import (
 )
 from memory_platform.orchestration.home import WRITER_POOL
 from memory_platform.orchestration.keys import ASSERTION_PROJECTIONS, KNOWLEDGE_GRAPH
+from memory_platform.orchestration.metadata import partition_label
 from memory_platform.orchestration.partitions import audiences
 from memory_platform.resources import EmbeddingsResource, PostgresResource, run_settings
 
@@ -60,8 +61,8 @@ def knowledge_graph(context: AssetExecutionContext, config: GraphConfig,
         step = graph_step(conn, settings, context.partition_key, rebuild=config.rebuild)
     context.log.info(step.summary())
     for failure in step.build.failures:
-        context.log.warning(f"kept for retry: {failure.partition_key} {failure.code}: "
-                            f"{failure.message}")
+        context.log.warning(f"kept for retry: {partition_label(failure.partition_key)} "
+                            f"{failure.code} (the message is in the process log)")
     return MaterializeResult(metadata=step.metadata)
 
 

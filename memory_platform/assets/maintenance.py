@@ -20,6 +20,7 @@ from memory_platform.consolidation.lifecycle import expire_due
 from memory_platform.events import webhooks as _webhooks  # noqa: F401  (registers deliveries)
 from memory_platform.graph.build import process_graph_jobs, sweep_unsupported
 from memory_platform.orchestration.home import WRITER_POOL
+from memory_platform.orchestration.metadata import partition_label
 from memory_platform.projection.outbox import process_outbox_until_idle
 from memory_platform.resources import EmbeddingsResource, PostgresResource, run_settings
 
@@ -49,8 +50,8 @@ def process_projection_outbox(context: OpExecutionContext, postgres: PostgresRes
                "graphEntitiesQuarantined": (graph.changes.entities_quarantined
                                             + swept.entities_quarantined)}
     for failure in graph.failures:
-        context.log.warning(f"graph batch kept for retry: {failure.partition_key} "
-                            f"{failure.code}: {failure.message}")
+        context.log.warning(f"graph batch kept for retry: "
+                            f"{partition_label(failure.partition_key)} {failure.code}")
     context.log_event(AssetObservation(
         asset_key=OUTBOX_TABLE,
         metadata={k: MetadataValue.int(v) for k, v in summary.items()}))

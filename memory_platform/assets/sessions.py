@@ -39,7 +39,13 @@ from pydantic import Field
 
 from memory_platform.orchestration.home import WRITER_POOL
 from memory_platform.orchestration.keys import FLUSH_MEMORIES, SESSION_SUMMARIES, SHARED_FACTS
-from memory_platform.orchestration.metadata import md_table, session_metadata
+from memory_platform.orchestration.metadata import (
+    error_class,
+    md_table,
+    session_label,
+    session_line,
+    session_metadata,
+)
 from memory_platform.resources import (
     EmbeddingsResource,
     MaintenanceModelResource,
@@ -127,7 +133,8 @@ class SessionStep:
     def failure_metadata(self) -> dict[str, MetadataValue]:
         return {"errors": MetadataValue.md(md_table(
             ["session", "error"],
-            [[f"{p.instance_key}/{p.session_key}", text] for p, text in self.batch.raised()]))}
+            [[session_label(p.instance_key, p.session_key), error_class(text)]
+             for p, text in self.batch.raised()]))}
 
 
 def session_maintenance_step(conn: psycopg.Connection, settings: Settings, *,
@@ -137,7 +144,7 @@ def session_maintenance_step(conn: psycopg.Connection, settings: Settings, *,
 
     def progress(number: int, total: int, session_pass) -> None:
         if log is not None:
-            log.info(f"[{number}/{total}] {session_pass.summary()}")
+            log.info(f"[{number}/{total}] {session_line(session_pass)}")
 
     batch = run_due_sessions(conn, settings, limit=limit, instance_key=instance_key,
                              progress=progress)

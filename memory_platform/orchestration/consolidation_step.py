@@ -29,7 +29,7 @@ from memory_platform.db.units import committed_unit
 from memory_platform.dreaming.checks import CheckOutcome
 from memory_platform.dreaming.partitions import Partition as DreamPartition
 from memory_platform.graph.build import latest_dream
-from memory_platform.orchestration.metadata import md_table, snake_key
+from memory_platform.orchestration.metadata import md_table, partition_label, snake_key
 from memory_platform.settings import Settings
 
 __all__ = ["CONSOLIDATION_CHECK", "CONSOLIDATION_CHECK_DESCRIPTION", "ConsolidationStep",
@@ -117,24 +117,26 @@ def _sweep_json(swept: list[ConsolidationResult]) -> str:
 
 
 def result_metadata(result: ConsolidationResult) -> dict[str, MetadataValue]:
-    """Counts (changes first), the decisions with both texts and the reason, the merges,
-    diagnostics."""
+    """Counts (changes first), the decisions and merges by id, diagnostic codes: no
+    assertion text, entity label or model reason (orchestration.metadata: content-free; the
+    dream row's ``stats_json.consolidation`` keeps them)."""
     summary = result.summary()
     meta: dict[str, MetadataValue] = {
         snake_key(name): MetadataValue.int(int(summary[name])) for name in _LEADING}
     meta["decisions"] = MetadataValue.md(md_table(
-        ["relation", "outcome", "survivor", "loser", "left", "right", "reason"],
-        [[d.relation, d.outcome, d.survivor, d.loser, d.left_text, d.right_text, d.reason]
+        ["relation", "outcome", "left", "right", "survivor", "loser"],
+        [[d.relation, d.outcome, d.left, d.right, d.survivor or "-", d.loser or "-"]
          for d in result.slots.pair_decisions], empty="_no pair judged_"))
     meta["merges"] = MetadataValue.md(md_table(
-        ["method", "merged", "survivor", "loser", "reason"],
-        [[m.method, m.merged, m.survivor_label, m.loser_label, m.reason]
+        ["method", "merged", "survivor", "loser"],
+        [[m.method, m.merged, m.survivor, m.loser]
          for m in result.entities.merges], empty="_no entity merged_"))
     meta.update({snake_key(name): MetadataValue.int(int(value))
                  for name, value in summary.items() if name not in _LEADING})
     diagnostics = result.all_diagnostics()
     if diagnostics:
-        meta["diagnostics_detail"] = MetadataValue.json(diagnostics[:50])
+        meta["diagnostic_codes"] = MetadataValue.json(sorted(
+            {str(d.get("code", "-")) for d in diagnostics}))
     meta["dry_run"] = MetadataValue.bool(result.dry_run)
     meta["model"] = MetadataValue.text(result.model or "-")
     meta["writes"] = MetadataValue.text(WRITES)
@@ -145,8 +147,8 @@ def _sweep_table(swept: list[ConsolidationResult]) -> str:
     rows = []
     for s in swept:
         summary = s.summary()
-        rows.append([s.partition.partition_key, summary["pairsJudged"], summary["duplicates"],
-                     summary["superseded"], summary["conflictsOpened"],
+        rows.append([partition_label(s.partition.partition_key), summary["pairsJudged"],
+                     summary["duplicates"], summary["superseded"], summary["conflictsOpened"],
                      summary["entitiesMerged"], summary["claimsPruned"],
                      summary["diagnostics"]])
     return md_table(["partition", "pairs", "duplicates", "superseded", "conflicts",

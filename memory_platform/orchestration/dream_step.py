@@ -103,10 +103,10 @@ def run_with_lock_wait(fn: Callable[[], DreamResult], wait_seconds: float,
 
 
 def _failure_text(result: DreamResult) -> str:
+    """Codes only: a diagnostic's message may quote an excerpt (orchestration.metadata)."""
     codes = ", ".join(d["code"] for d in result.diagnostics) or "error"
-    first = next((d.get("message") for d in result.diagnostics if d.get("message")), None)
-    return (f"Dream {result.dream_id} of {result.partition.partition_key} failed ({codes})"
-            + (f": {first}" if first else "") + "; the dream row holds the diagnostics")
+    return (f"Dream {result.dream_id} of {result.partition.partition_key} failed ({codes}); "
+            "the dream row holds the diagnostics")
 
 
 def dream_step(

@@ -27,7 +27,7 @@ from memory_platform.graph.build import (
     process_graph_jobs,
 )
 from memory_platform.graph.checks import graph_support_check
-from memory_platform.orchestration.metadata import md_table, snake_key
+from memory_platform.orchestration.metadata import md_table, partition_label, snake_key
 from memory_platform.settings import Settings
 
 __all__ = ["GRAPH_CHECK", "GRAPH_CHECK_DESCRIPTION", "GraphStep", "graph_check",
@@ -82,21 +82,21 @@ _LEADING = ("entitiesAdded", "claimsAdded", "edgesAdded", "claimsReinforced",
 
 
 def graph_metadata(build: GraphBuild, dream_id: Any) -> dict[str, MetadataValue]:
-    """Numbers the UI plots, the new claims with their source assertions, failures."""
+    """Numbers the UI plots, the new claims' ids with their source assertions, failures
+    (codes): no label, predicate or text (orchestration.metadata: content-free)."""
     summary = build.summary()
     meta: dict[str, MetadataValue] = {"dream_id": MetadataValue.text(
         str(dream_id) if dream_id else "-")}
     meta.update({snake_key(name): MetadataValue.int(int(summary[name])) for name in _LEADING})
     meta["new_claims"] = MetadataValue.md(md_table(
-        ["subject", "predicate", "object", "claim", "source assertions"],
-        [[c.get("subject"), c.get("predicate"), c.get("object"), c.get("assertionText"),
-          ", ".join(str(a) for a in c.get("assertionIds", []))]
+        ["claim id", "source assertions"],
+        [[c.get("claimId"), ", ".join(str(a) for a in c.get("assertionIds", []))]
          for c in build.changes.new_claims],
         empty="_no new claims_"))
     if build.failures:
         meta["failures"] = MetadataValue.md(md_table(
-            ["partition", "code", "message", "assertions"],
-            [[f.partition_key, f.code, f.message, len(f.assertion_ids)]
+            ["partition", "code", "assertions"],
+            [[partition_label(f.partition_key), f.code, len(f.assertion_ids)]
              for f in build.failures]))
     meta.update({snake_key(name): MetadataValue.int(int(value))
                  for name, value in summary.items() if name not in _LEADING})

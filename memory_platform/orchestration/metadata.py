@@ -6,21 +6,37 @@ model, status, trigger); each adds the counts, tables, diagnostics and phase dur
 part of the Dream it stands for. A session maintenance run reports, per session asset, the
 batch's session counts and its operation's outcome counts, retries, fallbacks, rows and
 durations (:func:`session_metadata`).
+
+Content-free by construction: nothing a run records in Dagster (metadata, check examples,
+failure descriptions, log lines) quotes a memory, an assertion, an excerpt, a title or a
+model's message. Tables carry ids, codes and counts; the words stay in the platform database,
+where erasure, redaction and the visibility rule reach them, and :func:`where_to_read` names
+the API route (and the inspector page) that shows them to whoever may see them. A private
+partition or a session is named in free text only by :func:`partition_label` /
+:func:`session_label` (a person's user id never); structural fields that must name a private
+partition (its dynamic partition, run tags and config, event partitions) are removed when the
+person is erased (:mod:`memory_platform.orchestration.erasure`). docs/architecture.md,
+"Dagster holds no words".
 """
 
 from __future__ import annotations
 
+import builtins
+import hashlib
 import re
 from typing import TYPE_CHECKING, Any
 
 import psycopg
+import psycopg.errors
 from dagster import MetadataValue
 from psycopg.rows import dict_row
 
+from memory_platform import errors
 from memory_platform.dreaming.checks import CheckOutcome
 from memory_platform.dreaming.engine import DreamResult
 from memory_platform.dreaming.inputs import POOLS
 from memory_platform.dreaming.inspect import proposal_rows
+from memory_platform.dreaming.partitions import Partition
 from memory_platform.dreaming.summary import DreamStats
 from memory_platform.orchestration.keys import (
     ASSERTION_PROJECTIONS,
@@ -38,8 +54,9 @@ if TYPE_CHECKING:
     from memory_platform.sessions.maintenance import MaintenanceBatch
 
 __all__ = ["PHASES", "asset_metadata", "check_metadata", "dry_run_markdown",
-           "failure_metadata",
-           "materialized_assets", "md_table", "md_text", "session_metadata"]
+           "error_class", "error_label", "failure_metadata", "materialized_assets",
+           "md_table", "md_text", "partition_label", "session_label", "session_line",
+           "session_metadata", "where_to_read"]
 
 # The engine phases (DreamResult.stats["durations"]) each asset stands for.
 PHASES = {
@@ -65,6 +82,68 @@ WRITES = {
 
 MAX_TABLE_ROWS = 40
 MAX_CELL_CHARS = 160
+
+# The columns of a check's examples that Dagster shows: row ids, states and link kinds. Any
+# other column (an assertion's text, an audience key, a user id) stays out.
+EXAMPLE_COLUMNS = frozenset({"id", "assertion_id", "source_id", "memory_id", "row_id",
+                             "link", "status", "review_state", "generation"})
+
+
+def partition_label(partition_key: str) -> str:
+    """How free text (tables, log lines) names a partition: its key, except that a private
+    partition's user id is written ``*`` (``inst/private/*``). Used wherever a run names a
+    partition other than its own (a sweep, a batch's log); the run's own partition is in
+    Dagster's structural fields, which erasure removes."""
+    try:
+        partition = Partition.from_partition_key(partition_key)
+    except ValueError:
+        return "(unreadable partition key)"
+    if partition.kind != "private":
+        return partition_key
+    return partition_key.split("/", 1)[0] + "/private/*"
+
+
+def session_label(instance_key: str, session_key: str) -> str:
+    """How Dagster names a session: a digest, because session keys are chosen by clients
+    and often embed a user id (``chat:erin-1``). The same digest for the same session, so
+    runs can be compared; ``agent_session_maintenance_events`` holds the session itself."""
+    digest = hashlib.sha256(f"{instance_key}\0{session_key}".encode()).hexdigest()[:12]
+    return f"session {digest}"
+
+
+def error_label(exc: BaseException) -> str:
+    """An exception as Dagster records it: its class and domain code, not its message (a
+    message may quote a row's values)."""
+    code = getattr(exc, "code", None)
+    return type(exc).__name__ + (f" ({code})" if isinstance(code, str) else "")
+
+
+def _is_exception_class(name: str) -> bool:
+    for namespace in (builtins, psycopg.errors, errors):
+        found = getattr(namespace, name, None)
+        if isinstance(found, type) and issubclass(found, BaseException):
+            return True
+    return False
+
+
+def error_class(text: str) -> str:
+    """The operation and exception class of an error text (``"history_compaction:
+    UndefinedTable: ..."`` -> ``"history_compaction: UndefinedTable"``), never the message
+    after them (it may quote values): a part counts only if it names a session operation or
+    a known exception class."""
+    parts = [p.strip() for p in (text or "").split(":", 2)]
+    kept = []
+    if parts and parts[0] in SESSION_OPERATION_ASSETS:
+        kept.append(parts.pop(0))
+    if parts and _is_exception_class(parts[0]):
+        kept.append(parts[0])
+    return ": ".join(kept) or "error"
+
+
+def where_to_read(dream_id: Any) -> str:
+    """Where a person who may see them reads the texts behind a Dream's ids."""
+    return (f"GET /internal/memory/dreams/{dream_id} (admin key) or the inspector's Dreams "
+            "page; texts are never copied into Dagster")
 
 
 def materialized_assets(result: DreamResult) -> list[str]:
@@ -138,10 +217,9 @@ def _seconds(durations: dict[str, float], phases: tuple[str, ...]) -> dict[str, 
 def _diagnostics(result: DreamResult, phases: tuple[str, ...]) -> dict[str, MetadataValue]:
     rows = [d for d in result.diagnostics if d.get("phase") in phases]
     out: dict[str, MetadataValue] = {"diagnostics_count": _int(len(rows))}
-    if rows:
+    if rows:   # codes only: a message may quote an excerpt (the dream row keeps it)
         out["diagnostics"] = MetadataValue.md(md_table(
-            ["code", "phase", "message"],
-            [[d.get("code"), d.get("phase"), d.get("message")] for d in rows]))
+            ["code", "phase"], [[d.get("code"), d.get("phase")] for d in rows]))
     return out
 
 
@@ -158,6 +236,7 @@ def _common(result: DreamResult) -> dict[str, MetadataValue]:
         "dry_run": MetadataValue.bool(result.dry_run),
         "seconds_total": MetadataValue.float(float(stats.get("durations", {})
                                                    .get("total", 0.0))),
+        "texts": MetadataValue.text(where_to_read(result.dream_id)),
     }
 
 
@@ -199,39 +278,30 @@ def _proposals(result: DreamResult) -> dict[str, MetadataValue]:
     if result.dry_run:
         out["dry_run_proposals"] = MetadataValue.md(dry_run_markdown(result.proposals))
     items = (result.proposals or {}).get("rejected") or []
-    proposed_items = (result.proposals or {}).get("assertions") or []
-    texts = {i.get("index"): i.get("text") for i in proposed_items if isinstance(i, dict)}
     safety = (stats.get("safety") or {}).get("decisions") or []
-    rows = [[r.get("kind"), r.get("index"), r.get("reason"),
-             texts.get(r.get("index")) if r.get("kind") == "assertion" else "",
-             _detail(r.get("detail"))] for r in items if isinstance(r, dict)]
-    rows += [["safety", d.get("assertionId"), d.get("reasonCode"), "", "policy rejected"]
+    rows = [[r.get("kind"), r.get("index"), r.get("reason")]
+            for r in items if isinstance(r, dict)]
+    rows += [["safety", d.get("assertionId"), d.get("reasonCode")]
              for d in safety if d.get("decision") == "reject"]
     out["rejected_items"] = MetadataValue.md(md_table(
-        ["kind", "item", "reason code", "proposed text", "detail"], rows,
-        empty="_no rejected items_"))
+        ["kind", "item", "reason code"], rows, empty="_no rejected items_"))
     return out
 
 
 def dry_run_markdown(proposals: dict[str, Any] | None) -> str:
-    """A dry run's proposals as a Markdown table: each proposed assertion with its evidence
-    excerpts and what the activation policy would do with it (decision, reason code)."""
+    """A dry run's proposals as a Markdown table: each proposed assertion's index, type,
+    number of evidence excerpts and what the activation policy would do with it (decision,
+    reason code). The texts are on the dream row (:func:`where_to_read`)."""
     return md_table(
-        ["#", "type", "proposed assertion", "evidence excerpts", "would", "reason code"],
-        [[r["index"], r["type"], r["text"], " / ".join(str(e) for e in r["evidence"]),
-          r["decision"] or "-", r["reasonCode"] or "-"] for r in proposal_rows(proposals)],
+        ["#", "type", "evidence excerpts", "would", "reason code"],
+        [[r["index"], r["type"], len(r["evidence"]), r["decision"] or "-",
+          r["reasonCode"] or "-"] for r in proposal_rows(proposals)],
         empty="_no proposal_")
 
 
-def _detail(detail: Any) -> str:
-    if not isinstance(detail, dict):
-        return "" if detail is None else str(detail)
-    return ", ".join(f"{k}={v}" for k, v in detail.items())
-
-
 _PROMOTED = """
-    SELECT a.id, a.assertion_type, a.assertion_text, a.status, a.review_state,
-           a.confidence, e.excerpt, e.source_id, s.memory_id,
+    SELECT a.id, a.assertion_type, a.status, a.review_state, a.confidence,
+           e.source_id, s.memory_id,
            (SELECT r.reason_code
               FROM agent_memory_assertion_reviews r
              WHERE r.instance_key = a.instance_key AND r.assertion_id = a.id
@@ -249,7 +319,8 @@ _PROMOTED = """
 
 
 def promoted_rows(conn: psycopg.Connection, result: DreamResult) -> list[dict[str, Any]]:
-    """The assertions this Dream created or reused, one row per supporting excerpt."""
+    """The assertions this Dream created or reused, one row per supporting source (ids,
+    states and codes: no text)."""
     if not result.assertion_ids:
         return []
     with conn.cursor(row_factory=dict_row) as cur:
@@ -262,10 +333,9 @@ def _assertions(conn: psycopg.Connection, result: DreamResult) -> dict[str, Meta
     safety = stats.get("safety") or {}
     rows = promoted_rows(conn, result)
     table = md_table(
-        ["assertion", "type", "status", "decision", "evidence excerpt", "source id",
-         "memory id"],
-        [[r["assertion_text"], r["assertion_type"], r["status"],
-          f"{r['review_state']} ({r['reason_code'] or '-'})", r["excerpt"],
+        ["assertion id", "type", "status", "decision", "source id", "memory id"],
+        [[r["id"], r["assertion_type"], r["status"],
+          f"{r['review_state']} ({r['reason_code'] or '-'})",
           r["source_id"], r["memory_id"]] for r in rows],
         empty="_no assertion promoted_")
     return {
@@ -293,7 +363,7 @@ def _projections(result: DreamResult) -> dict[str, MetadataValue]:
 
 
 _WIKI = """
-    SELECT id, state, page_slug, title, jsonb_array_length(assertion_refs) AS refs
+    SELECT id, state, jsonb_array_length(assertion_refs) AS refs
       FROM wiki_change_proposals
      WHERE instance_key = %s AND id = ANY(%s)
      ORDER BY created_at, id
@@ -311,8 +381,8 @@ def _wiki(conn: psycopg.Connection, result: DreamResult) -> dict[str, MetadataVa
         "wiki_proposals_rejected_by_policy": _int(
             result.stats.get("wikiProposalsRejectedByPolicy")),
         "wiki_proposals": MetadataValue.md(md_table(
-            ["id", "state", "slug", "title", "assertion refs"],
-            [[r["id"], r["state"], r["page_slug"], r["title"], r["refs"]] for r in rows],
+            ["id", "state", "assertion refs"],
+            [[r["id"], r["state"], r["refs"]] for r in rows],
             empty="_no wiki proposal_")),
     }
 
@@ -339,10 +409,12 @@ def asset_metadata(conn: psycopg.Connection, result: DreamResult) -> dict[str, d
 
 
 def check_metadata(outcome: CheckOutcome) -> dict[str, MetadataValue]:
+    """Counts, and the examples' id columns only (:data:`EXAMPLE_COLUMNS`)."""
     meta: dict[str, MetadataValue] = {"checked": _int(outcome.checked),
                                       "violations": _int(outcome.violations)}
-    if outcome.examples:
-        headers = list(outcome.examples[0])
+    headers = [h for h in (outcome.examples[0] if outcome.examples else ())
+               if h in EXAMPLE_COLUMNS]
+    if headers:
         meta["examples"] = MetadataValue.md(md_table(
             headers, [[row.get(h) for h in headers] for row in outcome.examples],
             total=outcome.violations))
@@ -374,11 +446,23 @@ SESSION_WRITES = {
 }
 
 
+def session_line(session_pass: Any) -> str:
+    """A session pass as one log line: :func:`session_label`, the outcome, each operation's
+    outcome and reason code (no error text: the session's maintenance events keep it)."""
+    parts = [f"{o.operation} {o.outcome}" + (f" ({o.reason})" if o.reason else "")
+             for o in session_pass.operations]
+    return (f"{session_label(session_pass.instance_key, session_pass.session_key)}: "
+            f"{session_pass.outcome}" + (": " + ", ".join(parts) if parts else "")
+            + ("; error" if session_pass.error else "")
+            + f" [{session_pass.duration_seconds:.2f}s]")
+
+
 def session_metadata(batch: MaintenanceBatch) -> dict[str, dict[str, MetadataValue]]:
     """Metadata per session asset whose operation ran in at least one session of the batch:
     the batch's session counts, the operation's outcome counts, retries, fallbacks, rows
     written and durations (numbers, so the UI plots them per run), and a table of the
-    sessions."""
+    sessions (named by :func:`session_label`; an error only as "yes": its text stays in the
+    session's maintenance events)."""
     common = {
         "sessions_handled": _int(len(batch.passes)),
         "sessions_done": _int(batch.sessions_done),
@@ -393,9 +477,9 @@ def session_metadata(batch: MaintenanceBatch) -> dict[str, dict[str, MetadataVal
     for operation, totals in batch.totals().items():
         if not totals.runs:
             continue
-        rows = [[f"{p.instance_key}/{p.session_key}", result.outcome, result.reason,
+        rows = [[session_label(p.instance_key, p.session_key), result.outcome, result.reason,
                  result.retries, result.fallbacks, result.rows_written,
-                 f"{result.duration_seconds:.3f}", result.error or ""]
+                 f"{result.duration_seconds:.3f}", "yes" if result.error else ""]
                 for p in batch.passes for result in p.operations
                 if result.operation == operation]
         asset = SESSION_OPERATION_ASSETS[operation]

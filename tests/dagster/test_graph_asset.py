@@ -43,7 +43,7 @@ def test_the_dream_job_materialises_the_graph_downstream_with_metadata_and_its_c
     assert meta["claims_added"].value > 0 and meta["entities_added"].value > 0
     assert meta["failed_batches"] == IntMetadataValue(0)
     assert isinstance(meta["new_claims"], MarkdownMetadataValue)
-    assert "source assertions" in meta["new_claims"].value
+    assert meta["new_claims"].value.startswith("| claim id | source assertions |")
     (dream_id,) = db.execute("SELECT id FROM agent_memory_dreams WHERE instance_key = %s",
                              (partition.instance_key,)).fetchone()
     assert meta["dream_id"].value == str(dream_id)

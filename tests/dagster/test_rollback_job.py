@@ -31,7 +31,7 @@ def test_a_dry_runs_proposals_are_readable_in_the_dagster_metadata(
     table = meta["dry_run_proposals"]
     assert isinstance(table, MarkdownMetadataValue)
     text = table.md_str
-    assert text.startswith("| # | type | proposed assertion | evidence excerpts | would |")
+    assert text.startswith("| # | type | evidence excerpts | would | reason code |")
     proposed = row["proposals_json"]["assertions"]
     assert proposed, "the extractive model proposes something for the seeded team"
     for item in proposed:
