@@ -61,10 +61,11 @@ class _ProgressLine:
 @click.option("--instance", default=None,
               help="Instance of rows without their own instance_key (default "
                    "MEMORY_INSTANCE_KEY); memory-platform format: the target instance "
-                   "(default: the exported one).")
+                   "(required: never taken from the file).")
 @click.option("--batch-size", type=click.IntRange(1, 5000), default=None,
               help="Rows per transaction (default MEMORY_IMPORT_BATCH_SIZE; memory-platform "
-                   "format: lines per transaction and checkpoint, default 1000).")
+                   "format: lines per statement group, default 1000; the whole file is one "
+                   "transaction).")
 @click.option("--provider", type=click.Choice(["hash", "openai", "local"]), default=None,
               help="Embedding provider (default MEMORY_EMBEDDING_PROVIDER).")
 @click.option("--rebuild-index/--no-rebuild-index", default=None,
@@ -80,9 +81,21 @@ class _ProgressLine:
 @click.option("--audience-map", "audience_map", multiple=True, metavar="FROM=TO",
               help="memory-platform format: move an audience, e.g. private:anna=private:bob, "
                    "channel:C1=channel:C2, private:anna=team (repeatable).")
-@click.option("--restart", is_flag=True,
-              help="memory-platform format: ignore the checkpoint of an earlier run of this "
-                   "file and read it from the start (adds nothing that is there).")
+@click.option("--verify/--no-verify", default=True, show_default=True,
+              help="memory-platform format: refuse a file whose footer has no SHA-256 (an "
+                   "older release's export); --no-verify imports it unchecked. A checksum "
+                   "that is there and wrong is always refused.")
+@click.option("--skip-rejected", is_flag=True,
+              help="memory-platform format: commit the accepted lines when some are refused "
+                   "(default: one refused line rolls the whole import back).")
+@click.option("--allow-existing-memberships", is_flag=True,
+              help="memory-platform format: also import session rows, participants and "
+                   "channel members for sessions and channels the file does not bring or "
+                   "the target already uses (default: refused and counted).")
+@click.option("--trust-file-states", is_flag=True,
+              help="memory-platform format: keep the file's review states, review decisions,"
+                   " history and graph (a restore); default: imported assertions wait for "
+                   "review.")
 @click.option("--reembed/--no-reembed", default=True, show_default=True,
               help="memory-platform format: embed what came without vectors of the "
                    "configured model right after the import.")
@@ -92,7 +105,8 @@ class _ProgressLine:
                    "user's share-with-team preference decides, as for a write).")
 def import_command(file: str, instance: str | None, batch_size: int | None,
                    provider: str | None, rebuild_index: bool | None, fmt: str,
-                   audience_map: tuple[str, ...], restart: bool, reembed: bool,
+                   audience_map: tuple[str, ...], verify: bool, skip_rejected: bool,
+                   allow_existing_memberships: bool, trust_file_states: bool, reembed: bool,
                    mem0_visibility: str) -> None:
     """Import memories from a JSON Lines FILE ('-' reads stdin), one object per line:
 
@@ -112,12 +126,16 @@ def import_command(file: str, instance: str | None, batch_size: int | None,
     reembed` gives them vectors later). Progress goes to stderr; the counts, the index
     decision and the rejected rows to stdout. Exit status 1 when any row was rejected.
 
-    --format memory-platform reads an export (idempotent, resumable, rewritten into
-    --instance and --audience-map); --format mem0 maps mem0's memories onto the rows above
-    (source_type fact, trust_class imported: they follow the review policy)."""
+    --format memory-platform reads an export (verified first, then imported in one
+    transaction: all or nothing; idempotent; rewritten into --instance, which is required,
+    and --audience-map; docs/export-format.md); --format mem0 maps mem0's memories onto the
+    rows above (source_type fact, trust_class imported: they follow the review policy)."""
     if fmt == "memory-platform":
         from memory_platform.cli.portability import import_portable
-        import_portable(file, instance, audience_map, provider, batch_size, restart, reembed)
+        import_portable(file, instance, audience_map, provider, batch_size, reembed,
+                        verify=verify, skip_rejected=skip_rejected,
+                        allow_existing_memberships=allow_existing_memberships,
+                        trust_file_states=trust_file_states)
         return
     from memory_platform.embeddings.base import EmbeddingError
     from memory_platform.embeddings.factory import get_provider

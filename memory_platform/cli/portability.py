@@ -52,19 +52,31 @@ def export_command(file: str, instance: str | None, audience: str | None,
 
 
 def import_portable(file: str, instance: str | None, audience_map: tuple[str, ...],
-                    provider: str | None, batch_size: int | None, restart: bool,
-                    reembed: bool) -> None:
-    """The `import --format memory-platform` body (cli/imports.py delegates here)."""
+                    provider: str | None, batch_size: int | None, reembed: bool, *,
+                    verify: bool, skip_rejected: bool, allow_existing_memberships: bool,
+                    trust_file_states: bool) -> None:
+    """The `import --format memory-platform` body (cli/imports.py delegates here). The
+    target instance is the operator's: ``--instance`` is required (a file naming its own
+    target would choose where its rows land)."""
     from memory_platform.cli.imports import _ProgressLine, _with_provider
     from memory_platform.embeddings.base import EmbeddingError
     from memory_platform.embeddings.factory import get_provider
     from memory_platform.errors import InvalidInput
-    from memory_platform.portability.importing import import_export
+    from memory_platform.portability.importing import ImportRejected, import_export
     from memory_platform.portability.rewrite import parse_map
+    from memory_platform.portability.verify import read_header
 
     if file == "-":
-        raise click.BadParameter("a memory-platform import reads a file (it is hashed for "
-                                 "resuming), not stdin", param_hint="FILE")
+        raise click.BadParameter("a memory-platform import reads a file (it is read twice: "
+                                 "verified, then imported), not stdin", param_hint="FILE")
+    if not instance:
+        try:
+            exported = read_header(file)["instance_key"]
+        except InvalidInput as exc:
+            raise click.ClickException(str(exc)) from exc
+        raise click.UsageError(f"--instance is required with --format memory-platform: the "
+                               f"target instance is yours to choose, never the file's (this "
+                               f"file says it was exported from {exported!r})")
     settings = _with_provider(get_settings(), provider)
     try:
         embedder = get_provider(settings)
@@ -82,25 +94,29 @@ def import_portable(file: str, instance: str | None, audience_map: tuple[str, ..
         try:
             stats = import_export(conn, file, instance=instance, audiences=mapping,
                                   embedder=embedder, batch_size=batch_size or 1000,
-                                  restart=restart, progress=progress)
+                                  verify=verify, skip_rejected=skip_rejected,
+                                  allow_existing_memberships=allow_existing_memberships,
+                                  trust_file_states=trust_file_states, progress=progress)
+        except ImportRejected as exc:
+            line.done()
+            _rejected(exc.stats.rejected)
+            raise click.ClickException(str(exc)) from exc
         except InvalidInput as exc:
+            line.done()
             raise click.ClickException(str(exc)) from exc
         line.done()
-        if stats.resumed_after and not stats.lines:
-            click.echo(f"{stats.instance_key}: this file was imported completely before "
-                       "(--restart reads it again; it adds nothing that is there)")
-            return
-        resumed = (f" (resumed after line {stats.resumed_after:,})"
-                   if stats.resumed_after else "")
-        click.echo(f"{stats.instance_key}: {stats.lines:,} lines in {stats.seconds:.1f} s"
-                   f"{resumed}"
-                   f": added {stats.total_added:,}, already there "
+        checked = "checksum verified" if stats.verified else "NOT verified (--no-verify)"
+        click.echo(f"{stats.instance_key}: {stats.lines:,} lines in {stats.seconds:.1f} s "
+                   f"({checked}): added {stats.total_added:,}, already there "
                    f"{sum(stats.present.values()):,}, links {stats.links_set:,}, "
                    f"vectors kept {stats.vectors_kept:,}, dropped {stats.vectors_dropped:,}")
         for kind, count in stats.added.items():
             click.echo(f"  {kind}: {count:,}")
-        if not stats.complete:
-            click.echo("warning: the file has no footer line: it may be cut short", err=True)
+        if not trust_file_states:
+            click.echo("  imported assertions wait for review (--trust-file-states keeps "
+                       "the file's review states)")
+        for reason, count in stats.refused.items():
+            click.echo(f"not imported: {count:,} {reason}")
         if reembed:
             from memory_platform.maintenance.reembedding import convert
             result = convert(conn, settings, stats.instance_key, embedder=embedder)
@@ -109,10 +125,14 @@ def import_portable(file: str, instance: str | None, audience_map: tuple[str, ..
             if result.error:
                 click.echo(f"re-embedding stopped: {result.error}; run `memory-platform "
                            "embeddings reembed --until-done`", err=True)
-    if stats.rejected:
-        click.echo("rejected lines:")
-        for rejection in stats.rejected[:20]:
-            click.echo(f"  line {rejection.line}: {rejection.reason}")
-        if len(stats.rejected) > 20:
-            click.echo(f"  ... and {len(stats.rejected) - 20:,} more")
+    if stats.rejected:   # only with --skip-rejected: the rest was committed
+        _rejected(stats.rejected)
         sys.exit(1)
+
+
+def _rejected(rejected) -> None:
+    click.echo("rejected lines:")
+    for rejection in rejected[:20]:
+        click.echo(f"  line {rejection.line}: {rejection.reason}")
+    if len(rejected) > 20:
+        click.echo(f"  ... and {len(rejected) - 20:,} more")

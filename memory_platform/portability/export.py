@@ -1,11 +1,13 @@
 """``export_instance``: one instance, or one audience of it, as JSON Lines (format.py).
 
 Read in one REPEATABLE READ, READ ONLY transaction (one consistent snapshot), each kind
-through a server-side cursor, so the memory used does not grow with the instance.
+through a server-side cursor, so the memory used does not grow with the instance. The footer
+carries the SHA-256 of every line before it, which the import verifies before it writes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -20,7 +22,7 @@ from memory_platform.access import AUDIENCE_KINDS
 from memory_platform.db.units import require_idle
 from memory_platform.embeddings.generations import active_generation
 from memory_platform.errors import InvalidInput
-from memory_platform.portability.format import FOOTER, KINDS, LINK, Kind, header
+from memory_platform.portability.format import KINDS, LINK, Kind, footer, header
 
 FETCH = 2000
 
@@ -141,9 +143,12 @@ def export_instance(conn: psycopg.Connection, out: IO[str], instance_key: str, *
                               "kind": audience[0] if audience else None,
                               "key": audience[1] if audience else None}
 
+    digest = hashlib.sha256()
+
     def write(record: dict) -> None:
-        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
-        out.write("\n")
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        out.write(line)
+        digest.update(line.encode("utf-8"))
         stats.lines += 1
 
     with conn.transaction():
@@ -197,6 +202,5 @@ def export_instance(conn: psycopg.Connection, out: IO[str], instance_key: str, *
                                "column": column, "value": value})
                         stats.links += 1
     stats.seconds = time.perf_counter() - started
-    write({"kind": FOOTER, "counts": stats.counts, "links": stats.links,
-           "lines": stats.lines + 1})
+    write(footer(stats.counts, stats.links, stats.lines + 1, digest.hexdigest()))
     return stats

@@ -12,11 +12,15 @@ links) are left out of their row and follow at the end as ``link`` records.
 Rows keep their ids (UUIDs): importing a file twice adds nothing. Tables whose ids are
 sequence numbers (review decisions, history, chunks) are exported without them and
 recognised on import by their natural key (:attr:`Kind.natural_key`).
+
+The footer carries the SHA-256 of every byte before it and the line count, so an import can
+tell a cut, truncated or altered file from a whole one before it writes anything
+(portability/verify.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 FORMAT = "memory-platform-export"
 VERSION = 1
@@ -46,7 +50,9 @@ class Kind:
     owner_column: str | None = None    # the owner a private audience requires
     channel_columns: tuple[str, ...] = ()  # channel thread keys, rewritten with the audience
     vector: bool = False               # carries ``embedding`` (only with --with-embeddings)
-    extra: dict[str, str] = field(default_factory=dict)
+    # (column, kind): rows this row attaches to; an import writes the row only when it added
+    # each named row itself (a file never attaches rows to what the target already holds)
+    refs: tuple[tuple[str, str], ...] = ()
 
 
 KINDS: tuple[Kind, ...] = (
@@ -63,32 +69,38 @@ KINDS: tuple[Kind, ...] = (
          parent="memory_id", parent_kind="memory",
          skip=("id", "visibility_scope", "audience_key", "owner_user_id", "recallable",
                "context_tsv", "generation_id"),
-         natural_key=("memory_id", "chunk_index"), vector=True),
+         natural_key=("memory_id", "chunk_index"), vector=True, refs=(("memory_id", "memory"),)),
     Kind("evidence", "agent_memory_assertion_evidence", "created_at, id", "own",
-         "audience_kind"),
+         "audience_kind", refs=(("assertion_id", "assertion"), ("source_id", "source"))),
     Kind("review", "agent_memory_assertion_reviews", "created_at, id", "parent",
          parent="assertion_id", parent_kind="assertion", skip=("id",),
          natural_key=("assertion_id", "decision", "reviewer_kind", "reason_code",
-                      "created_at")),
+                      "created_at"), refs=(("assertion_id", "assertion"),)),
     Kind("history", "agent_memory_assertion_history", "recorded_at, id", "parent",
          parent="assertion_id", parent_kind="assertion", skip=("id",),
-         natural_key=("assertion_id", "status", "review_state", "recorded_at")),
+         natural_key=("assertion_id", "status", "review_state", "recorded_at"),
+         refs=(("assertion_id", "assertion"),)),
     Kind("conflict", "agent_memory_assertion_conflicts", "created_at, id", "own",
-         "audience_kind"),
+         "audience_kind", refs=(("assertion_id", "assertion"),
+                                ("conflicting_assertion_id", "assertion"))),
     Kind("assertion_embedding", "agent_memory_assertion_embeddings", "assertion_id",
          "parent", parent="assertion_id", parent_kind="assertion", skip=("generation_id",),
-         vector=True),
+         vector=True, refs=(("assertion_id", "assertion"),)),
     Kind("relation", "agent_memory_relations", "created_at, id", "parent",
-         parent="from_memory_id", parent_kind="memory"),
+         parent="from_memory_id", parent_kind="memory",
+         refs=(("from_memory_id", "memory"), ("to_memory_id", "memory"))),
     Kind("entity", "agent_knowledge_entities", "created_at, id", "own", "visibility_scope"),
     Kind("claim", "agent_knowledge_claims", "created_at, id", "own", "visibility_scope"),
     Kind("edge", "agent_knowledge_edges", "created_at, id", "own", "visibility_scope"),
     Kind("graph_evidence", "agent_knowledge_evidence", "created_at, id", "parent",
-         parent="coalesce(entity_id, claim_id, edge_id)", parent_kind="graph"),
+         parent="coalesce(entity_id, claim_id, edge_id)", parent_kind="graph",
+         refs=(("entity_id", "entity"), ("claim_id", "claim"), ("edge_id", "edge"))),
     Kind("entity_embedding", "agent_knowledge_entity_embeddings", "entity_id", "parent",
-         parent="entity_id", parent_kind="entity", skip=("generation_id",), vector=True),
+         parent="entity_id", parent_kind="entity", skip=("generation_id",), vector=True,
+         refs=(("entity_id", "entity"),)),
     Kind("claim_embedding", "agent_knowledge_claim_embeddings", "claim_id", "parent",
-         parent="claim_id", parent_kind="claim", skip=("generation_id",), vector=True),
+         parent="claim_id", parent_kind="claim", skip=("generation_id",), vector=True,
+         refs=(("claim_id", "claim"),)),
     Kind("session", "agent_session_state", "created_at, session_key", "session",
          user_columns=("user_id",)),
     Kind("session_run", "agent_session_runs", "created_at, session_key, run_index",
@@ -119,6 +131,28 @@ ORDER = {kind.name: position for position, kind in enumerate(KINDS)}
 LINK = "link"
 HEADER = "header"
 FOOTER = "footer"
+# The kind of row each link column names (its ``value``).
+LINK_TARGETS = {"memory_id": "memory", "superseded_by_memory_id": "memory",
+                "previous_memory_id": "memory", "revision_of": "assertion",
+                "superseded_by": "assertion"}
+# The kinds whose ids an import records as it adds them: the rows others attach to (refs,
+# links).
+ADDED_KINDS = ("source", "assertion", "memory", "entity", "claim", "edge")
+# The session kinds (audience "session"): a session's rows, each carrying its session_key.
+SESSION_KINDS = tuple(kind.name for kind in KINDS if kind.audience == "session")
+
+# Bounds of one line, so a hostile file costs bounded memory and no recursion: the longest
+# row the platform writes is far below the size (a 4 MiB request body at most, vectors of a
+# few thousand floats), and no row nests JSON deeper than a few levels.
+MAX_LINE_BYTES = 32 * 1024 * 1024
+MAX_DEPTH = 64
+
+
+def footer(counts: dict[str, int], links: int, lines: int, sha256: str) -> dict:
+    """The last line: counts per kind, the line count (footer included) and the SHA-256 of
+    every byte before the footer line."""
+    return {"kind": FOOTER, "counts": counts, "links": links, "lines": lines,
+            "sha256": sha256}
 
 
 def header(instance_key: str, audience: tuple[str, str] | None, *, schema_version: int,

@@ -1,29 +1,33 @@
-"""``import_export``: a memory-platform export file into an instance.
+"""``import_export``: a memory-platform export file into an instance, all or nothing.
+
+Two passes. The first (portability/verify.py) reads the whole file and writes nothing: line
+bounds, header, footer, the footer's SHA-256 and counts, the header's audience. A cut,
+truncated, altered or crafted file fails there with its line number. The second pass writes
+every row in **one transaction**: nothing is visible until the commit, and any failure (a
+line the database or a write's guard refuses, unless ``skip_rejected``; the file changing
+under the import; anything unexpected) rolls all of it back.
+
+What a file may write is narrowed by portability/gate.py (sessions and channel memberships
+only for what the file brings and the target does not use; approvals re-gated unless the
+caller trusts the file's states) and by the rule that a row attaching to another (a chunk to
+its memory, evidence to its assertion, a review, a link) is written only when this import
+added that row: a file never attaches anything to rows the target already holds.
 
 Idempotent: rows keep their exported ids and are inserted ``ON CONFLICT DO NOTHING``; rows
 without a stable id (review decisions, history, chunks) are recognised by their natural key.
 Importing a file twice adds nothing.
 
-Resumable: batches of ``batch_size`` lines commit with a checkpoint (the file's sha256 and
-the last line done) in ``app_settings`` of the target instance; a second run of the same
-file continues after it (``restart=True`` reads the file from the start again, adding
-nothing that is there).
-
 Consecutive rows of one kind go into one statement (``jsonb_populate_recordset``); when it
-fails, its lines are tried one by one, each in a savepoint: a line the database or a guard
-refuses (a credential in its text, a reference to a row that was refused) is reported with
-its number and the reason, and the import continues.
+fails, its lines are tried one by one, each in a savepoint, to name the lines that fail.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -34,20 +38,26 @@ from memory_platform.embeddings.base import EmbeddingProvider, key_of
 from memory_platform.embeddings.generations import Generation, ensure_generation
 from memory_platform.errors import InvalidInput
 from memory_platform.portability.format import (
+    ADDED_KINDS,
     BY_NAME,
     FOOTER,
-    FORMAT,
-    HEADER,
     LINK,
-    ORDER,
-    VERSION,
+    LINK_TARGETS,
+    MAX_LINE_BYTES,
     Kind,
 )
+from memory_platform.portability.gate import Gate, open_gate
 from memory_platform.portability.rewrite import Audience, Rewriter
+from memory_platform.portability.verify import (
+    DamagedFile,
+    parse_line,
+    read_lines,
+    verify_file,
+)
 
-CHECKPOINT_PREFIX = "import_checkpoint_"
 ANALYZED = ("agent_memories", "agent_memory_chunks", "agent_memory_assertions",
             "agent_memory_sources", "agent_knowledge_entities", "agent_knowledge_claims")
+UNATTACHED = "rows attached to a row this import did not add (already in the target, or refused)"
 
 
 @dataclass(frozen=True)
@@ -60,14 +70,15 @@ class Rejection:
 class PortImportStats:
     instance_key: str = ""
     lines: int = 0
+    verified: bool = False         # the file's checksum was checked (not --no-verify)
+    committed: bool = False
     added: dict[str, int] = field(default_factory=dict)
     present: dict[str, int] = field(default_factory=dict)   # already there (idempotency)
+    refused: dict[str, int] = field(default_factory=dict)   # why -> rows the gate kept out
     links_set: int = 0
-    resumed_after: int = 0
     rejected: list[Rejection] = field(default_factory=list)
     vectors_kept: int = 0
     vectors_dropped: int = 0
-    complete: bool = False         # the footer was read
     seconds: float = 0.0
 
     @property
@@ -75,12 +86,15 @@ class PortImportStats:
         return sum(self.added.values())
 
 
-def file_digest(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+class ImportRejected(InvalidInput):
+    """Lines were refused by the database or a write's guard: the import was rolled back."""
+
+    code = "import_rejected"
+
+    def __init__(self, stats: PortImportStats) -> None:
+        super().__init__(f"{len(stats.rejected):,} lines were refused: nothing was imported "
+                         "(--skip-rejected imports the rest)")
+        self.stats = stats
 
 
 def _columns(conn: psycopg.Connection, table: str) -> dict[str, str]:
@@ -137,99 +151,74 @@ class _Statements:
                 sql.Identifier(kind.table), match)
         else:
             statement += sql.SQL(" ON CONFLICT DO NOTHING")
+        if kind.name in ADDED_KINDS:
+            statement += sql.SQL(" RETURNING id::text")
         self.cache[(kind.name, names)] = statement
         return statement
 
 
-def _read_header(path: str) -> dict[str, Any]:
-    with open(path, "rb") as handle:
-        first = handle.readline()
-    try:
-        head = json.loads(first)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"line 1 is not a JSON header: {exc}") from exc
-    if not isinstance(head, dict) or head.get("kind") != HEADER \
-            or head.get("format") != FORMAT:
-        raise InvalidInput(f"not a {FORMAT} file (line 1 is no header)")
-    if not isinstance(head.get("version"), int) or head["version"] > VERSION:
-        raise InvalidInput(f"format version {head.get('version')!r} is newer than this "
-                           f"release reads ({VERSION})")
-    if not head.get("instance_key"):
-        raise InvalidInput("the header names no instance_key")
-    return head
-
-
-def _run_key(digest: str, audiences: dict[Audience, Audience] | None) -> str:
-    """The checkpoint's name: the file and the audience map (another map is another run)."""
-    mapping = sorted((list(k), list(v)) for k, v in (audiences or {}).items())
-    return hashlib.sha256(f"{digest}\n{json.dumps(mapping)}".encode()).hexdigest()[:32]
-
-
-def _checkpoint(conn: psycopg.Connection, instance: str, run: str) -> dict[str, Any] | None:
-    row = conn.execute("SELECT value FROM app_settings WHERE instance_key = %s AND key = %s",
-                       (instance, CHECKPOINT_PREFIX + run)).fetchone()
-    return json.loads(row[0]) if row else None
-
-
-def _save_checkpoint(conn: psycopg.Connection, instance: str, run: str, digest: str, line: int,
-                     done: bool) -> None:
-    conn.execute(
-        "INSERT INTO app_settings (instance_key, key, value) VALUES (%s, %s, %s) "
-        "ON CONFLICT (instance_key, key) DO UPDATE SET value = EXCLUDED.value",
-        (instance, CHECKPOINT_PREFIX + run,
-         json.dumps({"sha256": digest, "line": line, "done": done})))
-
-
-def import_export(conn: psycopg.Connection, path: str, *, instance: str | None = None,
+def import_export(conn: psycopg.Connection, path: str, *, instance: str,
                   audiences: dict[Audience, Audience] | None = None,
                   embedder: EmbeddingProvider | None = None, batch_size: int = 1000,
-                  restart: bool = False,
-                  progress: Callable[[PortImportStats], None] | None = None,
-                  stop_after: int | None = None) -> PortImportStats:
-    """Import the export at ``path`` into ``instance`` (default: the exported one), moving
-    ``audiences`` (``{(kind, key): (kind, key)}``). Vectors are kept when the file's
-    generation is ``embedder``'s (the target's active generation is then that one); otherwise
-    chunks are stored keyword-only and the caller re-embeds (maintenance/reembedding).
-    ``stop_after`` ends after that many lines (tests of resuming). ``conn`` must be idle."""
-    require_idle(conn, "import_export")
-    started = time.perf_counter()
-    head = _read_header(path)
-    target = instance or head["instance_key"]
-    rewriter = Rewriter(head["instance_key"], target, audiences)
-    digest = file_digest(path)
-    run = _run_key(digest, audiences)
-    stats = PortImportStats(instance_key=target)
-    mark = None if restart else _checkpoint(conn, target, run)
-    if mark and mark.get("done"):
-        stats.resumed_after = mark["line"]
-        stats.complete = True
-        stats.seconds = time.perf_counter() - started
-        return stats
-    skip_to = mark["line"] if mark else 0
-    stats.resumed_after = skip_to
+                  verify: bool = True, skip_rejected: bool = False,
+                  allow_existing_memberships: bool = False, trust_file_states: bool = False,
+                  max_line_bytes: int = MAX_LINE_BYTES,
+                  progress: Callable[[PortImportStats], None] | None = None
+                  ) -> PortImportStats:
+    """Import the export at ``path`` into ``instance`` (the caller's choice, never the
+    file's), moving ``audiences`` (``{(kind, key): (kind, key)}``), in one transaction.
 
-    generation: Generation | None = None
-    file_key = (head.get("embedding") or {}).get("generation_key")
-    if embedder is not None and file_key and file_key == key_of(embedder):
-        generation = ensure_generation(conn, target, embedder)
-    statements = _Statements(conn)
-    batcher = _Batch(conn, statements, rewriter, generation, stats)
-    with open(path, "rb") as lines:
-        numbered = ((n, raw) for n, raw in enumerate(lines, 1)
-                    if n > max(1, skip_to) and raw.strip())
-        last = skip_to
-        while batch := list(islice(numbered, batch_size)):
-            with conn.transaction():
-                batcher.run(batch)
-                last = batch[-1][0]
-                stats.lines += len(batch)
-                _save_checkpoint(conn, target, run, digest, last, done=False)
-            if progress:
-                progress(stats)
-            if stop_after is not None and stats.lines >= stop_after:
-                stats.seconds = time.perf_counter() - started
-                return stats
-        _save_checkpoint(conn, target, run, digest, last, done=stats.complete)
+    DamagedFile when the file is not whole (before anything is written); ImportRejected
+    (its ``stats`` name the lines) when lines were refused and not ``skip_rejected``; both
+    leave the target as it was. ``verify=False`` imports a file without a checksum.
+    ``allow_existing_memberships`` and ``trust_file_states``: portability/gate.py. Vectors
+    are kept when the file's generation is ``embedder``'s; otherwise chunks are stored
+    keyword-only and the caller re-embeds (maintenance/reembedding). ``conn`` must be
+    idle."""
+    require_idle(conn, "import_export")
+    if not instance:
+        raise InvalidInput("name the target instance: an import never takes it from the file")
+    started = time.perf_counter()
+    summary = verify_file(path, verify=verify, max_line_bytes=max_line_bytes)
+    head = summary.header
+    rewriter = Rewriter(head["instance_key"], instance, audiences)
+    stats = PortImportStats(instance_key=instance, verified=summary.verified)
+    try:
+        with conn.transaction():
+            # Every check at its statement, inside its savepoint (a deferred foreign key
+            # would otherwise fail the commit, not the line).
+            conn.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            gate = open_gate(conn, instance, summary, rewriter,
+                             allow_existing=allow_existing_memberships,
+                             trust_states=trust_file_states)
+            generation: Generation | None = None
+            file_key = (head.get("embedding") or {}).get("generation_key")
+            if embedder is not None and file_key and file_key == key_of(embedder):
+                generation = ensure_generation(conn, instance, embedder)
+            batcher = _Batch(conn, _Statements(conn), rewriter, gate, generation, stats)
+            digest = hashlib.sha256()
+            with open(path, "rb") as handle:
+                numbered = read_lines(handle, max_line_bytes)
+                while batch := list(islice(numbered, batch_size)):
+                    for number, raw in batch:
+                        if number > summary.lines:
+                            raise DamagedFile("the file changed while it was imported: "
+                                              "nothing was imported")
+                        if number < summary.lines:
+                            digest.update(raw)
+                    batcher.run([(n, raw) for n, raw in batch if n > 1 and raw.strip()])
+                    stats.lines += len(batch)
+                    if progress:
+                        progress(stats)
+            if digest.hexdigest() != summary.sha256:
+                raise DamagedFile("the file changed while it was imported: nothing was "
+                                  "imported")
+            if stats.rejected and not skip_rejected:
+                raise ImportRejected(stats)
+    except psycopg.Error as exc:
+        raise DamagedFile(f"the database refused the import ({_reason(exc)}): nothing was "
+                          "imported") from exc
+    stats.committed = True
     for table in ANALYZED:   # fresh statistics: the searches' plans and rarity weights
         conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
     if progress:
@@ -239,18 +228,21 @@ def import_export(conn: psycopg.Connection, path: str, *, instance: str | None =
 
 
 class _Batch:
-    """The lines of one committed batch: consecutive rows of one kind (and column set) go in
+    """The rows of the file, in order: consecutive rows of one kind (and column set) go in
     one statement, consecutive links of one column in one update; when a statement fails,
-    its lines are tried one by one (each in a savepoint) and the failing ones reported."""
+    its lines are tried one by one (each in a savepoint) and the failing ones reported.
+    The file was verified before (verify.py), so every line parses and kinds come in order.
+    """
 
     def __init__(self, conn: psycopg.Connection, statements: _Statements, rewriter: Rewriter,
-                 generation: Generation | None, stats: PortImportStats) -> None:
+                 gate: Gate, generation: Generation | None, stats: PortImportStats) -> None:
         self.conn = conn
         self.statements = statements
         self.rewriter = rewriter
+        self.gate = gate
         self.generation = generation
         self.stats = stats
-        self.last_kind = -1
+        self.added: dict[str, set[str]] = {name: set() for name in ADDED_KINDS}
         self.group_key: tuple | None = None
         self.group: list[tuple[int, dict]] = []
 
@@ -262,6 +254,9 @@ class _Batch:
     def _reject(self, line_no: int, reason: str) -> None:
         self.stats.rejected.append(Rejection(line_no, reason))
 
+    def _refuse(self, reason: str) -> None:
+        self.stats.refused[reason] = self.stats.refused.get(reason, 0) + 1
+
     def _add(self, key: tuple, line_no: int, item: dict) -> None:
         if key != self.group_key:
             self._flush()
@@ -269,45 +264,32 @@ class _Batch:
         self.group.append((line_no, item))
 
     def _line(self, line_no: int, raw: bytes) -> None:
-        try:
-            record = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            self._reject(line_no, f"malformed JSON: {exc}")
-            return
-        name = record.get("kind") if isinstance(record, dict) else None
+        record = parse_line(line_no, raw)
+        name = record["kind"]
         if name == FOOTER:
-            self.stats.complete = True
-        elif name == LINK:
-            kind = BY_NAME.get(record.get("of", ""))
-            column = record.get("column")
-            if kind is None or column not in kind.links:
-                self._reject(line_no, f"link of unknown column {column!r}")
-                return
-            self._add((LINK, kind.name, column), line_no,
+            return
+        if name == LINK:
+            self._add((LINK, record["of"], record["column"]), line_no,
                       {"id": self.rewriter.id(record.get("id")),
                        "value": self.rewriter.id(record.get("value"))})
-        elif name in BY_NAME:
-            if ORDER[name] < self.last_kind:
-                self._reject(line_no, f"{name} record out of order")
-            self.last_kind = max(self.last_kind, ORDER[name])
-            prepared = self._prepare(BY_NAME[name], record, line_no)
-            if prepared is not None:
-                names, row = prepared
-                self._add((name, names), line_no, row)
-        else:
-            self._reject(line_no, f"unknown record kind {name!r}")
+            return
+        prepared = self._prepare(BY_NAME[name], record["row"], line_no)
+        if prepared is not None:
+            names, row = prepared
+            self._add((name, names), line_no, row)
 
-    def _prepare(self, kind: Kind, record: dict,
+    def _prepare(self, kind: Kind, row: dict,
                  line_no: int) -> tuple[frozenset[str], dict] | None:
-        row = record.get("row")
-        if not isinstance(row, dict):
-            self._reject(line_no, f"{kind.name}: no row object")
-            return None
         try:
             row = self.rewriter.row(kind, row)
         except InvalidInput as exc:
             self._reject(line_no, str(exc))
             return None
+        refusal = self.gate.refusal(kind, row)
+        if refusal is not None:
+            self._refuse(refusal)
+            return None
+        self.gate.regate(kind, row)
         self.rewriter.ids(row, self.statements.uuid_columns(kind))
         allowed = self.statements.columns(kind)
         if kind.vector:
@@ -326,19 +308,34 @@ class _Batch:
             allowed = allowed | {"generation_id", "embedding", "embedding_key"}
         return frozenset(c for c in row if c in allowed), row
 
+    def _attached(self, key: tuple, item: dict) -> bool:
+        """Whether every row ``item`` attaches to was added by this import."""
+        if key[0] == LINK:
+            named = ((item["id"], key[1]), (item["value"], LINK_TARGETS[key[2]]))
+        else:
+            named = tuple((item.get(column), kind) for column, kind in BY_NAME[key[0]].refs
+                          if item.get(column) is not None)
+        return all(isinstance(value, str) and value.lower() in self.added[kind]
+                   for value, kind in named)
+
     def _flush(self) -> None:
         key, group = self.group_key, self.group
         self.group_key, self.group = None, []
         if not group or key is None:
             return
+        kept = [(line_no, item) for line_no, item in group if self._attached(key, item)]
+        for _ in range(len(group) - len(kept)):
+            self._refuse(UNATTACHED)
+        if not kept:
+            return
         try:
             with self.conn.transaction():
-                done = self._execute(key, [item for _, item in group])
-            self._count(key, len(group), done)
+                done = self._execute(key, [item for _, item in kept])
+            self._count(key, len(kept), done)
             return
         except psycopg.Error:
             pass
-        for line_no, item in group:         # one by one: find the lines that fail
+        for line_no, item in kept:          # one by one: find the lines that fail
             try:
                 with self.conn.transaction():
                     done = self._execute(key, [item])
@@ -359,7 +356,12 @@ class _Batch:
                                                 "instance": self.rewriter.target})
             return cur.rowcount
         statement = self.statements.insert(BY_NAME[key[0]], key[1])
-        return self.conn.execute(statement, {"rows": Jsonb(items)}).rowcount
+        cur = self.conn.execute(statement, {"rows": Jsonb(items)})
+        if key[0] in self.added:
+            ids = [row[0] for row in cur.fetchall()]
+            self.added[key[0]].update(ids)
+            return len(ids)
+        return cur.rowcount
 
     def _count(self, key: tuple, lines: int, done: int) -> None:
         if key[0] == LINK:
