@@ -606,6 +606,10 @@ class DreamDetailResponse(DreamOut):
     wiki_proposals: list[dict[str, Any]] = Field(alias="wikiProposals")
     diagnostics_full: list[dict[str, Any]] = Field(alias="diagnosticsFull")
     rollback: DreamRollbackState
+    private_text_withheld: bool = Field(
+        False, alias="privateTextWithheld",
+        description="A Dream of another user's private partition: ids, states, reason codes "
+        "and numbers only, none of its text (issue 28, finding 11).")
 
 
 # --- review queues and a person's decisions (memory:review) ---------------------------------

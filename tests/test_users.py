@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -144,9 +145,12 @@ def test_set_sharing_records_who_and_registers(db, instance):
 def test_only_a_persons_admin_key_may_change_sharing(db, instance):
     admin = _user_key(db, instance, "root", "admin")
     assert require_person(admin) == f"admin key {admin.token_prefix}"
-    agent = _user_key(db, instance, "ada", "admin", "memory:write", agent=True)
-    runtime = create_key(db, instance_key=instance, user_id=None, scopes=("admin",),
-                         runtime=True)[0]
+    # Agent and runtime keys cannot hold admin (migration 0028); a key forced to is no person.
+    agent = replace(_user_key(db, instance, "ada", "memory:write", agent=True),
+                    scopes=("admin", "memory:write"))
+    runtime = replace(create_key(db, instance_key=instance, user_id=None,
+                                 scopes=("memory:read",), runtime=True)[0],
+                      scopes=("admin", "runtime"))
     plain = _user_key(db, instance, "bob", "memory:write")
     for key, code in ((agent, "person_required"), (runtime, "person_required"),
                       (plain, "missing_scope")):

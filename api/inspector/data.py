@@ -25,7 +25,7 @@ from api.errors import ApiError
 from api.input import read_json, read_query
 from api.inspector import guard, session
 from api.launching import launch_dreams
-from api.routes.dreams import roll_back
+from api.routes.dreams import detail_for, roll_back
 from api.schemas import (
     AssertionDecisionIn,
     BulkDecisionIn,
@@ -35,7 +35,6 @@ from api.schemas import (
     WikiDecisionIn,
 )
 from api.threads import with_connection
-from memory_platform.dreaming.inspect import dream_detail
 from memory_platform.dreaming.runs import list_dreams
 from memory_platform.dreaming.summary import dream_row_view
 from memory_platform.dreaming.targets import target_partitions
@@ -255,7 +254,8 @@ async def dream(request: Request) -> JSONResponse:
         dream_id = uuid.UUID(request.path_params["dream_id"])
     except ValueError as exc:
         raise ApiError(404, "not_found", "no dream with that id in this instance") from exc
-    detail = await with_connection(request, dream_detail, key.instance_key, dream_id)
+    detail = await with_connection(request, detail_for, key.instance_key, dream_id,
+                                   key.user_id)
     return _json(DreamDetailResponse.model_validate(detail).model_dump(mode="json",
                                                                       by_alias=True))
 

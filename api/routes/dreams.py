@@ -6,7 +6,9 @@
   how it runs, 200 with ``runId: null`` when no partition is eligible;
 * ``GET {dream_id}``: one Dream in full (:func:`memory_platform.dreaming.inspect.dream_detail`:
   proposals, accepted and rejected items with reason codes, policy preview, dry-run
-  proposals, the effective model and its source, rollback state); 404 like rollback;
+  proposals, the effective model and its source, rollback state); 404 like rollback. A
+  Dream of another user's private partition answers its numbers, states and reason codes
+  but none of its text (:func:`detail_for`): an admin is not that person's audience;
 * ``POST {dream_id}/rollback``: compensate one Dream (404 for unknown ids and for another
   instance's) and show it on the Dream's partition in Dagster through the app's rollback
   recorder (``api.launching``), as a rollback launched from the Dagster UI shows.
@@ -42,13 +44,49 @@ from memory_platform.dreaming.summary import dream_row_view
 from memory_platform.dreaming.targets import target_partitions
 
 
+def _withheld(detail: dict[str, Any]) -> dict[str, Any]:
+    """The text-free shape of a Dream detail: ids, states, reason codes and numbers kept
+    (an allow-list, so a field added later stays out until someone decides it is safe)."""
+    return {
+        **{k: detail[k] for k in ("id", "instanceKey", "partitionKey", "audience", "status",
+                                  "trigger", "model", "dryRun", "dagsterRunId", "startedAt",
+                                  "finishedAt", "rolledBackAt", "diagnostics", "stats",
+                                  "effectiveModel", "rejectedByReason", "rollback")},
+        "error": None, "proposals": {}, "dryRunProposals": [], "policyPreview": [],
+        "accepted": [{**{k: a[k] for k in ("assertionId", "type", "created", "status",
+                                           "reviewState", "decision", "reviewerKind",
+                                           "reasonCode")}, "text": None}
+                     for a in detail["accepted"]],
+        "rejected": [{"kind": r["kind"], "item": r["item"], "reasonCode": r["reasonCode"],
+                      "stage": r["stage"], "text": None, "detail": None}
+                     for r in detail["rejected"]],
+        "wikiProposals": [{"id": w["id"], "state": w["state"], "slug": None, "title": None,
+                           "reason": None} for w in detail["wikiProposals"]],
+        "diagnosticsFull": [{"code": d.get("code")} for d in detail["diagnosticsFull"]
+                            if isinstance(d, dict)],
+        "privateTextWithheld": True,
+    }
+
+
+def detail_for(conn, instance_key: str, dream_id: uuid.UUID,
+               viewer: str | None) -> dict[str, Any]:
+    """One Dream in full for ``viewer``; without its text when it dreamed another user's
+    private partition (a private partition's key is its owner's user id)."""
+    detail = dream_detail(conn, instance_key, dream_id)
+    audience = detail["audience"]
+    if audience["kind"] == "private" and audience["key"] != viewer:
+        return _withheld(detail)
+    return {**detail, "privateTextWithheld": False}
+
+
 async def detail_route(request: Request) -> DreamDetailResponse:
     try:
         dream_id = uuid.UUID(request.path_params["dream_id"])
     except ValueError as exc:
         raise ApiError(404, "not_found", "no dream with that id in this instance") from exc
-    detail = await with_connection(request, dream_detail, api_key(request).instance_key,
-                                   dream_id)
+    key = api_key(request)
+    detail = await with_connection(request, detail_for, key.instance_key, dream_id,
+                                   key.user_id)
     return DreamDetailResponse.model_validate(detail)
 
 

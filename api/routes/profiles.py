@@ -1,11 +1,16 @@
 """GET /internal/memory/profile: one user's profile (diagnostics, admin scope), of the admin
-key's own instance. ``refresh=1`` rebuilds it regardless of its age."""
+key's own instance. ``refresh=1`` rebuilds it regardless of its age.
+
+A profile is built from its person's private memories too, so it is that person's alone:
+an admin reads their own profile, never another user's (403 ``foreign_profile``; issue 28,
+finding 11)."""
 
 from __future__ import annotations
 
 from starlette.requests import Request
 
 from api.auth import api_key
+from api.errors import ApiError
 from api.schemas import ProfileItemModel, ProfileParams, ProfileResponse
 from api.threads import with_connection
 from memory_platform.access import AccessContext
@@ -22,8 +27,12 @@ def profile_response(profile: Profile) -> ProfileResponse:
 
 
 async def profile(request: Request, params: ProfileParams) -> ProfileResponse:
-    state = request.state
-    ctx = AccessContext(instance_key=api_key(request).instance_key, user_id=params.user_id)
+    state, key = request.state, api_key(request)
+    if params.user_id != key.user_id:
+        raise ApiError(403, "foreign_profile",
+                       "a profile holds its person's private memories: an admin key reads "
+                       "only its own user's profile", {"userId": params.user_id})
+    ctx = AccessContext(instance_key=key.instance_key, user_id=params.user_id)
     found = await with_connection(request, get_profile, state.settings, ctx,
                                   refresh=params.refresh)
     return profile_response(found)

@@ -7,11 +7,14 @@ Views (always active rows of the caller's instance):
 * ``team``: team and workspace rows the caller may see;
 * ``channel``: the rows of one channel (thread or room) the caller may see, i.e. one it
   reads in or is a member of;
-* ``all``: every scope of the instance, for diagnostics. The domain does not check who asks:
-  the adapter offers it to ``admin`` keys only and says on screen that it shows all scopes.
+* ``all``: every scope of the instance for diagnostics (the adapter offers it to ``admin``
+  keys only), except the private rows of other users: a private row is its owner's alone,
+  whoever asks (issue 28, finding 11). The view answers how many such entities it withheld,
+  never what they say.
 
 Every view but ``all`` is THE graph visibility rule (``access.graph_predicate``, in SQL) AND
-a narrowing to the view's audience; nothing here widens the rule. A search term matches
+a narrowing to the view's audience; ``all`` widens the rule to the instance's team,
+workspace and channel rows and the caller's own private rows, never further. A search term matches
 entity labels, aliases and claim text (escaped ``ILIKE``); a Dream filter keeps the items
 whose evidence or source refs name that Dream. Every read is bounded (``SCAN_MAX`` candidate
 entities, ``EDGE_MAX`` edges, ``CARD_MAX`` rows per card list).
@@ -52,8 +55,7 @@ def _scope(view: str, ctx: AccessContext, channel: str | None) -> Predicate:
     if view not in VIEWS:
         raise InvalidInput(f"view must be one of {', '.join(VIEWS)}", details={"field": "view"})
     if view == "all":
-        return lambda a: sql.SQL("{} = {}").format(sql.Identifier(a, "instance_key"),
-                                                   sql.Literal(ctx.instance_key))
+        return lambda a: _instance_rows(ctx, a)
     if view == "personal":
         if not ctx.user_id:
             raise InvalidInput("the personal view needs a signed-in user",
@@ -70,6 +72,22 @@ def _scope(view: str, ctx: AccessContext, channel: str | None) -> Predicate:
     return lambda a: sql.SQL("({} AND {} = 'channel' AND {} = {})").format(
         graph_predicate(ctx, a), sql.Identifier(a, "visibility_scope"),
         sql.Identifier(a, "audience_key"), sql.Literal(channel))
+
+
+def _instance_rows(ctx: AccessContext, alias: str) -> sql.Composable:
+    """Every row of the caller's instance but another user's private ones (the all view)."""
+    return sql.SQL("({} = {} AND ({} <> 'private' OR {} = {}))").format(
+        sql.Identifier(alias, "instance_key"), sql.Literal(ctx.instance_key),
+        sql.Identifier(alias, "visibility_scope"), sql.Identifier(alias, "audience_key"),
+        sql.Literal(ctx.user_id or ""))
+
+
+def _withheld(conn: psycopg.Connection, ctx: AccessContext) -> int:
+    """How many active private entities of other users the all view leaves out."""
+    return conn.execute(
+        "SELECT count(*) FROM agent_knowledge_entities WHERE instance_key = %s"
+        " AND status = 'active' AND visibility_scope = 'private' AND audience_key <> %s",
+        (ctx.instance_key, ctx.user_id or "")).fetchone()[0]
 
 
 def _pattern(search: str | None) -> str | None:
@@ -255,6 +273,7 @@ def view_graph(conn: psycopg.Connection, ctx: AccessContext, view: str, *,
     shown_components = sum(1 for g in components if any(i in chosen_set for i in g))
     return {
         "view": view, "channel": channel if view == "channel" else None,
+        "privateWithheld": _withheld(conn, ctx) if view == "all" else 0,
         "search": search.strip() if pattern else None,
         "dreamId": str(dream) if dream else None,
         "nodes": nodes, "edges": links,

@@ -275,14 +275,13 @@ def resolve(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
         if resolution in ("superseded", "duplicate") and keep_id is None:
             raise InvalidInput(f"{action} needs keepId (the assertion that stays)",
                                details={"field": "keepId"})
-        if resolution == "kept_both":
-            for assertion_id in pair:
-                if not approvable_alone(conn, ctx.instance_key, assertion_id, reviewer):
-                    raise _own_evidence(assertion_id)
         lifecycle.resolve_conflict(conn, ctx.instance_key, conflict_id, resolution=resolution,
                                    resolved_by=reviewer, survivor_id=keep_id,
                                    reviewer_kind="human", settings=settings)
-        if resolution == "kept_both":
+        if resolution == "kept_both":          # (a refusal rolls the resolution back too)
+            for assertion_id in pair:
+                if not approvable_alone(conn, ctx.instance_key, assertion_id, reviewer):
+                    raise _own_evidence(assertion_id)
             for assertion_id in pair:
                 lifecycle.decide(conn, ctx.instance_key, assertion_id, "approve",
                                  reviewer_kind="human", reason_code="conflict_kept_both",

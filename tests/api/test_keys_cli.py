@@ -176,3 +176,71 @@ def test_a_runtime_key_from_the_cli_acts_for_the_user_it_names(keys_cli, api_set
             "content": "Carol prefers the quiet room.", "context": {"userId": "carol"}})
         assert stored.status_code == 201, stored.text
         assert stored.json()["audience"] == {"kind": "private", "key": "carol"}
+
+
+@pytest.mark.parametrize("kind", [("--user", "carol", "--agent"), ("--runtime",)],
+                         ids=["agent", "runtime"])
+@pytest.mark.parametrize("scopes", ["memory:read,memory:write,memory:review",
+                                    "memory:read,admin", "memory:review"])
+def test_f4_an_agent_or_runtime_key_cannot_hold_review_or_admin(keys_cli, database_url,
+                                                                kind, scopes):
+    """Issue 28 finding 4: `keys create --agent --scopes ...,memory:review` made a key that
+    approved its own inference. Refused at creation, and by the database if forced."""
+    result = keys_cli("create", *kind, "--scopes", scopes, ok=False)
+    assert result.exit_code != 0, result.output
+    assert "only a person's key may review or administer" in result.output, result.output
+    assert _api_keys_rows(database_url) == []
+    agent, user = kind[0] == "--user", "carol" if kind[0] == "--user" else None
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        with pytest.raises(psycopg.errors.CheckViolation, match="api_keys_person_scopes_check"):
+            connection.execute(
+                "INSERT INTO api_keys (instance_key, user_id, token_prefix, token_hash,"
+                " scopes, agent) VALUES ('default', %s, 'mpk_forged0000', 'x', %s, %s)",
+                (user, scopes.split(",") + ([] if agent else ["runtime"]), agent))
+    assert _api_keys_rows(database_url) == []
+
+
+def test_f4_a_persons_key_still_holds_review_and_admin(keys_cli, database_url):
+    created = _create_json(keys_cli, "rita", "memory:read,memory:review,admin")
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        row = connection.execute("SELECT scopes, agent FROM api_keys WHERE id = %s",
+                                 (created["id"],)).fetchone()
+    assert row == (["memory:read", "memory:review", "admin"], False)
+
+
+def test_f4_migration_0028_takes_review_and_admin_from_existing_agent_and_runtime_keys(
+        empty_database_url, tmp_path):
+    """Keys made before 0028: a live agent or runtime key loses memory:review and admin and
+    keeps the rest; an agent key that held nothing else is revoked; a person's key, and a
+    revoked key, keep theirs."""
+    import shutil
+
+    from memory_platform.db import migrations
+    from tests.conftest import MIGRATIONS_DIR
+
+    before = tmp_path / "before"
+    before.mkdir()
+    for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
+        if int(path.name[:4]) < 28:
+            shutil.copy(path, before / path.name)
+    keys = [("agent-mixed", "carol", ["memory:read", "memory:review", "admin"], True, False),
+            ("agent-only", "carol", ["memory:review"], True, False),
+            ("runtime", None, ["memory:read", "admin", "runtime"], False, False),
+            ("person", "rita", ["memory:read", "memory:review", "admin"], False, False),
+            ("agent-revoked", "carol", ["memory:review"], True, True)]
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        migrations.migrate(conn, before)
+        for name, user, scopes, agent, revoked in keys:
+            conn.execute("INSERT INTO api_keys (instance_key, user_id, name, token_prefix,"
+                         " token_hash, scopes, agent, revoked_at) VALUES ('default', %s, %s,"
+                         " %s, %s, %s, %s, CASE WHEN %s THEN now() END)",
+                         (user, name, f"mpk_{name}", name, scopes, agent, revoked))
+        shutil.copy(MIGRATIONS_DIR / "0028_people_review.sql", before)
+        assert [m.version for m in migrations.migrate(conn, before)] == [28]
+        rows = {r[0]: (r[1], r[2]) for r in conn.execute(
+            "SELECT name, scopes, revoked_at IS NOT NULL FROM api_keys")}
+    assert rows == {"agent-mixed": (["memory:read"], False),
+                    "agent-only": (["memory:review"], True),
+                    "runtime": (["memory:read", "runtime"], False),
+                    "person": (["memory:read", "memory:review", "admin"], False),
+                    "agent-revoked": (["memory:review"], True)}

@@ -13,6 +13,7 @@ import pytest
 
 from memory_platform.consolidation import lifecycle
 from tests.api.conftest import ADMIN, READ, REVIEW, WRITE, assert_error, bearer, store
+from tests.api.test_review_people import forced_key
 
 
 @pytest.fixture
@@ -35,7 +36,8 @@ FACT = "The office wifi password rotates on the first Monday of each quarter."
 
 def test_a_reviewer_approves_a_pending_workspace_fact_and_it_is_recalled_at_once(
         client, alice, make_key):
-    created = store(client, alice, FACT, visibility="workspace")
+    writer = bearer(make_key("walt", (READ, WRITE)))        # four eyes: not alice's own
+    created = store(client, writer, FACT, visibility="workspace")
     assert created["assertionStatus"] == "candidate"        # workspace waits for review
     reader = bearer(make_key("rita", (READ, WRITE)))
     query = {"query": "when does the office wifi password rotate"}
@@ -65,8 +67,9 @@ def test_the_dream_detail_of_an_unknown_dream_is_404(client, alice):
 
 
 def test_a_bulk_decision_takes_the_filtered_queue_and_bad_bodies_change_nothing(
-        client, alice, conn):
-    facts = [store(client, alice, f"Server rack {n} sits in room {n + 10}.",
+        client, alice, conn, make_key):
+    writer = bearer(make_key("walt", (READ, WRITE)))        # four eyes: not alice's own
+    facts = [store(client, writer, f"Server rack {n} sits in room {n + 10}.",
                    visibility="workspace")["assertionId"] for n in range(3)]
     url = "/api/v1/review/assertions/bulk"
     before = (states(conn, facts), review_rows(conn))
@@ -167,7 +170,8 @@ def test_wiki_drafts_are_decided_once_and_only_where_visible(client, alice, conn
                              json={"decision": "approve"}, headers=alice), 404)
 
 
-def test_users_are_listed_and_only_a_persons_admin_key_sets_sharing(client, make_key):
+def test_users_are_listed_and_only_a_persons_admin_key_sets_sharing(client, make_key,
+                                                                     database_url):
     admin = bearer(make_key("ada", (READ, WRITE, ADMIN)))
     make_key("bob", (READ, WRITE))
     listed = client.get("/api/v1/users", headers=admin)
@@ -176,8 +180,10 @@ def test_users_are_listed_and_only_a_persons_admin_key_sets_sharing(client, make
     assert users["bob"]["sharesWithTeam"] is True and users["bob"]["shareIsDefault"] is True
 
     url = "/api/v1/users/sharing"
-    runtime = bearer(make_key(None, (READ, WRITE, ADMIN), runtime=True))
-    agent = bearer(make_key("ada", (READ, WRITE, ADMIN), agent=True))
+    # Such keys cannot be made any more (migration 0028); rows forced past the CHECK are
+    # still no person.
+    runtime = forced_key(database_url, None, (READ, WRITE, ADMIN))
+    agent = forced_key(database_url, "ada", (READ, WRITE, ADMIN), agent=True)
     plain = bearer(make_key("bob", (READ, WRITE)))
     body = {"userId": "bob", "share": False}
     assert_error(client.put(url, json=body, headers=runtime), 403, "person_required")
