@@ -292,6 +292,15 @@ class Settings(BaseSettings):
         "sent to shared-fact extraction, unless it states an explicit remember intent.")
 
     # --- sessions (docs/sessions.md) ------------------------------------------------------
+    # Session grep (memory_grep) searches only the sessions the caller may read, resolved
+    # first; these bound its work within them (security review of 7c85f33, finding 7).
+    session_grep_scan_cap: int = Field(
+        2000, ge=10, description="Matches of one kind (messages, summaries) a session grep "
+        "reads before it orders them; a pattern matching more is refused with 400 "
+        "pattern_too_broad (name a session or use a longer pattern).")
+    session_grep_max_sessions: int = Field(
+        1000, ge=1, description="Sessions a grep with allSessions=true searches at most; a "
+        "caller taking part in more is refused with 400 too_many_sessions (name one).")
     session_item_max_chars: int = Field(
         100_000, ge=100, description="Largest turn item accepted (tool outputs included).")
     session_append_max_items: int = Field(

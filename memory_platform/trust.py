@@ -5,13 +5,17 @@ into the :class:`~memory_platform.access.AccessContext` that THE visibility rule
 (``access.py``) is then applied with. The model (docs/security.md):
 
 * a **user key** acts as its one user. It may name a channel thread or group room only where
-  that user is a member (``membership``), and a session only where the user takes part; a
-  session key nobody uses yet becomes the user's. Anything else is refused (AccessDenied,
-  403), before any data is read;
+  that user is a member (``membership``), and a session only where the user takes part or
+  that nobody uses yet. Anything else is refused (AccessDenied, 403), before any data is
+  read;
 * a **runtime key** (scope ``runtime``, no user) is the instance's trusted agent runtime. It
   names the acting user per request (or none: a system context) and the real conversation
-  context, which is taken as given; naming a session records the acting user as taking part.
-  What it reads for that user goes through the same visibility rule.
+  context, which is taken as given. What it reads for that user goes through the same
+  visibility rule.
+
+Resolving a context records nothing: naming a session never creates, claims or joins it
+(a read by a squatter must not make the key theirs). Only an append records who takes part
+(``membership.join_session``, called by ``sessions.items.append_items``).
 
 Membership and session participation are checked in SQL on the request's connection.
 """
@@ -24,7 +28,7 @@ import psycopg
 
 from memory_platform.access import AccessContext
 from memory_platform.errors import AccessDenied, InvalidInput
-from memory_platform.membership import claim_session, non_member_channels
+from memory_platform.membership import may_name_session, non_member_channels
 from memory_platform.secrets import refuse_secret_fields
 
 
@@ -82,14 +86,13 @@ def resolve_context(conn: psycopg.Connection, caller: Caller,
                                + ": a channel or room is readable and writable only by its "
                                "members (an admin or the runtime adds members)",
                                code="not_a_member", details={"channels": foreign})
-    if claims.session_key and user:
-        if not claim_session(conn, caller.instance_key, claims.session_key, user,
-                             trusted=caller.runtime):
+    if claims.session_key and not caller.runtime:
+        if not user:
+            raise AccessDenied("a session needs a user", code="foreign_session",
+                               details={"field": "sessionKey"})
+        if not may_name_session(conn, caller.instance_key, claims.session_key, user):
             raise AccessDenied(f"session {claims.session_key!r} belongs to another user",
                                code="foreign_session", details={"field": "sessionKey"})
-    elif claims.session_key and not caller.runtime:
-        raise AccessDenied("a session needs a user", code="foreign_session",
-                           details={"field": "sessionKey"})
     return AccessContext(
         instance_key=caller.instance_key,
         user_id=user,

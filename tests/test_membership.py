@@ -1,6 +1,8 @@
-"""membership: channel members and session participants in PostgreSQL, and the claim of a
-session (an unused session becomes its first user's; another user's is refused; of two
-concurrent claimers exactly one becomes the owner)."""
+"""membership: channel members and session participants in PostgreSQL, and who joins a
+session: only an append records anyone (naming a session records nothing); a user key's
+first append to an unused session makes its user the owner, another user's is refused, of
+two concurrent first appends exactly one owns it; the runtime records everyone it names, and
+refuses (409) to record anyone new in a session another user started with their own key."""
 
 from __future__ import annotations
 
@@ -10,12 +12,13 @@ import uuid
 import psycopg
 import pytest
 
-from memory_platform.errors import InvalidInput
+from memory_platform.errors import AccessDenied, Conflict, InvalidInput
 from memory_platform.membership import (
     add_channel_member,
     add_session_participant,
     channel_members,
-    claim_session,
+    join_session,
+    may_name_session,
     non_member_channels,
     remove_channel_member,
     session_participants,
@@ -66,21 +69,45 @@ def test_a_membership_needs_a_channel_and_a_user(db, instance, channel, user):
 # --- sessions ------------------------------------------------------------------------------
 
 
-def test_an_unused_session_is_claimed_by_its_first_user_as_owner(db, instance):
-    assert claim_session(db, instance, "web:s1", "ada")
-    assert claim_session(db, instance, "web:s1", "ada")  # taking part already
+def _join(db, instance, session, user, *authors, runtime=False) -> None:
+    join_session(db, instance, session, user, authors, runtime=runtime)
+
+
+def _vias(db, instance, session) -> dict[str, str]:
+    return dict(db.execute("SELECT user_id, via FROM agent_session_participants"
+                           " WHERE instance_key = %s AND session_key = %s",
+                           (instance, session)).fetchall())
+
+
+def test_naming_an_unused_session_records_nothing(db, instance):
+    """The first reader of an unused key does not own it (review finding 1)."""
+    assert may_name_session(db, instance, "web:s1", "mallory")
+    assert session_participants(db, instance, "web:s1") == []
+    _join(db, instance, "web:s1", "ada")
     assert _roles(db, instance, "web:s1") == {"ada": "owner"}
+    assert not may_name_session(db, instance, "web:s1", "mallory")
+
+
+def test_a_user_keys_first_append_makes_its_user_the_owner(db, instance):
+    _join(db, instance, "web:s1", "ada")
+    _join(db, instance, "web:s1", "ada")  # taking part already
+    assert _roles(db, instance, "web:s1") == {"ada": "owner"}
+    assert _vias(db, instance, "web:s1") == {"ada": "user_key"}
 
 
 def test_another_users_session_is_refused_and_nothing_is_recorded(db, instance):
-    claim_session(db, instance, "web:s1", "ada")
-    assert not claim_session(db, instance, "web:s1", "bob")
+    _join(db, instance, "web:s1", "ada")
+    with pytest.raises(AccessDenied) as refused:
+        _join(db, instance, "web:s1", "bob")
+    assert refused.value.code == "foreign_session"
     assert _roles(db, instance, "web:s1") == {"ada": "owner"}
 
 
 def test_a_session_known_only_by_another_users_messages_is_refused(db, instance):
     _message(db, instance, "web:bob", "bob")
-    assert not claim_session(db, instance, "web:bob", "eve")
+    assert not may_name_session(db, instance, "web:bob", "eve")
+    with pytest.raises(AccessDenied):
+        _join(db, instance, "web:bob", "eve")
     assert session_participants(db, instance, "web:bob") == []
 
 
@@ -94,29 +121,59 @@ def test_a_session_known_only_by_another_users_summary_or_state_is_refused(db, i
     else:
         db.execute("INSERT INTO agent_session_state (instance_key, session_key, user_id)"
                    " VALUES (%s, 'web:bob', 'bob')", (instance,))
-    assert not claim_session(db, instance, "web:bob", "eve")
+    assert not may_name_session(db, instance, "web:bob", "eve")
+    with pytest.raises(AccessDenied):
+        _join(db, instance, "web:bob", "eve")
 
 
 def test_a_session_with_a_user_less_transcript_is_not_unused(db, instance):
     """A channel transcript the runtime recorded without a user is somebody's session: a user
-    key cannot claim it (and with it read the transcript as 'its' session)."""
+    key cannot start it (and with it read the transcript as 'its' session); the runtime
+    records the people it names as participants."""
     _message(db, instance, "slack:C1:1700", None, channel="slack:C1")
-    assert not claim_session(db, instance, "slack:C1:1700", "eve")
-    assert claim_session(db, instance, "slack:C1:1700", "ada", trusted=True)
+    with pytest.raises(AccessDenied):
+        _join(db, instance, "slack:C1:1700", "eve")
+    _join(db, instance, "slack:C1:1700", "ada", runtime=True)
     assert _roles(db, instance, "slack:C1:1700") == {"ada": "participant"}
 
 
-def test_a_session_with_only_the_users_own_history_is_claimed(db, instance):
+def test_a_session_with_only_the_users_own_history_is_theirs(db, instance):
     _message(db, instance, "web:ada", "ada")
-    assert claim_session(db, instance, "web:ada", "ada")
+    assert may_name_session(db, instance, "web:ada", "ada")
+    _join(db, instance, "web:ada", "ada")
     assert _roles(db, instance, "web:ada") == {"ada": "owner"}
 
 
-def test_a_trusted_claim_adds_a_participant_beside_the_owner(db, instance):
-    claim_session(db, instance, "room:r1", "ada")
-    assert claim_session(db, instance, "room:r1", "bob", trusted=True)
+def test_the_runtime_starts_a_session_for_its_user_and_adds_everyone_it_records(db, instance):
+    _join(db, instance, "room:r1", "ada", "bob", None, runtime=True)
     assert _roles(db, instance, "room:r1") == {"ada": "owner", "bob": "participant"}
-    assert claim_session(db, instance, "room:r1", "bob")  # now taking part
+    assert _vias(db, instance, "room:r1") == {"ada": "runtime", "bob": "runtime"}
+    _join(db, instance, "room:r1", "cy", runtime=True)  # a runtime-started session is shared
+    assert _roles(db, instance, "room:r1")["cy"] == "participant"
+    _join(db, instance, "room:r1", "bob")  # bob's own key: taking part
+
+
+def test_the_runtime_refuses_to_record_anyone_new_in_a_session_a_user_key_started(db,
+                                                                                 instance):
+    """Finding 1: mallory's key appends first; the runtime then records alice's turns there:
+    409, nothing recorded. The owner's own turns and people an admin added are recorded."""
+    _join(db, instance, "web:alice:42", "mallory")
+    for acting, authors in (("alice", ()), ("mallory", ("alice",)), (None, ("alice",))):
+        with pytest.raises(Conflict) as refused:
+            _join(db, instance, "web:alice:42", acting, *authors, runtime=True)
+        assert refused.value.code == "session_owned_by_other_user"
+        assert refused.value.details["users"] == ["alice"]
+    assert _roles(db, instance, "web:alice:42") == {"mallory": "owner"}
+    _join(db, instance, "web:alice:42", "mallory", None, runtime=True)
+    add_session_participant(db, instance, "web:alice:42", "alice")  # an admin, on purpose
+    _join(db, instance, "web:alice:42", "alice", runtime=True)
+    assert _vias(db, instance, "web:alice:42") == {"mallory": "user_key", "alice": "admin"}
+
+
+def test_a_runtime_append_without_anyone_records_nobody(db, instance):
+    _join(db, instance, "cron:nightly", None, None, runtime=True)
+    _join(db, instance, "cron:nightly", None)
+    assert session_participants(db, instance, "cron:nightly") == []
 
 
 def test_a_session_has_at_most_one_owner(db, instance):
@@ -127,37 +184,47 @@ def test_a_session_has_at_most_one_owner(db, instance):
     assert not add_session_participant(db, instance, "web:s1", "bob", role="owner")
     with pytest.raises(InvalidInput):
         add_session_participant(db, instance, "web:s1", "bob", role="admin")
+    with pytest.raises(InvalidInput):
+        add_session_participant(db, instance, "web:s1", "bob", via="read")
     assert _roles(db, instance, "web:s1") == {"ada": "owner"}
 
 
 def test_sessions_of_another_instance_do_not_count(db, instance):
-    claim_session(db, "another-instance", "web:s1", "bob")
-    assert claim_session(db, instance, "web:s1", "ada")
+    _join(db, "another-instance", "web:s1", "bob")
+    _join(db, instance, "web:s1", "ada")
     assert _roles(db, instance, "web:s1") == {"ada": "owner"}
 
 
-def test_a_claim_waiting_for_another_claims_commit_sees_it(module_database_url, instance):
-    """Two users claim one new session; the second waits for the first's transaction and
+def _refused(conn, instance, session, user) -> bool:
+    try:
+        join_session(conn, instance, session, user, runtime=False)
+    except AccessDenied:
+        return True
+    return False
+
+
+def test_a_join_waiting_for_another_joins_commit_sees_it(module_database_url, instance):
+    """Two users start one new session; the second waits for the first's transaction and
     is then refused: the state is read after the lock, not before it."""
     session = f"web:{uuid.uuid4().hex[:8]}"
     with psycopg.connect(module_database_url) as first, \
             psycopg.connect(module_database_url) as second:
-        first.execute("SELECT 1")  # an open transaction: the claim is a savepoint in it
-        assert claim_session(first, instance, session, "ada")
+        first.execute("SELECT 1")  # an open transaction: the join is a savepoint in it
+        assert not _refused(first, instance, session, "ada")
         answer: list[bool] = []
         waiter = threading.Thread(
-            target=lambda: answer.append(claim_session(second, instance, session, "bob")))
+            target=lambda: answer.append(_refused(second, instance, session, "bob")))
         waiter.start()
         waiter.join(0.5)
         assert waiter.is_alive()  # blocked on the session's lock
         first.commit()
         waiter.join(10)
         second.commit()
-    assert answer == [False]
+    assert answer == [True]
 
 
-def test_concurrent_claims_of_one_new_session_make_exactly_one_owner(module_database_url,
-                                                                     db, instance):
+def test_concurrent_first_appends_of_one_new_session_make_exactly_one_owner(
+        module_database_url, db, instance):
     users = ["ada", "bob", "cy", "dee"]
     for round_ in range(5):
         session = f"web:race-{round_}"
@@ -168,7 +235,7 @@ def test_concurrent_claims_of_one_new_session_make_exactly_one_owner(module_data
                   answers=answers) -> None:
             with psycopg.connect(module_database_url, autocommit=True) as conn:
                 barrier.wait()
-                answers[user] = claim_session(conn, instance, session, user)
+                answers[user] = not _refused(conn, instance, session, user)
 
         threads = [threading.Thread(target=claim, args=(u,)) for u in users]
         for thread in threads:

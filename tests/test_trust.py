@@ -1,8 +1,9 @@
 """trust.resolve_context: which conversation context a key may claim (F1, F2).
 
 User keys act as their one user: a channel thread or group room only where that user is a
-member, a session only where the user takes part (an unused one is claimed as owner).
-Runtime keys are trusted: claims taken as given, the acting user recorded as a participant.
+member, a session only where the user takes part or that nobody uses yet. Runtime keys are
+trusted: claims taken as given. Resolving a context records nothing: naming a session never
+creates, claims or joins it (review of 7c85f33, finding 1); only an append does.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import pytest
 
 from memory_platform.access import AccessContext
 from memory_platform.errors import AccessDenied, InvalidInput
-from memory_platform.membership import add_channel_member, session_participants
+from memory_platform.membership import add_channel_member, join_session, session_participants
 from memory_platform.trust import Caller, ContextClaims, acting_user, resolve_context
 
 
@@ -70,15 +71,18 @@ def test_a_channel_type_alone_needs_no_membership(db, instance):
     assert ctx.channel_type == "slack"
 
 
-def test_an_unused_session_is_claimed_as_owner(db, instance):
-    ctx = resolve_context(db, _user(instance, "ada"), ContextClaims(session_key="web:new"))
+def test_naming_an_unused_session_claims_nothing(db, instance):
+    """Finding 1: the first reader of an unused key does not own it; anyone may still name
+    it, and whoever appends first starts it."""
+    ctx = resolve_context(db, _user(instance, "mallory"), ContextClaims(session_key="web:new"))
     assert ctx.session_key == "web:new"
-    assert _roles(db, instance, "web:new") == {"ada": "owner"}
+    assert session_participants(db, instance, "web:new") == []
     resolve_context(db, _user(instance, "ada"), ContextClaims(session_key="web:new"))
+    assert session_participants(db, instance, "web:new") == []
 
 
 def test_f1_another_users_session_is_refused(db, instance):
-    resolve_context(db, _user(instance, "bob"), ContextClaims(session_key="web:bob"))
+    join_session(db, instance, "web:bob", "bob", runtime=False)
     with pytest.raises(AccessDenied) as refused:
         resolve_context(db, _user(instance, "eve"), ContextClaims(session_key="web:bob"))
     assert refused.value.code == "foreign_session"
@@ -101,20 +105,20 @@ def test_a_refused_channel_claims_no_session(db, instance):
     assert session_participants(db, instance, "web:s") == []
 
 
-def test_a_runtime_key_is_trusted_and_records_the_acting_user_as_participant(db, instance):
-    resolve_context(db, _user(instance, "bob"), ContextClaims(session_key="room:r1"))
+def test_a_runtime_key_is_trusted_and_its_reads_join_nothing(db, instance):
+    join_session(db, instance, "room:r1", "bob", runtime=False)
     claims = ContextClaims(user_id="ada", session_key="room:r1", channel_thread_key="slack:C9",
                            group_room_id="room-9", channel_type="slack")
     ctx = resolve_context(db, _runtime(instance), claims)
     assert ctx == AccessContext(instance, user_id="ada", session_key="room:r1",
                                 group_room_id="room-9", channel_thread_key="slack:C9",
                                 channel_type="slack")
-    assert _roles(db, instance, "room:r1") == {"bob": "owner", "ada": "participant"}
+    assert _roles(db, instance, "room:r1") == {"bob": "owner"}
 
 
-def test_a_runtime_key_claims_an_unused_session_for_its_user_as_owner(db, instance):
+def test_a_runtime_key_naming_an_unused_session_claims_nothing(db, instance):
     resolve_context(db, _runtime(instance), ContextClaims(user_id="ada", session_key="web:a"))
-    assert _roles(db, instance, "web:a") == {"ada": "owner"}
+    assert session_participants(db, instance, "web:a") == []
 
 
 def test_a_runtime_key_without_a_user_is_a_system_context(db, instance):

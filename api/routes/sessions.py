@@ -122,10 +122,13 @@ async def complete(request: Request, body: RunComplete) -> RunCompletionResponse
 
 async def grep_route(request: Request, params: GrepParams) -> GrepResponse:
     roles = [r.strip() for r in params.roles.split(",")] if params.roles is not None else None
+    settings = request.state.settings
     page = await with_caller(
         request, params,
         lambda conn, ctx: grep(conn, ctx, params.pattern, all_sessions=params.all_sessions,
-                               roles=roles, limit=params.limit, before=params.before))
+                               roles=roles, limit=params.limit, before=params.before,
+                               scan_cap=settings.session_grep_scan_cap,
+                               max_sessions=settings.session_grep_max_sessions))
     return GrepResponse(
         results=[GrepHitOut(id=h.id, kind=h.kind, session_key=h.session_key,
                             seq=h.first_seq if h.kind == "message" else None,

@@ -21,11 +21,15 @@ Why it is built this way:
   a run of its own (``append:<first new message id>``), completed at once. A completed run
   asks for a background pass (``state.request_maintenance``); nothing else runs on the
   request path.
-* **Who wrote it.** A message's ``user_id`` is its author: the acting user by default. A
-  user key may only name itself; the trusted runtime (``author_may_differ``) may name any
-  user, who is then recorded as a participant of the session. User-less items said in a
-  channel or room are bound to it (``channel_thread_key``), so only its members read them
-  (``access.history_visibility``).
+* **Who wrote it, and who takes part.** A message's ``user_id`` is its author: the acting
+  user by default. A user key may only name itself; the trusted runtime
+  (``author_may_differ``) may name any user. The append is the one request that records
+  who takes part in a session (``membership.join_session``, before anything is written): a
+  user key's first append to an unused session makes its user the owner; the runtime
+  records the acting user and every author, and is refused (409
+  ``session_owned_by_other_user``) in a session another user started with their own key.
+  User-less items said in a channel or room are bound to it (``channel_thread_key``), so
+  only its members read them (``access.history_visibility``).
 * **Written by an agent.** An append from an agent key or marked ``X-Memory-Writer: agent``
   (``written_by_agent``) marks its run ``agent_written``, and a run once marked stays so:
   its turns are the agent's account, not a person's own statements, so every fact drawn from
@@ -48,7 +52,7 @@ from psycopg.types.json import Jsonb
 
 from memory_platform.access import AccessContext
 from memory_platform.errors import AccessDenied, Conflict, InvalidInput, NotFound
-from memory_platform.membership import add_session_participant
+from memory_platform.membership import join_session
 from memory_platform.memories.validation import (
     clean_occurred_at,
     refuse_secrets,
@@ -368,8 +372,10 @@ def append_items(conn: psycopg.Connection, settings: Settings, ctx: AccessContex
                  written_by_agent: bool = False) -> AppendResult:
     """Append ``items`` to the session of ``ctx`` (in one transaction, under the session's
     lock); see the module docstring. ``ctx`` is resolved already (``trust.resolve_context``:
-    the acting user may act in this session). ``written_by_agent`` (an agent key, or a
-    request marked ``X-Memory-Writer: agent``) marks the run ``agent_written``."""
+    the acting user may name this session); who takes part is recorded here
+    (``membership.join_session``): ``author_may_differ`` is the runtime's append.
+    ``written_by_agent`` (an agent key, or a request marked ``X-Memory-Writer: agent``)
+    marks the run ``agent_written``."""
     session_key = _session_of(ctx)
     if run_id is not None:
         check_identifier(run_id, "runId", code="invalid_run_id")
@@ -389,6 +395,9 @@ def append_items(conn: psycopg.Connection, settings: Settings, ctx: AccessContex
             raise Conflict(f"run {run_id!r} of this session is completed: append to a new run "
                            "(or without a runId)", code="run_completed",
                            details={"field": "runId"})
+        # Who takes part is decided here, by the append, never by a read (membership).
+        join_session(conn, instance, session_key, ctx.user_id,
+                     [authors[index] for index in fresh], runtime=author_may_differ)
         seq, position = _next(conn, instance, session_key)
         ids = {index: uuid.uuid4() for index in fresh}
         effective_run = run_id or f"append:{ids[fresh[0]]}"
@@ -400,8 +409,6 @@ def append_items(conn: psycopg.Connection, settings: Settings, ctx: AccessContex
             items=len(fresh),
             transcript_bytes=sum(len(items[i].content.encode("utf-8")) for i in fresh),
             agent_written=written_by_agent)
-        for author in sorted({a for a in authors if a and a != ctx.user_id}):
-            add_session_participant(conn, instance, session_key, author)
         state.ensure_state(conn, instance, session_key, ctx.user_id)
         if status == "completed":
             state.request_maintenance(conn, instance, session_key, ctx.user_id)

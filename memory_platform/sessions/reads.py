@@ -3,7 +3,8 @@
 
 * :func:`grep` is exact search: a case-insensitive substring match (``ILIKE`` with ``%``,
   ``_`` and ``\\`` escaped, so the pattern is matched literally) over raw messages and
-  summaries, served by the trigram indexes of migration 0015. A trigram index needs three
+  summaries of the sessions the caller may read (resolved first), served by the trigram
+  indexes led by instance and session (migration 0027). A trigram index needs three
   characters, so shorter patterns are refused rather than turned into a scan of every row.
 * :func:`describe` answers one node: a message with the summaries above it (leaf first),
   or a summary with its range, provenance, children and parents.
@@ -29,10 +30,11 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
-from memory_platform.access import AccessContext, history_visibility
+from memory_platform.access import AccessContext, channel_keys, history_visibility
 from memory_platform.errors import InvalidInput, NotFound
 from memory_platform.retrieval.statements import parameter_safe
 from memory_platform.sessions.items import ROLES
+from memory_platform.settings import Settings
 
 PATTERN_MIN_CHARS = 3       # a trigram index needs three characters to narrow anything
 PATTERN_MAX_CHARS = 500
@@ -221,60 +223,149 @@ def _check_grep(ctx: AccessContext, pattern: object, all_sessions: bool,
     return chosen
 
 
+# The sessions a caller may grep across: those they take part in, those they wrote in
+# (their own items are theirs in any session), and those holding a user-less transcript of
+# a channel the caller reads in (membership was checked by trust.resolve_context). The last
+# two are loose index scans (migration 0027): one probe per session, however long the
+# history.
+_READABLE_SESSIONS = """
+    WITH RECURSIVE own(session_key) AS (
+        (SELECT session_key FROM agent_context_messages
+          WHERE instance_key = %(instance)s AND user_id = %(user)s
+          ORDER BY session_key LIMIT 1)
+        UNION ALL
+        SELECT (SELECT m.session_key FROM agent_context_messages m
+                 WHERE m.instance_key = %(instance)s AND m.user_id = %(user)s
+                   AND m.session_key > own.session_key
+                 ORDER BY m.session_key LIMIT 1)
+          FROM own WHERE own.session_key IS NOT NULL),
+    channel(thread, session_key) AS (
+        SELECT t.thread,
+               (SELECT m.session_key FROM agent_context_messages m
+                 WHERE m.instance_key = %(instance)s AND m.channel_thread_key = t.thread
+                   AND m.user_id IS NULL
+                 ORDER BY m.session_key LIMIT 1)
+          FROM unnest(%(channels)s::text[]) AS t(thread)
+        UNION ALL
+        SELECT c.thread,
+               (SELECT m.session_key FROM agent_context_messages m
+                 WHERE m.instance_key = %(instance)s AND m.channel_thread_key = c.thread
+                   AND m.user_id IS NULL AND m.session_key > c.session_key
+                 ORDER BY m.session_key LIMIT 1)
+          FROM channel c WHERE c.session_key IS NOT NULL)
+    SELECT session_key FROM agent_session_participants
+     WHERE instance_key = %(instance)s AND user_id = %(user)s
+    UNION
+    SELECT session_key FROM own WHERE session_key IS NOT NULL
+    UNION
+    SELECT session_key FROM channel WHERE session_key IS NOT NULL
+    LIMIT %(cap)s
+"""
+
+
+def readable_sessions(conn: psycopg.Connection, ctx: AccessContext, *,
+                      max_sessions: int) -> list[str]:
+    """The sessions ``memory_grep`` with ``allSessions`` searches: every session the caller
+    takes part in or wrote in, and those with a user-less transcript of the caller's channel
+    thread or room; at most ``max_sessions`` (more is refused: name a session). Resolved
+    before anything is searched, so a grep reads only these sessions' rows, never another
+    tenant's (review finding 7). A user-less transcript outside any channel (a system
+    session) is not searched across sessions: the context search's history arm finds it."""
+    rows = conn.execute(_READABLE_SESSIONS, {"instance": ctx.instance_key,
+                                             "user": ctx.user_id,
+                                             "channels": channel_keys(ctx),
+                                             "cap": max_sessions + 1}).fetchall()
+    if len(rows) > max_sessions:
+        raise InvalidInput(f"you take part in more than {max_sessions} sessions: name one "
+                           "(sessionKey) to grep it", code="too_many_sessions",
+                           details={"field": "allSessions", "limit": max_sessions})
+    return [row[0] for row in rows]
+
+
+def _setting(name: str, value: int | None) -> int:
+    """``value``, or the default of setting ``name`` (defaults live in settings.py only)."""
+    return value if value is not None else Settings.model_fields[name].default
+
+
 def grep(conn: psycopg.Connection, ctx: AccessContext, pattern: str, *,
          all_sessions: bool = False, roles: Sequence[str] | None = None, limit: int = 20,
-         before: str | None = None) -> GrepPage:
+         before: str | None = None, scan_cap: int | None = None,
+         max_sessions: int | None = None) -> GrepPage:
     """Messages and summaries whose content contains ``pattern`` (case-insensitive,
     literally), newest first (by write time, then position), that ``ctx`` may read: in the
-    current session, or in every session the caller takes part in (``all_sessions``).
-    ``roles`` keeps messages of those roles only (summaries have no role: then none).
-    ``before``: the ``next_before`` cursor of the previous page."""
+    current session, or in every session the caller takes part in or wrote in
+    (``all_sessions``; :func:`readable_sessions`). ``roles`` keeps messages of those roles
+    only (summaries have no role: then none). ``before``: the ``next_before`` cursor of the
+    previous page.
+
+    Bounded work: the sessions are resolved first and the match runs only inside them (the
+    trigram indexes are led by instance and session, migration 0027), with the history rule
+    in the same statement; at most ``scan_cap`` matches (setting ``session_grep_scan_cap``)
+    of each kind are read and ordered, and a pattern matching more is refused
+    (``pattern_too_broad``) rather than answered out of order."""
     chosen_roles = _check_grep(ctx, pattern, all_sessions, roles, limit)
+    cap = _setting("session_grep_scan_cap", scan_cap)
     cursor = _decode_cursor(before) if before else None
-    params: dict[str, Any] = {"instance": ctx.instance_key, "session": ctx.session_key,
+    sessions = readable_sessions(
+        conn, ctx, max_sessions=_setting("session_grep_max_sessions", max_sessions)) \
+        if all_sessions else [ctx.session_key]
+    if not sessions:
+        return GrepPage(hits=[], next_before=None)
+    params: dict[str, Any] = {"instance": ctx.instance_key, "sessions": sessions,
                               "like": like_pattern(pattern), "roles": chosen_roles,
-                              "limit": limit + 1}
+                              "limit": limit + 1, "cap": cap + 1}
     if cursor:
         params.update({"c_at": cursor[0], "c_seq": cursor[1], "c_id": cursor[2]})
 
     def part(alias: str, table: str, sort_seq: sql.Composable) -> sql.Composed:
         col = lambda name: sql.Identifier(alias, name)  # noqa: E731
         where = [sql.SQL("{} = %(instance)s").format(col("instance_key")),
+                 sql.SQL("{} = ANY(%(sessions)s::text[])").format(col("session_key")),
                  sql.SQL("{} ILIKE %(like)s").format(col("content")),
                  history_visibility(ctx, alias, table, all_sessions=all_sessions)]
-        if not all_sessions:
-            where.append(sql.SQL("{} = %(session)s").format(col("session_key")))
         if cursor:
             where.append(sql.SQL("({}, {}, {}) < (%(c_at)s, %(c_seq)s, %(c_id)s)").format(
                 col("created_at"), sort_seq, col("id")))
         return sql.SQL(" AND ").join(where)
 
     m_sort, s_sort = sql.SQL("m.seq"), sql.SQL("COALESCE(s.last_seq, -1)")
+    # Each part reads at most cap + 1 matches (count(*) OVER () counts them before the page
+    # is cut), then orders them.
     message_part = sql.SQL("""
-        (SELECT 'message' AS kind, m.id, m.session_key, m.seq AS first_seq, m.seq AS last_seq,
-                m.role, m.user_id, m.content, m.occurred_at, m.created_at, {m_sort} AS sort_seq
-           FROM agent_context_messages m
-          WHERE {m_where} {m_roles}
-          ORDER BY m.created_at DESC, {m_sort} DESC, m.id DESC
+        (SELECT *, count(*) OVER () AS matched FROM
+          (SELECT 'message' AS kind, m.id, m.session_key, m.seq AS first_seq,
+                  m.seq AS last_seq, m.role, m.user_id, m.content, m.occurred_at,
+                  m.created_at, {m_sort} AS sort_seq
+             FROM agent_context_messages m
+            WHERE {m_where} {m_roles}
+            LIMIT %(cap)s) capped
+          ORDER BY created_at DESC, sort_seq DESC, id DESC
           LIMIT %(limit)s)""").format(
         m_sort=m_sort, m_where=part("m", _MESSAGES, m_sort),
         m_roles=sql.SQL("AND m.role = ANY(%(roles)s)") if chosen_roles else sql.SQL(""))
     summary_part = sql.SQL("""
-        (SELECT 'summary', s.id, s.session_key, s.first_seq, s.last_seq, NULL::text,
-                s.user_id, s.content, NULL::timestamptz, s.created_at, {s_sort}
-           FROM agent_context_summaries s
-          WHERE {s_where}
-          ORDER BY s.created_at DESC, {s_sort} DESC, s.id DESC
+        (SELECT *, count(*) OVER () AS matched FROM
+          (SELECT 'summary' AS kind, s.id, s.session_key, s.first_seq, s.last_seq,
+                  NULL::text AS role, s.user_id, s.content, NULL::timestamptz AS occurred_at,
+                  s.created_at, {s_sort} AS sort_seq
+             FROM agent_context_summaries s
+            WHERE {s_where}
+            LIMIT %(cap)s) capped
+          ORDER BY created_at DESC, sort_seq DESC, id DESC
           LIMIT %(limit)s)""").format(s_sort=s_sort, s_where=part("s", _SUMMARIES, s_sort))
     parts = [message_part] if chosen_roles else [message_part, summary_part]
-    statement = sql.SQL("SELECT * FROM ({}) hits"
+    statement = sql.SQL("SELECT *, max(matched) OVER () FROM ({}) hits"
                         " ORDER BY created_at DESC, sort_seq DESC, id DESC LIMIT %(limit)s") \
         .format(sql.SQL(" UNION ALL ").join(parts))
     rows = conn.execute(parameter_safe(statement), params).fetchall()
+    if rows and rows[0][12] > cap:
+        raise InvalidInput(f"more than {cap} items match {pattern!r}: name a session or use a "
+                           "longer pattern", code="pattern_too_broad",
+                           details={"field": "pattern", "limit": cap})
     hits = [GrepHit(id=f"{kind}:{ident}", kind=kind, session_key=session, first_seq=first,
                     last_seq=last, role=role, user_id=user, snippet=snippet(content, pattern),
                     occurred_at=occurred, created_at=created)
-            for kind, ident, session, first, last, role, user, content, occurred, created, _
+            for kind, ident, session, first, last, role, user, content, occurred, created, *_
             in rows[:limit]]
     next_before = None
     if len(rows) > limit:

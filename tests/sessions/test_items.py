@@ -272,7 +272,7 @@ def test_the_runtime_may_write_for_several_users_who_then_take_part(db, settings
                                             ("carol", "room:team")]
     taking_part = db.execute("SELECT user_id, role FROM agent_session_participants"
                              " WHERE instance_key = %s ORDER BY user_id", (instance,)).fetchall()
-    assert taking_part == [("bob", "participant"), ("carol", "participant")]
+    assert taking_part == [("alice", "owner"), ("bob", "participant"), ("carol", "participant")]
 
 
 def test_user_less_items_of_a_channel_are_bound_to_it(db, settings, instance):

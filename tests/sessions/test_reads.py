@@ -39,10 +39,11 @@ def ctx_of(instance: str, user: str | None = "alice", session: str | None = "s-a
 
 
 def put(db, settings, ctx: AccessContext, *contents: str, role: str = "user",
-        **fields: Any) -> list[str]:
-    """Append ``contents`` as one batch; their typed ids."""
+        runtime: bool = False, **fields: Any) -> list[str]:
+    """Append ``contents`` as one batch (as the user's own key, or as the runtime); their
+    typed ids."""
     result = append_items(db, settings, ctx, [TurnItem(role=role, content=c, **fields)
-                                              for c in contents])
+                                              for c in contents], author_may_differ=runtime)
     return [f"message:{i.id}" for i in result.items]
 
 
@@ -140,12 +141,11 @@ def test_grep_never_returns_another_users_raw_item(db, settings, instance):
 
 
 def test_a_shared_session_is_readable_by_its_participants(db, settings, instance):
+    """The runtime records both people's turns in one room session: both take part."""
     room = ctx_of(instance, session="room-1")
-    put(db, settings, room, "Alice: offsite in Lisbon")
+    put(db, settings, room, "Alice: offsite in Lisbon", runtime=True)
     put(db, settings, ctx_of(instance, user="bob", session="room-1"), "Bob: Lisbon works",
-        author_user_id=None)
-    add_session_participant(db, instance, "room-1", "bob")
-    add_session_participant(db, instance, "room-1", "alice")
+        author_user_id=None, runtime=True)
     as_bob = ctx_of(instance, user="bob", session="room-1")
     assert len(grep_ids(db, as_bob, "lisbon")) == 2
     assert len(grep_ids(db, ctx_of(instance, user="bob", session=None), "lisbon",
@@ -154,14 +154,18 @@ def test_a_shared_session_is_readable_by_its_participants(db, settings, instance
 
 
 def test_user_less_channel_items_only_for_its_members(db, settings, instance):
+    """A grep across sessions searches the sessions the caller takes part in, wrote in, or
+    whose user-less transcript belongs to the caller's channel; a user-less system session
+    outside any channel is not one of them (finding 7: grep resolves its sessions first)."""
     channel = ctx_of(instance, user=None, session="slack:C9", channel_thread_key="C9/1")
-    [item] = put(db, settings, channel, "incident 4711 is resolved", role="system")
-    [loose] = put(db, settings, ctx_of(instance, user=None, session="system:cron"),
-                  "incident 4711 report mailed", role="system")
+    [item] = put(db, settings, channel, "incident 4711 is resolved", role="system",
+                 runtime=True)
+    put(db, settings, ctx_of(instance, user=None, session="system:cron"),
+        "incident 4711 report mailed", role="system", runtime=True)
     member = ctx_of(instance, user="alice", session=None, channel_thread_key="C9/1")
     outsider = ctx_of(instance, user="alice", session=None)
-    assert set(grep_ids(db, member, "incident 4711", all_sessions=True)) == {item, loose}
-    assert grep_ids(db, outsider, "incident 4711", all_sessions=True) == [loose]
+    assert grep_ids(db, member, "incident 4711", all_sessions=True) == [item]
+    assert grep_ids(db, outsider, "incident 4711", all_sessions=True) == []
 
 
 def test_roles_keep_only_those_messages(db, settings, instance):
@@ -298,8 +302,12 @@ def test_expand_lists_only_the_visible_raw_items(db, settings, instance):
     """A summary of a shared session, read by a participant without the session named: the
     items of other participants are theirs unless the caller takes part in the session."""
     room = ctx_of(instance, session="room-2")
-    mine = put(db, settings, room, "Alice says hi")
-    theirs = put(db, settings, ctx_of(instance, user="bob", session="room-2"), "Bob says hi")
+    mine = put(db, settings, room, "Alice says hi", runtime=True)
+    theirs = put(db, settings, ctx_of(instance, user="bob", session="room-2"), "Bob says hi",
+                 runtime=True)
+    # Her items stay hers when she no longer takes part (an appended item records her).
+    db.execute("DELETE FROM agent_session_participants WHERE instance_key = %s"
+               " AND user_id = 'alice'", (instance,))
     summary = add_summary(db, instance, "room-2", "greetings", messages=mine + theirs,
                           user_id=None)
     outsider_view = expand(db, ctx_of(instance, session=None), summary)
