@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import psycopg
 
-from tests.api.conftest import ADMIN, READ, REVIEW, WRITE, assert_error
+from tests.api.conftest import (
+    ADMIN,
+    READ,
+    REVIEW,
+    WRITE,
+    assert_error,
+    make_settings,
+    open_client,
+)
 from tests.inspector.support import csrf_of, sign_in
 
 
@@ -125,3 +133,79 @@ def test_sign_out_clears_the_cookie(client, make_key):
         "set-cookie"]
     client.cookies.clear()
     assert client.get("/inspector/graph", follow_redirects=False).status_code == 303
+
+
+# --- the session is not the key (security review of 7c85f33, finding 13) ----------------
+
+
+def _cookie(client) -> str:
+    return client.cookies.get("mp_inspector", path="/inspector")
+
+
+def _sessions(database_url):
+    with psycopg.connect(database_url) as conn:
+        return conn.execute("SELECT secret_hash, revoked_at IS NOT NULL"
+                            " FROM inspector_sessions").fetchall()
+
+
+def test_f13_the_cookie_is_not_the_key_and_opens_no_rest_route(client, make_key,
+                                                                database_url):
+    token = make_key("alice", (READ, WRITE))
+    sign_in(client, token)
+    secret = _cookie(client)
+    assert secret and secret != token and token not in secret
+    assert [revoked for _, revoked in _sessions(database_url)] == [False]
+    assert secret not in str(_sessions(database_url))          # only its hash is stored
+    for headers in ({"Authorization": f"Bearer {secret}"},
+                    {"Cookie": f"mp_inspector={secret}"}):
+        assert_error(client.get("/api/v1/memory", params={"query": "x"}, headers=headers),
+                     401)
+    assert client.get("/api/v1/memory", params={"query": "x"},
+                      headers={"Authorization": f"Bearer {token}"}).status_code == 200
+
+
+def test_f13_after_sign_out_the_old_cookie_no_longer_works(client, make_key, database_url):
+    csrf = sign_in(client, make_key("alice", (READ,)))
+    secret = _cookie(client)
+    assert client.post("/inspector/logout", data={"csrf_token": csrf},
+                       follow_redirects=False).status_code == 303
+    assert [revoked for _, revoked in _sessions(database_url)] == [True]
+    client.cookies.clear()
+    client.cookies.set("mp_inspector", secret, path="/inspector")   # a copy that survived
+    assert client.get("/inspector/graph", follow_redirects=False).status_code == 303
+    assert_error(client.get("/inspector/api/graph"), 401)
+
+
+def test_f13_an_expired_session_is_refused(client, make_key, database_url):
+    sign_in(client, make_key("alice", (READ,)))
+    assert client.get("/inspector/graph").status_code == 200
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("UPDATE inspector_sessions SET created_at = now() - interval '9 hours',"
+                     " expires_at = now() - interval '1 hour'")
+    assert client.get("/inspector/graph", follow_redirects=False).status_code == 303
+    assert_error(client.get("/inspector/api/graph"), 401)
+
+
+def test_f13_revoking_the_key_ends_its_sessions(client, make_key, database_url):
+    token = make_key("alice", (READ,))
+    sign_in(client, token)
+    assert client.get("/inspector/graph").status_code == 200
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("UPDATE api_keys SET revoked_at = now()")
+    assert client.get("/inspector/graph", follow_redirects=False).status_code == 303
+    assert_error(client.get("/inspector/api/graph"), 401)
+
+
+def test_f13_the_session_lifetime_is_a_setting_and_the_cookie_is_secure_behind_https(
+        database_url, tmp_path, make_key):
+    settings = make_settings(database_url, tmp_path / "state", inspector_session_hours=0.5,
+                             api_public_url="https://memory.example.com")
+    with open_client(settings) as client:
+        response = client.post("/inspector/login", data={"api_key": make_key("alice", (READ,))},
+                               follow_redirects=False)
+    cookie = response.headers["set-cookie"]
+    assert "Max-Age=1800" in cookie and "Secure" in cookie
+    with psycopg.connect(database_url) as conn:
+        lifetime = conn.execute("SELECT extract(epoch FROM expires_at - created_at)"
+                                " FROM inspector_sessions").fetchone()[0]
+    assert 1795 <= float(lifetime) <= 1805
