@@ -57,7 +57,8 @@ from memory_platform.portability.verify import (
 
 ANALYZED = ("agent_memories", "agent_memory_chunks", "agent_memory_assertions",
             "agent_memory_sources", "agent_knowledge_entities", "agent_knowledge_claims")
-UNATTACHED = "rows attached to a row this import did not add (already in the target, or refused)"
+UNATTACHED = ("rows attached to a row the target already held (or to one outside the "
+              "file)")
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,9 @@ class ImportRejected(InvalidInput):
     code = "import_rejected"
 
     def __init__(self, stats: PortImportStats) -> None:
-        super().__init__(f"{len(stats.rejected):,} lines were refused: nothing was imported "
-                         "(--skip-rejected imports the rest)")
+        count = len(stats.rejected)
+        super().__init__(f"{count:,} line{'s were' if count != 1 else ' was'} refused: "
+                         "nothing was imported (--skip-rejected imports the rest)")
         self.stats = stats
 
 
@@ -242,7 +244,9 @@ class _Batch:
         self.gate = gate
         self.generation = generation
         self.stats = stats
+        # ids of the file's rows this import added, and of those the target already had
         self.added: dict[str, set[str]] = {name: set() for name in ADDED_KINDS}
+        self.present_ids: dict[str, set[str]] = {name: set() for name in ADDED_KINDS}
         self.group_key: tuple | None = None
         self.group: list[tuple[int, dict]] = []
 
@@ -308,24 +312,36 @@ class _Batch:
             allowed = allowed | {"generation_id", "embedding", "embedding_key"}
         return frozenset(c for c in row if c in allowed), row
 
-    def _attached(self, key: tuple, item: dict) -> bool:
-        """Whether every row ``item`` attaches to was added by this import."""
+    def _attached(self, key: tuple, line_no: int, item: dict) -> bool:
+        """Whether every row ``item`` attaches to was added by this import. A row attaching
+        to one the file holds but the target already had is refused (counted); to one the
+        file does not hold at all (damage, or a crafted reference into the target) it is
+        rejected, except a link's target (an audience export may link outside itself)."""
         if key[0] == LINK:
-            named = ((item["id"], key[1]), (item["value"], LINK_TARGETS[key[2]]))
+            named = ((item["id"], key[1], True), (item["value"], LINK_TARGETS[key[2]], False))
         else:
-            named = tuple((item.get(column), kind) for column, kind in BY_NAME[key[0]].refs
+            named = tuple((item.get(column), kind, True)
+                          for column, kind in BY_NAME[key[0]].refs
                           if item.get(column) is not None)
-        return all(isinstance(value, str) and value.lower() in self.added[kind]
-                   for value, kind in named)
+        for value, kind, required in named:
+            value = value.lower() if isinstance(value, str) else value
+            if value in self.added[kind]:
+                continue
+            if value in self.present_ids[kind] or not required:
+                self._refuse(UNATTACHED)
+            else:
+                self._reject(line_no, f"{key[0] if key[0] != LINK else 'link'}: names a "
+                                      f"{kind} the file does not hold ({value})")
+            return False
+        return True
 
     def _flush(self) -> None:
         key, group = self.group_key, self.group
         self.group_key, self.group = None, []
         if not group or key is None:
             return
-        kept = [(line_no, item) for line_no, item in group if self._attached(key, item)]
-        for _ in range(len(group) - len(kept)):
-            self._refuse(UNATTACHED)
+        kept = [(line_no, item) for line_no, item in group
+                if self._attached(key, line_no, item)]
         if not kept:
             return
         try:
@@ -358,8 +374,11 @@ class _Batch:
         statement = self.statements.insert(BY_NAME[key[0]], key[1])
         cur = self.conn.execute(statement, {"rows": Jsonb(items)})
         if key[0] in self.added:
-            ids = [row[0] for row in cur.fetchall()]
+            ids = {row[0] for row in cur.fetchall()}
             self.added[key[0]].update(ids)
+            self.present_ids[key[0]].update(
+                str(item["id"]).lower() for item in items
+                if str(item.get("id")).lower() not in ids)
             return len(ids)
         return cur.rowcount
 
