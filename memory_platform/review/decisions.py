@@ -17,7 +17,7 @@ Only a person decides (:func:`_reviewer`): the adapter passes the kind of the ke
 ``person_required``), even if its row were forced to hold ``memory:review``. In-process
 callers without a key (the CLI's ``--reviewer``) are the operator, a person.
 
-Four eyes (:func:`approvable_alone`): a person does not alone approve a team or workspace
+Four eyes (:func:`approvable_alone`): a person does not alone activate a team or workspace
 assertion whose supporting evidence is only their own writes (their agents write as them):
 AccessDenied ``own_evidence``; another reviewer may. A private assertion is the owner's own
 business and may be approved by them.
@@ -57,7 +57,6 @@ WIKI_DECISIONS = {"approve": "approved", "reject": "rejected"}
 DEFAULT_REASON = "human_review"
 BULK_LIMIT = queues.MAX_LIMIT
 OPERATOR = "operator"                   # the key kind of an in-process caller (the CLI)
-FOUR_EYES_AUDIENCES = ("team", "workspace")
 
 
 @dataclass
@@ -102,7 +101,7 @@ def _deciding(conn: psycopg.Connection, ctx: AccessContext, key_kind: str, name:
 
 
 _OTHERS_EVIDENCE = """
-    SELECT a.audience_kind, EXISTS (
+    SELECT a.audience_kind IN ('team', 'workspace') AND a.status <> 'active', EXISTS (
            SELECT 1 FROM agent_memory_assertion_evidence e
              JOIN agent_memory_sources s
                ON s.instance_key = e.instance_key AND s.id = e.source_id
@@ -118,13 +117,15 @@ _OTHERS_EVIDENCE = """
 
 def approvable_alone(conn: psycopg.Connection, instance_key: str, assertion_id: UUID,
                      reviewer: str) -> bool:
-    """THE four-eyes rule: whether ``reviewer`` may approve the assertion alone. Not when it
-    is a team or workspace assertion none of whose supporting evidence was written by
-    anyone else (the writer of a source is its memory's user, or its owner; an agent key
-    writes as its user, so an agent's inference counts as its person's own)."""
+    """THE four-eyes rule: whether ``reviewer`` may approve the assertion alone. Not when
+    the approval would activate a team or workspace assertion none of whose supporting
+    evidence was written by anyone else (the writer of a source is its memory's user, or
+    its owner; an agent key writes as its user, so an agent's inference counts as its
+    person's own). Approving what is already active (a person's own statement the write
+    policy activated) tells nobody anything new: it only marks it as a person's decision."""
     row = conn.execute(_OTHERS_EVIDENCE, {"instance": instance_key, "id": assertion_id,
                                           "reviewer": reviewer}).fetchone()
-    return row is None or row[0] not in FOUR_EYES_AUDIENCES or bool(row[1])
+    return row is None or not row[0] or bool(row[1])
 
 
 def _own_evidence(assertion_id: UUID) -> AccessDenied:
