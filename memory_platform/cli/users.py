@@ -107,6 +107,11 @@ def users_erase(user_id: str, instance: str | None, as_json: bool, yes: bool,
             run_id, report = execute_erasure(settings, key, user_id, requested_by="cli")
     except MemoryPlatformError as exc:
         raise click.ClickException(exc.message) from exc
+    from memory_platform.orchestration.erasure import describe, erase_person_from_dagster
+
+    # After the platform erasure committed: Dagster's runs and partition that name the person
+    # (the erasure run above included: its config names them), best effort.
+    report["dagster"] = erase_person_from_dagster(settings, key, user_id)
     if as_json:
         click.echo(json.dumps({**report, **({"runId": run_id} if run_id else {})},
                               sort_keys=True))
@@ -119,3 +124,4 @@ def users_erase(user_id: str, instance: str | None, as_json: bool, yes: bool,
     for column, count in sorted(report["updated"].items()):
         if count:
             click.echo(f"  {column}: {count} updated")
+    click.echo(describe(report["dagster"]))
