@@ -29,6 +29,13 @@ class CredentialDetected(InvalidInput):
     code = "credential_detected"
 
 
+class QuotaExceeded(MemoryPlatformError):
+    """A write would take stored text past the user's or the instance's storage quota;
+    nothing of it was stored."""
+
+    code = "storage_quota_exceeded"
+
+
 class AccessDenied(MemoryPlatformError):
     """The access context cannot do this (e.g. a private write without a user)."""
 

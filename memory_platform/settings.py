@@ -228,6 +228,15 @@ class Settings(BaseSettings):
 
     # --- write path -----------------------------------------------------------------------
     memory_max_chars: int = Field(16_000, ge=100, description="Largest memory accepted.")
+    # Storage quota (memory_platform/memories/quota.py, migration 0030): bytes of stored
+    # text (memory content and titles, session turns) per user and per instance; a write
+    # past either is refused (413 storage_quota_exceeded). 0: no limit.
+    quota_user_bytes: int = Field(
+        1024 ** 3, ge=0, description="Stored text one user of an instance may hold (bytes of "
+        "memory content and titles and of session turns); 0: unlimited.")
+    quota_instance_bytes: int = Field(
+        50 * 1024 ** 3, ge=0, description="Stored text one instance may hold in all (bytes); "
+        "0: unlimited.")
     memory_dedup_window_hours: int = Field(
         720, ge=0, description="A repeat of the same memory within this window is a dedup hit."
     )

@@ -73,7 +73,8 @@ async def create(request: Request, body: MemoryCreate) -> Response:
             title=body.title, trust_class=write_trust_class(key, ctx, writer),
             metadata=metadata, occurred_at=body.occurred_at,
         )
-        return store_memory(conn, state.settings, ctx, memory, embedder=state.embedder)
+        return store_memory(conn, state.settings, ctx, memory, embedder=state.embedder,
+                            enforce_quota=True)
 
     stored = await with_caller(request, body.context, write)
     response = StoreResponse(id=str(stored.id), audience=stored.audience.as_dict(),

@@ -53,6 +53,7 @@ from memory_platform.ledger.recall import TOLD
 from memory_platform.ledger.sources import ensure_source
 from memory_platform.memories.chunk_rows import insert_chunks
 from memory_platform.memories.chunking import Chunk, chunk_text
+from memory_platform.memories.quota import check_quota
 from memory_platform.memories.sharing import resolve_visibility
 from memory_platform.memories.turns import TurnContext, is_turn, turn_context
 from memory_platform.memories.validation import (
@@ -186,7 +187,10 @@ def store_memory(
     write: MemoryWrite,
     *,
     embedder: EmbeddingProvider | None = None,
+    enforce_quota: bool = False,
 ) -> StoredMemory:
+    """``enforce_quota``: refuse the write past the storage quota (memories/quota.py; the
+    write paths a key reaches set it, maintenance does not)."""
     _validate_kind(write)
     content = clean_content(write.content, max_chars=settings.memory_max_chars)
     write = replace(write, title=clean_title(write.title),
@@ -230,6 +234,8 @@ def store_memory(
         stored = _insert(conn, ctx, write, content, refs, audience, digest, subject, chunks,
                          vectors, generation, provider, turn,
                          defer=settings.write_vectors == "deferred")
+        if enforce_quota:
+            check_quota(conn, settings, ctx.instance_key, ctx.user_id)
     if stored.vectors_deferred:
         notify_written()
     return stored

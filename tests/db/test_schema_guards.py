@@ -191,6 +191,15 @@ GUARD_TRIGGERS = [
     # The erasure reports (0022); cases in tests/maintenance/test_erasure.py.
     "agent_memory_erasures_append_only",
     "agent_memory_erasures_no_truncate",
+    # The storage usage counters (0030); cases in tests/api/test_quota.py.
+    "agent_memories_usage_insert",
+    "agent_memories_usage_update",
+    "agent_memories_usage_delete",
+    "agent_memories_usage_truncate",
+    "agent_context_messages_usage_insert",
+    "agent_context_messages_usage_update",
+    "agent_context_messages_usage_delete",
+    "agent_context_messages_usage_truncate",
     # A user's first key registers them (0023); cases in tests/test_users.py.
     "api_keys_register_user",
     # Events from the ledger's own writes, append-only, and their webhook deliveries

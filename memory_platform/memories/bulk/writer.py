@@ -35,6 +35,7 @@ from memory_platform.memories.bulk.statements import (
     INSERT_EVIDENCE,
 )
 from memory_platform.memories.bulk.wire import PackedVector, packed_dumper
+from memory_platform.memories.quota import check_quota
 from memory_platform.memories.sharing import resolve_visibility
 from memory_platform.memories.write_rules import (
     audience_refs,
@@ -191,11 +192,22 @@ class Importer:
                 fresh = [row for i, row in enumerate(rows) if i not in existing]
                 outcome.deduplicated = len(hits) + sum(len(r) for r in repeats.values())
                 self._write_rows(rows, fresh, hits, repeats, generations, outcome)
+                self._check_quota(fresh)
         except (psycopg.OperationalError, psycopg.InterfaceError):
             raise
         except psycopg.Error as exc:
             raise BatchFailed(exc) from exc
         return outcome
+
+    def _check_quota(self, fresh: list[ImportRow]) -> None:
+        """The storage quota of every instance and user the batch wrote for (a batch past
+        it rolls back whole: QuotaExceeded ends the import)."""
+        users: dict[str, set[str | None]] = {}
+        for row in fresh:
+            if row.ctx is not None:
+                users.setdefault(row.ctx.instance_key, set()).add(row.ctx.user_id)
+        for instance_key, named in sorted(users.items()):
+            check_quota(self.conn, self.settings, instance_key, named)
 
     def _write_rows(self, rows: list[ImportRow], fresh: list[ImportRow], hits: dict[int, Hit],
                     repeats: dict[int, list[ImportRow]], generations: dict[str, Generation],
