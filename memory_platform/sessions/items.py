@@ -53,6 +53,7 @@ from psycopg.types.json import Jsonb
 from memory_platform.access import AccessContext
 from memory_platform.errors import AccessDenied, Conflict, InvalidInput, NotFound
 from memory_platform.membership import join_session
+from memory_platform.memories.quota import check_quota
 from memory_platform.memories.validation import (
     clean_occurred_at,
     refuse_secrets,
@@ -404,6 +405,7 @@ def append_items(conn: psycopg.Connection, settings: Settings, ctx: AccessContex
         rows = [(ids[index], seq + n, items[index], authors[index])
                 for n, index in enumerate(fresh)]
         _insert_messages(conn, ctx, session_key, effective_run, rows, position)
+        check_quota(conn, settings, instance, {authors[index] for index in fresh})
         run_index, status = _record_run(
             conn, ctx, session_key, effective_run, completed=run_id is None,
             items=len(fresh),
