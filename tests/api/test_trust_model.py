@@ -123,14 +123,25 @@ def test_f1_a_user_key_naming_another_users_session_gets_403(client, alice, bob,
     assert f"message:{message}" in found
 
 
-def test_f1_an_unused_session_is_claimed_by_its_first_user(client, alice, bob, make_key):
-    assert _search(client, alice, "anything", sessionKey="web:new").status_code == 200
-    assert_error(_search(client, bob, "anything", sessionKey="web:new"), 403, "foreign_session")
+def test_f1_an_unused_session_is_started_by_its_first_append_not_its_first_reader(
+        client, alice, bob, make_key):
+    """Review of 7c85f33, finding 1: naming an unused session in a read claims nothing;
+    the first append as oneself starts it."""
     admin = bearer(make_key("ops", (ADMIN,)))
-    listed = client.get(PARTICIPANTS, params={"sessionKey": "web:new"}, headers=admin)
-    assert listed.status_code == 200, listed.text
-    assert [(p["userId"], p["role"]) for p in listed.json()["participants"]] == \
-        [("alice", "owner")]
+
+    def participants() -> list[tuple[str, str]]:
+        listed = client.get(PARTICIPANTS, params={"sessionKey": "web:new"}, headers=admin)
+        assert listed.status_code == 200, listed.text
+        return [(p["userId"], p["role"]) for p in listed.json()["participants"]]
+
+    assert _search(client, alice, "anything", sessionKey="web:new").status_code == 200
+    assert _search(client, bob, "anything", sessionKey="web:new").status_code == 200
+    assert participants() == []
+    appended = client.post("/api/v1/sessions/web:new/items", headers=alice,
+                           json={"items": [{"role": "user", "content": "hello"}]})
+    assert appended.status_code == 201, appended.text
+    assert_error(_search(client, bob, "anything", sessionKey="web:new"), 403, "foreign_session")
+    assert participants() == [("alice", "owner")]
     # An admin (or the runtime) may let bob take part; then bob may name it.
     added = client.post(PARTICIPANTS, json={"sessionKey": "web:new", "userId": "bob"},
                         headers=admin)
@@ -167,7 +178,7 @@ def test_a_runtime_key_without_a_user_is_a_system_context(client, alice, runtime
     assert_error(client.get(f"/api/v1/memory/{mine['id']}", headers=runtime), 404)
 
 
-def test_a_runtime_key_names_the_real_conversation_and_registers_the_session(
+def test_a_runtime_key_names_the_real_conversation_and_its_append_registers_the_session(
         client, runtime, make_key, database_url):
     add_member(database_url, THREAD, "bob")
     bob = bearer(make_key("bob", ALL_SCOPES))
@@ -176,8 +187,18 @@ def test_a_runtime_key_names_the_real_conversation_and_registers_the_session(
     found = _ids(_search(client, runtime, "incident bridge payments", userId="carol",
                          channelThreadKey=THREAD, sessionKey="slack:bob"))
     assert planted["id"] in found
-    listed = client.get(PARTICIPANTS, params={"sessionKey": "slack:bob"}, headers=runtime)
-    assert {p["userId"] for p in listed.json()["participants"]} == {"bob", "carol"}
+
+    def taking_part() -> set[str]:
+        listed = client.get(PARTICIPANTS, params={"sessionKey": "slack:bob"}, headers=runtime)
+        return {p["userId"] for p in listed.json()["participants"]}
+
+    assert taking_part() == set()  # reads (and memory writes) join nothing
+    appended = client.post("/api/v1/sessions/slack:bob/items", headers=runtime, json={
+        "context": {"userId": "carol", "channelThreadKey": THREAD},
+        "items": [{"role": "user", "content": "I'm on the bridge."},
+                  {"role": "user", "content": "Me too.", "authorUserId": "bob"}]})
+    assert appended.status_code == 201, appended.text
+    assert taking_part() == {"bob", "carol"}
 
 
 @pytest.mark.parametrize(("method", "path", "kwargs"), [
