@@ -13,8 +13,9 @@ that erased them. :func:`erase_from_dagster` removes all of that:
   executions (Dagster keeps those in a table of their own);
 * events of the partition outside any run (runless rollback materialisations) and the
   partition itself (``delete_dynamic_partition``);
-* the asset status cache (its partition subsets would still name the partition; Dagster
-  rebuilds it from the event log on the next read);
+* the asset status cache (its partition subsets would still name the partition) and an
+  asset's stored latest materialisation when it was a deleted event (Dagster keeps a copy of
+  the event on the asset's row); Dagster rebuilds both from the event log on the next read;
 * runs written before Dagster was content-free (their tables quoted assertion texts,
   excerpts, entity labels and session keys: :data:`LEGACY_HEADERS`) in the person's instance:
   which of their words such a run quotes cannot be told once the platform rows are gone, so
@@ -37,11 +38,12 @@ from dagster import DagsterInstance, MarkdownMetadataValue, RunsFilter
 from dagster._core.storage.event_log.schema import (
     AssetCheckExecutionsTable,
     AssetEventTagsTable,
+    AssetKeyTable,
     SqlEventLogStorageTable,
 )
 from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
 from dagster._serdes import deserialize_value
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 
 from memory_platform.dreaming.partitions import Partition
 from memory_platform.orchestration.home import dagster_instance
@@ -159,6 +161,7 @@ def erase_from_dagster(instance: DagsterInstance, instance_key: str,
             setattr(out, field, getattr(out, field) + 1)
     out.runless_events_deleted, checks = _delete_partition_events(storage, key)
     out.check_executions_deleted += checks
+    _forget_deleted_latest(storage, named | legacy)
     if instance.has_dynamic_partition(AUDIENCES, key):
         instance.delete_dynamic_partition(AUDIENCES, key)
         out.partitions_deleted = 1
@@ -243,6 +246,33 @@ def _is_legacy(body: str) -> bool:
                     column in header for column in _LEGACY_EXAMPLE_COLUMNS)):
                 return True
     return False
+
+
+def _forget_deleted_latest(storage: SqlEventLogStorage, deleted_runs: set[str]) -> None:
+    """Clear the copy of an asset's latest materialisation Dagster keeps on the asset's row
+    when that event is gone (NULL: Dagster then reads the latest one left in the event log,
+    its own fallback for rows without a stored record)."""
+    table = AssetKeyTable
+    with storage.index_connection() as conn:
+        rows = conn.execute(select(table.c.asset_key, table.c.last_materialization,
+                                   table.c.last_run_id).where(
+            table.c.last_materialization.is_not(None))).fetchall()
+        for asset_key, stored, last_run_id in rows:
+            storage_id = getattr(_deserialized(stored), "storage_id", None)
+            alive = storage_id is not None and conn.execute(
+                select(SqlEventLogStorageTable.c.id).where(
+                    SqlEventLogStorageTable.c.id == storage_id)).first() is not None
+            if not alive or last_run_id in deleted_runs:
+                conn.execute(update(table).where(table.c.asset_key == asset_key).values(
+                    last_materialization=None,
+                    last_run_id=None if last_run_id in deleted_runs else last_run_id))
+
+
+def _deserialized(body: str) -> Any:
+    try:
+        return deserialize_value(body)
+    except Exception:  # an old format this Dagster cannot read: cleared like a dead one
+        return None
 
 
 def _delete_check_executions(storage: SqlEventLogStorage, run_id: str) -> int:

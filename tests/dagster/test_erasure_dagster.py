@@ -133,3 +133,41 @@ def test_erasure_leaves_neither_her_words_nor_her_id_in_dagsters_storage(db, set
 
 def test_the_old_format_headers_are_the_ones_the_old_code_wrote():
     assert OLD_PROMOTED in LEGACY_HEADERS
+
+
+def test_the_erase_route_erases_her_from_dagster_too(db, settings, database_url):
+    """POST /internal/memory/users/erase (the API's default ``api_dagster_eraser``): her
+    private partition's run and the partition are gone from Dagster's storage, and the
+    report says so; with no reachable storage the report says that instead."""
+    from tests.api.conftest import ADMIN, key_maker, open_client
+
+    instance_key, tag = new_instance_key(), uuid.uuid4().hex[:10]
+    erin = f"erin{tag}"
+    private = seed_erin(db, settings, instance_key, erin, f"Zorblat{tag}")
+    instance = dagster_instance(settings)
+    try:
+        (report,) = execute_dreams(settings, instance, [private.partition_key], batch_size=1)
+        assert report.success and scan(settings, erin)
+    finally:
+        instance.dispose()
+    token = key_maker(database_url)("ops", scopes=(ADMIN,), instance=instance_key)
+    api_settings = settings.model_copy(update={"api_dream_launcher": ""})
+
+    with open_client(api_settings) as client:
+        response = client.post("/internal/memory/users/erase", json={"userId": erin},
+                               headers={"Authorization": f"Bearer {token}"})
+
+    assert response.status_code == 200, response.text
+    dagster = response.json()["dagster"]
+    assert dagster["status"] == "erased" and dagster["runsDeleted"] == 1
+    assert dagster["partitionsDeleted"] == 1
+    assert scan(settings, erin) == []
+
+    broken = settings.model_copy(update={"api_dream_launcher": "",
+                                         "api_dagster_eraser": "no.such.module:erase"})
+    with open_client(broken) as client:
+        again = client.post("/internal/memory/users/erase", json={"userId": erin},
+                            headers={"Authorization": f"Bearer {token}"})
+    assert again.status_code == 200, again.text
+    assert again.json()["dagster"]["status"] == "unreachable"
+    assert "again" in again.json()["dagster"]["message"]
