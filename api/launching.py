@@ -87,6 +87,24 @@ def record_rollback(recorder: RollbackRecorder | None, settings: Settings,
         return False
 
 
+def erase_in_orchestrator(settings: Settings, instance_key: str,
+                          user_id: str) -> dict[str, Any]:
+    """Dagster's part of an erasure, through the callable ``settings.api_dagster_eraser``
+    names (imported on this first call): its content-free result, ``status`` ``skipped``
+    when the setting is empty, ``unreachable`` when it raised (the platform erasure stands;
+    erasing again finishes it)."""
+    if not settings.api_dagster_eraser:
+        return {"status": "skipped", "message": "MEMORY_API_DAGSTER_ERASER is empty: "
+                "Dagster's storage was not cleaned"}
+    try:
+        return dict(Configured(settings.api_dagster_eraser)(settings, instance_key, user_id))
+    except Exception as exc:
+        log.exception("erasing a person from Dagster failed")
+        return {"status": "unreachable", "error": type(exc).__name__,
+                "message": "Dagster's storage could not be cleaned; erase the person again "
+                "once it is reachable"}
+
+
 def launch_dreams(launcher: DreamLauncher | None, settings: Settings,
                   partition_keys: Sequence[str], *, model: str | None,
                   dry_run: bool) -> LaunchedRun:

@@ -208,6 +208,14 @@ class Settings(BaseSettings):
         description="The callable (module:name) that shows a rollback made through the API "
         "on the Dream's partition in Dagster; empty: Dagster is not told.",
     )
+    # Erasure, Dagster's part (issue 28): called by POST /internal/memory/users/erase after
+    # the platform erasure committed.
+    api_dagster_eraser: str = Field(
+        "memory_platform.orchestration.erasure:erase_person_from_dagster",
+        description="The callable (module:name) that removes an erased person's runs and "
+        "private partition from Dagster's storage after POST /internal/memory/users/erase; "
+        "empty: Dagster's storage is left as it is (the report says so).",
+    )
     dream_list_limit: int = Field(
         50, ge=1, le=1000,
         description="Newest dream rows a listing answers (`dream list`, GET "

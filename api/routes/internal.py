@@ -4,9 +4,11 @@ retention sweep and a forced workspace sync, all of the admin key's own instance
 
 from __future__ import annotations
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from api.auth import api_key
+from api.launching import erase_in_orchestrator
 from api.schemas import (
     ErasureRequest,
     ErasureResponse,
@@ -86,4 +88,6 @@ async def erase(request: Request, body: ErasureRequest) -> ErasureResponse:
     report = await with_connection(request, erase_user, request.state.settings,
                                    key.instance_key, body.user_id,
                                    requested_by=f"api-key:{key.id}")
-    return ErasureResponse.model_validate(report.as_dict())
+    dagster = await run_in_threadpool(erase_in_orchestrator, request.state.settings,
+                                      key.instance_key, body.user_id)
+    return ErasureResponse.model_validate({**report.as_dict(), "dagster": dagster})

@@ -51,7 +51,8 @@ def make_settings(database_url: str, data_dir: Path, **overrides: Any) -> Settin
     # No launcher unless a test hands the app one (the default would start Dagster runs).
     values: dict[str, Any] = {"embedding_provider": "hash", "api_key_cache_seconds": 0,
                               "api_dream_launcher": "",
-                              "api_rollback_recorder": ""}
+                              "api_rollback_recorder": "",
+                              "api_dagster_eraser": ""}
     values.update(overrides)
     return Settings(database_url=database_url, data_dir=data_dir,
                     _env_file=None, **values)  # type: ignore[call-arg]
