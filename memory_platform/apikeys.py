@@ -30,6 +30,7 @@ from uuid import UUID
 import psycopg
 
 from memory_platform.errors import InvalidInput, NotFound
+from memory_platform.review.people import is_person
 
 ROUTE_SCOPES = ("memory:read", "memory:write", "memory:review", "admin")
 RUNTIME_SCOPE = "runtime"
@@ -72,18 +73,9 @@ class ApiKey:
 
     @property
     def person(self) -> bool:
-        """Whether a person holds this key (see :func:`is_person`)."""
+        """Whether a person holds this key (``review.people.is_person``)."""
         return is_person(self.kind)
 
-
-# The key kinds a person acts through: a user key, or the operator at the shell (the CLI
-# names the person it acts as). Agent and runtime keys are software.
-PERSON_KINDS = ("user", "operator")
-
-
-def is_person(kind: str | None) -> bool:
-    """THE rule of who is a person: decisions, sharing and admin rights need one."""
-    return kind in PERSON_KINDS
 
 
 @dataclass(frozen=True)

@@ -41,12 +41,12 @@ import psycopg
 from psycopg import sql
 
 from memory_platform.access import AccessContext, audience_predicate
-from memory_platform.apikeys import is_person
 from memory_platform.consolidation import lifecycle
 from memory_platform.db.units import commit_if_idle, committed_unit, require_idle
 from memory_platform.errors import AccessDenied, Conflict, InvalidInput, NotFound
 from memory_platform.projection.outbox import ASSERTION_PROJECTION, process_outbox
 from memory_platform.review import queues
+from memory_platform.review.people import OPERATOR, is_person
 from memory_platform.secrets import refuse_secret_fields
 from memory_platform.settings import Settings
 
@@ -56,7 +56,6 @@ CONFLICT_ACTIONS = {"keep_one": "superseded", "keep_both": "kept_both",
 WIKI_DECISIONS = {"approve": "approved", "reject": "rejected"}
 DEFAULT_REASON = "human_review"
 BULK_LIMIT = queues.MAX_LIMIT
-OPERATOR = "operator"                   # the key kind of an in-process caller (the CLI)
 
 
 @dataclass
