@@ -1,41 +1,63 @@
-"""Erasure of a person: every row of a user's private audience and what they authored
-elsewhere leaves the instance, in ONE committed transaction, and a content-free report stays.
+"""Erasure of a person: every row of a user's private audience and what they said or
+authored elsewhere leaves the instance, in ONE committed transaction, and a content-free
+report stays. Afterwards no text, varchar or jsonb column of the platform database holds
+their words or their user id (tests/api/test_erasure_complete.py scans every one).
 
-What goes (``user`` = the erased user id, in one instance):
+The rules, one per kind of row (``user`` = the erased user id, in one instance; delete =
+the row goes; redact = the row stays, the person's part of it goes; re-derive = the row is
+rebuilt from what stays; pseudonymise = the row stays, their id becomes ``erased:<hash>``
+with a random salt per erasure, never stored):
 
-- their **sessions** (owned by them: ``agent_session_participants`` role ``owner``, or
-  ``agent_session_state.user_id``): messages, summaries and their links, assembly items,
-  state, runs, maintenance events, participants; in other sessions their own messages and
-  runs, and every summary covering one of their messages (and the summaries above it: a
-  summary is text derived from what it covers);
-- **sources** they own (``owner_user_id``), of their private audience, of their sessions,
-  or of a memory they wrote (a team source names no owner: its memory row names the writer);
-- **assertions** of their private audience, and elsewhere those whose supporting evidence is
-  theirs only (or, without evidence, that they own): with their evidence, reviews, conflicts,
-  embeddings, history rows, feedback and outbox jobs. An assertion other people's evidence
-  still supports is KEPT: only the user's evidence leaves it and its ``owner_user_id`` is
-  cleared (re-derived from what remains);
-- **memories** of their private audience, written by them (``user_id``), written from a
-  removed source, projecting a removed assertion or made from a removed summary: with chunks
-  and relations (a team projection of a kept assertion that names them loses the name; a
-  kept assertion whose memory rows all went gets an ``assertion_projection`` outbox job);
-- the **knowledge graph** of their private audience; elsewhere evidence rows and refs that
-  cite removed assertions or memories are withdrawn through ``graph.retract`` (claims and
-  edges left without current support are superseded, newly orphaned entities quarantined);
-- **Dreams** of their private audience (with wiki proposals), consolidation audit rows about
-  removed rows, ``agent_user_profiles``, ``agent_user_preferences``, retrieval feedback and
-  feedback runs, channel memberships, session participation, and their API keys;
-- **events** (``agent_memory_events``) naming them (owner, private audience) or a removed
-  memory, assertion or Dream. The report's own ``user.erased`` event names nobody.
+**delete**
+  - their sessions (owner, or the state names them): turns, summaries, links, assembly,
+    state, runs, maintenance events, participants; their turns and runs in other sessions;
+    every summary covering one of their turns and the summaries above it (derived text);
+  - what maintenance drew from a removed turn (shared facts, flush:
+    ``metadata.sourceMessageId``), whoever's name the row carries (new facts are written as
+    their author: ``sessions/facts.py``);
+  - sources they own, of their audience or sessions, of a removed memory; assertions of
+    their audience or supported only by removed sources (or, without evidence, theirs),
+    with evidence, reviews, conflicts, embeddings, history, feedback and outbox jobs;
+    memories that are private to them, theirs, from a removed source, projecting a removed
+    assertion or a removed summary's, with chunks and relations;
+  - the knowledge graph of their audience; the entity linked to their user record in every
+    audience, with its claims and edges; a claim or edge that only removed rows supported;
+    an entity the withdrawal left unconnected and not active (its label was their words);
+  - Dreams of their audience; wiki drafts (any state) of those or citing a removed row;
+    consolidation audit rows about removed rows;
+  - their profile, preferences, registry row, storage counter, memberships, participation,
+    API keys, retrieval feedback and feedback runs; events naming them or a removed row
+    (the report's own ``user.erased`` event names nobody);
+  - their note or reason on a decision that stays.
 
-Append-only tables (reviews, the consolidation audit) refuse DELETE; migration 0022 lets a
-DELETE through when the transaction-local setting ``memory.erasure`` is on, which only
-:func:`erase_user` sets (erasure is the one sanctioned delete). The report
-(``agent_memory_erasures``) keeps per-table counts and a hash of (instance, user), never
-content or row ids.
+**keep, their part withdrawn**: an assertion other people's evidence still supports (their
+evidence goes, ``owner_user_id`` cleared, projected again); graph refs and evidence citing
+removed rows (``graph.retract``); ``subject_refs.userId`` naming them (the key goes).
+
+**redact**: every other Dream whose ``proposals_json``, ``stats_json``, ``diagnostics`` or
+``error`` cites a removed row, names or quotes them: those items are replaced
+(``redaction.py``); the Dream ids and their Dagster run ids go into the report.
+
+**re-derive**: another user's stored profile listing a removed or withdrawn item
+(``profiles.py``); the assembly of another person's session that held a removed summary
+(what the summary stood for and stays takes its place).
+
+**pseudonymise**: the reviewer of a kept review decision, the decider of a kept wiki
+decision, the resolver of a conflict, whoever added a member or changed a setting.
+
+Append-only tables (reviews, the consolidation audit, the history) refuse UPDATE and
+DELETE; migrations 0022 and 0031 let them through when the transaction-local setting
+``memory.erasure`` is on, which only :func:`erase_user` sets (erasure is the one sanctioned
+change). The report (``agent_memory_erasures``) keeps per-table counts (``removed``) and
+per-rule counts (``updated``: ``table.column`` redacted, pseudonymised, re-derived) and a
+hash of (instance, user), never content or row ids. The report object also carries, for the
+caller's Dagster cleanup after the commit, the removed or redacted Dream ids and their
+Dagster run ids (content-free, in :meth:`ErasureReport.as_dict`) and the partition keys of
+their private Dreams (which hold the user id: never serialised).
 
 Explicit deletes run child tables first, so each count is the rows of that table that
-existed (nothing is left for a cascade to remove uncounted).
+existed (nothing is left for a cascade to remove uncounted). The kept rows' parts are in
+``erasure_kept.py``.
 """
 
 from __future__ import annotations
@@ -54,6 +76,7 @@ from memory_platform.db.units import committed_unit, require_idle
 from memory_platform.errors import InvalidInput
 from memory_platform.graph import retract
 from memory_platform.graph.types import GraphChanges
+from memory_platform.maintenance import erasure_kept as kept
 from memory_platform.projection.outbox import ASSERTION_PROJECTION, enqueue
 from memory_platform.settings import Settings
 
@@ -71,6 +94,15 @@ class ErasureReport:
     subject_hash: str
     removed: dict[str, int] = field(default_factory=dict)
     updated: dict[str, int] = field(default_factory=dict)
+    # For the cleanup of Dagster's storage after the commit (orchestration/): the Dreams
+    # removed or redacted, their Dagster run ids, and the partition keys of the person's
+    # own (private) Dreams. A private partition key holds the user id: it is handed to the
+    # caller, never stored or serialised (as_dict). (The private partition of a person
+    # without a Dream row is derived from the user id by the caller: dreaming.partitions
+    # is above this layer.)
+    dream_ids: list[UUID] = field(default_factory=list)
+    dagster_run_ids: list[str] = field(default_factory=list)
+    partition_keys: list[str] = field(default_factory=list)
 
     @property
     def total_removed(self) -> int:
@@ -79,7 +111,9 @@ class ErasureReport:
     def as_dict(self) -> dict[str, Any]:
         return {"id": str(self.id) if self.id else None, "instanceKey": self.instance_key,
                 "subjectHash": self.subject_hash, "removed": dict(self.removed),
-                "updated": dict(self.updated), "totalRemoved": self.total_removed}
+                "updated": dict(self.updated), "totalRemoved": self.total_removed,
+                "dreamIds": [str(d) for d in self.dream_ids],
+                "dagsterRunIds": list(self.dagster_run_ids)}
 
 
 def subject_hash(instance_key: str, user_id: str) -> str:
@@ -106,7 +140,9 @@ _SETS = ("erase_sessions (session_key text PRIMARY KEY)",
          "erase_dreams (id uuid PRIMARY KEY)",
          "erase_entities (id uuid PRIMARY KEY)",
          "erase_claims (id uuid PRIMARY KEY)",
-         "erase_edges (id uuid PRIMARY KEY)")
+         "erase_edges (id uuid PRIMARY KEY)",
+         # every removed row's id as text: what a JSON document or a ref list cites
+         "erase_refs (id text PRIMARY KEY)")
 
 # Filling the sets (each statement takes %(i)s = instance, %(u)s = user).
 _FILL = [
@@ -136,42 +172,6 @@ _FILL = [
              JOIN hit ON p.child_summary_id = hit.id
             WHERE p.instance_key = %(i)s)
        SELECT id FROM hit""",
-    """INSERT INTO erase_sources
-       SELECT s.id FROM agent_memory_sources s
-        WHERE s.instance_key = %(i)s
-          AND (s.owner_user_id = %(u)s OR (s.audience_kind = 'private' AND s.audience_key = %(u)s)
-               OR s.session_key IN (SELECT session_key FROM erase_sessions)
-               OR EXISTS (SELECT 1 FROM agent_memories m
-                           WHERE m.instance_key = %(i)s AND m.user_id = %(u)s
-                             AND (m.id = s.memory_id OR m.source_id = s.id)))""",
-    # Private assertions; elsewhere those no kept source supports (and, without any
-    # evidence, those they own).
-    """INSERT INTO erase_assertions
-       SELECT a.id FROM agent_memory_assertions a
-        WHERE a.instance_key = %(i)s
-          AND ((a.audience_kind = 'private' AND a.audience_key = %(u)s)
-               OR ((EXISTS (SELECT 1 FROM agent_memory_assertion_evidence e
-                             WHERE e.assertion_id = a.id
-                               AND e.source_id IN (SELECT id FROM erase_sources))
-                    OR a.owner_user_id = %(u)s)
-                   AND NOT EXISTS (SELECT 1 FROM agent_memory_assertion_evidence e
-                                    WHERE e.assertion_id = a.id AND e.stance = 'supports'
-                                      AND e.source_id NOT IN (SELECT id FROM erase_sources))))""",
-    # Memories: private, theirs, from a removed source, of a removed assertion or summary.
-    # A pure projection (no source) of a KEPT assertion stays unless it is private or
-    # user-scoped (it only loses their name, below).
-    """INSERT INTO erase_memories
-       SELECT m.id FROM agent_memories m
-        WHERE m.instance_key = %(i)s
-          AND ((m.visibility_scope = 'private' AND m.audience_key = %(u)s)
-               OR m.source_id IN (SELECT id FROM erase_sources)
-               OR m.assertion_id IN (SELECT id FROM erase_assertions)
-               OR m.id IN (SELECT s.memory_id FROM agent_context_summaries s
-                            WHERE s.id IN (SELECT id FROM erase_summaries)
-                              AND s.memory_id IS NOT NULL)
-               OR (m.user_id = %(u)s
-                   AND NOT (m.source_id IS NULL AND m.assertion_id IS NOT NULL
-                            AND m.memory_scope <> 'user')))""",
     """INSERT INTO erase_dreams
        SELECT id FROM agent_memory_dreams
         WHERE instance_key = %(i)s AND audience_kind = 'private' AND audience_key = %(u)s""",
@@ -184,6 +184,74 @@ _FILL = [
     """INSERT INTO erase_edges
        SELECT id FROM agent_knowledge_edges
         WHERE instance_key = %(i)s AND visibility_scope = 'private' AND audience_key = %(u)s""",
+    # The entity standing for the person (linked to their user record), in every audience,
+    # with the claims and edges about it: its label is their name or id.
+    """INSERT INTO erase_entities
+       SELECT id FROM agent_knowledge_entities
+        WHERE instance_key = %(i)s AND linked_record_id = %(u)s
+          AND linked_record_type IN ('userId', 'user', 'person')
+       ON CONFLICT DO NOTHING""",
+    """INSERT INTO erase_claims
+       SELECT id FROM agent_knowledge_claims
+        WHERE instance_key = %(i)s
+          AND (subject_entity_id IN (SELECT id FROM erase_entities)
+               OR object_entity_id IN (SELECT id FROM erase_entities))
+       ON CONFLICT DO NOTHING""",
+    """INSERT INTO erase_edges
+       SELECT id FROM agent_knowledge_edges
+        WHERE instance_key = %(i)s
+          AND (source_entity_id IN (SELECT id FROM erase_entities)
+               OR target_entity_id IN (SELECT id FROM erase_entities))
+       ON CONFLICT DO NOTHING""",
+]
+
+# Sources, assertions and memories depend on each other (a summary's memory has a source,
+# an assertion only that source supports has a projection memory, ...): filled again until
+# none grows (each statement only adds).
+_FILL_LEDGER = [
+    """INSERT INTO erase_sources
+       SELECT s.id FROM agent_memory_sources s
+        WHERE s.instance_key = %(i)s
+          AND (s.owner_user_id = %(u)s OR (s.audience_kind = 'private' AND s.audience_key = %(u)s)
+               OR s.session_key IN (SELECT session_key FROM erase_sessions)
+               OR EXISTS (SELECT 1 FROM agent_memories m
+                           WHERE m.instance_key = %(i)s AND m.user_id = %(u)s
+                             AND (m.id = s.memory_id OR m.source_id = s.id))
+               OR s.memory_id IN (SELECT id FROM erase_memories))
+       ON CONFLICT DO NOTHING""",
+    # Private assertions; elsewhere those no kept source supports (and, without any
+    # evidence, those they own).
+    """INSERT INTO erase_assertions
+       SELECT a.id FROM agent_memory_assertions a
+        WHERE a.instance_key = %(i)s
+          AND ((a.audience_kind = 'private' AND a.audience_key = %(u)s)
+               OR ((EXISTS (SELECT 1 FROM agent_memory_assertion_evidence e
+                             WHERE e.assertion_id = a.id
+                               AND e.source_id IN (SELECT id FROM erase_sources))
+                    OR a.owner_user_id = %(u)s)
+                   AND NOT EXISTS (SELECT 1 FROM agent_memory_assertion_evidence e
+                                    WHERE e.assertion_id = a.id AND e.stance = 'supports'
+                                      AND e.source_id NOT IN (SELECT id FROM erase_sources))))
+       ON CONFLICT DO NOTHING""",
+    # Memories: private, theirs, from a removed source, of a removed assertion or summary,
+    # drawn from a removed turn (shared facts and the flush name it: sourceMessageId).
+    # A pure projection (no source) of a KEPT assertion stays unless it is private or
+    # user-scoped (it only loses their name, below).
+    """INSERT INTO erase_memories
+       SELECT m.id FROM agent_memories m
+        WHERE m.instance_key = %(i)s
+          AND ((m.visibility_scope = 'private' AND m.audience_key = %(u)s)
+               OR m.source_id IN (SELECT id FROM erase_sources)
+               OR m.assertion_id IN (SELECT id FROM erase_assertions)
+               OR m.id IN (SELECT s.memory_id FROM agent_context_summaries s
+                            WHERE s.id IN (SELECT id FROM erase_summaries)
+                              AND s.memory_id IS NOT NULL)
+               OR (m.metadata ? 'sourceMessageId'
+                   AND m.metadata ->> 'sourceMessageId' IN (SELECT id::text FROM erase_messages))
+               OR (m.user_id = %(u)s
+                   AND NOT (m.source_id IS NULL AND m.assertion_id IS NOT NULL
+                            AND m.memory_scope <> 'user')))
+       ON CONFLICT DO NOTHING""",
 ]
 
 # The ids of every removed ledger, memory and graph row, as text.
@@ -191,6 +259,21 @@ _REMOVED_IDS = sql.SQL(
     "(SELECT id::text FROM erase_assertions UNION ALL SELECT id::text FROM erase_memories"
     " UNION ALL SELECT id::text FROM erase_sources UNION ALL SELECT id::text FROM erase_entities"
     " UNION ALL SELECT id::text FROM erase_claims UNION ALL SELECT id::text FROM erase_edges)")
+
+_FILL_REFS = sql.SQL(
+    "INSERT INTO erase_refs SELECT id FROM {removed} r(id)"
+    " UNION SELECT id::text FROM erase_messages UNION SELECT id::text FROM erase_summaries"
+    " UNION SELECT id::text FROM erase_dreams ON CONFLICT DO NOTHING").format(
+    removed=_REMOVED_IDS)
+
+
+def _cites(column: str) -> sql.Composable:
+    """SQL: the jsonb ``column`` holds, anywhere, a string that is a removed row's id."""
+    return sql.SQL("EXISTS (SELECT 1 FROM jsonb_path_query({},"
+                   " 'strict $.** ? (@.type() == \"string\")') AS v(s)"
+                   " WHERE v.s #>> '{{}}' IN (SELECT id FROM erase_refs))"
+                   ).format(sql.Identifier(column))
+
 
 # (table, DELETE statement), children before parents. Graph evidence returns the items it
 # supported (their entities are checked for orphans afterwards).
@@ -211,10 +294,14 @@ _DELETES: list[tuple[str, sql.Composable | str]] = [
                  WHERE instance_key = %(i)s
                    AND (dream_id IN (SELECT id FROM erase_dreams) OR target_id IN {removed})"""
              ).format(removed=_REMOVED_IDS)),
+    # A wiki draft quotes the statements it cites: one citing a removed row goes, whatever
+    # its state (a Dream proposes again from what remains).
     ("wiki_change_proposals",
-     """DELETE FROM wiki_change_proposals
-         WHERE instance_key = %(i)s AND ((audience_kind = 'private' AND audience_key = %(u)s)
-                                         OR dream_id IN (SELECT id FROM erase_dreams))"""),
+     sql.SQL("""DELETE FROM wiki_change_proposals
+                 WHERE instance_key = %(i)s
+                   AND ((audience_kind = 'private' AND audience_key = %(u)s)
+                        OR dream_id IN (SELECT id FROM erase_dreams) OR {} OR {})"""
+             ).format(_cites("assertion_refs"), _cites("evidence_refs"))),
     ("agent_knowledge_claim_embeddings",
      """DELETE FROM agent_knowledge_claim_embeddings
          WHERE instance_key = %(i)s AND claim_id IN (SELECT id FROM erase_claims)"""),
@@ -371,17 +458,7 @@ _SCRUB: list[tuple[str, sql.Composable | str]] = [
              ).format(table=sql.Identifier(table)))
     for table in ("agent_memory_assertions", "agent_memories", "agent_knowledge_entities",
                   "agent_knowledge_claims", "agent_knowledge_edges")]
-# A shared entity standing for the person (linked to their user record) is quarantined and
-# unlinked: it named them.
-_SCRUB.append((
-    "agent_knowledge_entities.unlinked",
-    """UPDATE agent_knowledge_entities
-          SET status = CASE WHEN status = 'active' THEN 'quarantined' ELSE status END,
-              linked_record_type = NULL, linked_record_id = NULL,
-              metadata = metadata || jsonb_build_object('quarantinedAt', now(),
-                                                        'reason', 'erased_person')
-        WHERE instance_key = %(i)s AND linked_record_id = %(u)s
-          AND linked_record_type IN ('user', 'person')"""))
+
 
 
 def erase_user(conn: psycopg.Connection, settings: Settings, instance_key: str,
@@ -390,8 +467,7 @@ def erase_user(conn: psycopg.Connection, settings: Settings, instance_key: str,
     docstring) and answer the report, also stored in ``agent_memory_erasures``.
     Self-committing: call it on a connection outside a transaction. Erasing a user with no
     rows is not an error: the report counts nothing. ``settings`` is taken for the calling
-    convention of maintenance work (nothing is tunable yet)."""
-    del settings
+    convention of maintenance work (profiles are re-derived with it)."""
     instance_key = checked_id(instance_key, "instance")
     user_id = checked_id(user_id, "user")
     requested_by = requested_by[:MAX_ID_CHARS] if requested_by else ""
@@ -408,6 +484,13 @@ def erase_user(conn: psycopg.Connection, settings: Settings, instance_key: str,
             conn.execute(f"CREATE TEMP TABLE {definition} ON COMMIT DROP")
         for statement in _FILL:
             conn.execute(statement, params)
+        _fill_ledger(conn, params)
+        conn.execute(_FILL_REFS)
+        erased = kept.erased_of(conn, params)
+        dreams = kept.dream_candidates(conn, params)
+        places = kept.summary_places(conn, params)
+        (report.dream_ids, report.dagster_run_ids,
+         report.partition_keys) = kept.erased_dream_runs(conn)
         # Memories without an assertion: their graph refs leave by memory id (refs of removed
         # assertions leave through retraction; those of kept assertions stay supported).
         memory_ids = [r[0] for r in conn.execute(
@@ -430,21 +513,43 @@ def erase_user(conn: psycopg.Connection, settings: Settings, instance_key: str,
         for table, statement in _DELETES:
             report.removed[table] = conn.execute(statement, params).rowcount
 
+        report.updated["agent_context_items.restored"] = kept.restore_assemblies(
+            conn, params, places)
         report.updated["agent_memory_ingestion_outbox.enqueued"] = _reproject(
             conn, instance_key, reproject, uuid4())
         citing = {table: [r[0] for r in conn.execute(
             sql.SQL(_CITING).format(table=sql.Identifier(table)), params).fetchall()]
             for table in ("agent_knowledge_claims", "agent_knowledge_edges")}
+        husks = touched_items | {r[0] for r in conn.execute(
+            _CITED_ENTITIES, {"i": instance_key, "claims": citing["agent_knowledge_claims"],
+                              "edges": citing["agent_knowledge_edges"]}).fetchall()}
         changes = _withdraw_graph_support(conn, instance_key, assertion_ids, memory_ids,
                                           touched_items)
         # Deletion really deletes: a claim or edge that only the person's statements
-        # supported is gone with them, not kept superseded with their words in it.
+        # supported is gone with them, not kept superseded with their words in it; so is
+        # an entity left unconnected (its label was their words).
         for table, ids in citing.items():
             report.removed[table] = report.removed.get(table, 0) + (conn.execute(
                 sql.SQL(_UNSUPPORTED_DELETE).format(table=sql.Identifier(table)),
                 {"i": instance_key, "ids": ids}).rowcount if ids else 0)
+        report.removed["agent_knowledge_entities"] += kept.delete_graph_husks(
+            conn, instance_key, husks)
         for column, statement in _SCRUB:
             report.updated[column] = conn.execute(statement, params).rowcount
+        redacted, runs, items = kept.redact_dreams(conn, instance_key, dreams, erased)
+        report.updated["agent_memory_dreams.redacted"] = len(redacted)
+        report.updated["agent_memory_dreams.items_redacted"] = items
+        report.dream_ids += redacted
+        report.dagster_run_ids = sorted(set(report.dagster_run_ids) | set(runs))
+        for column, count in kept.pseudonymise(
+                conn, params, kept.pseudonym(instance_key, user_id)).items():
+            report.updated[f"{column}.pseudonymised"] = count
+        report.updated["agent_user_profiles.rederived"] = kept.rederive_profiles(
+            conn, settings, params)
+        # Last: deleting their rows above wrote their storage counter (0030) once more.
+        report.removed["agent_storage_usage"] = conn.execute(
+            "DELETE FROM agent_storage_usage WHERE instance_key = %(i)s AND user_id = %(u)s",
+            params).rowcount
         report.updated["graph.refs_removed"] = changes.refs_removed
         report.updated["agent_knowledge_claims.superseded"] = changes.claims_retracted
         report.updated["agent_knowledge_edges.superseded"] = changes.edges_retracted
@@ -458,6 +563,21 @@ def erase_user(conn: psycopg.Connection, settings: Settings, instance_key: str,
              Jsonb(report.updated), report.total_removed, started)).fetchone()[0]
     return report
 
+
+def _fill_ledger(conn: psycopg.Connection, params: dict[str, str]) -> None:
+    """Fill the source, assertion and memory sets until none grows (bounded: each round
+    adds rows or ends the loop)."""
+    while sum(conn.execute(statement, params).rowcount for statement in _FILL_LEDGER):
+        pass
+
+
+# The entities that claims and edges citing removed rows connect (husk candidates).
+_CITED_ENTITIES = """
+    SELECT unnest(ARRAY[subject_entity_id, object_entity_id]) FROM agent_knowledge_claims
+     WHERE instance_key = %(i)s AND id = ANY(%(claims)s::uuid[])
+    UNION SELECT unnest(ARRAY[source_entity_id, target_entity_id]) FROM agent_knowledge_edges
+     WHERE instance_key = %(i)s AND id = ANY(%(edges)s::uuid[])
+"""
 
 # Claims/edges citing a removed assertion or memory (before the refs are withdrawn).
 _CITING = """

@@ -33,6 +33,11 @@ agent key or ``X-Memory-Writer: agent``) has no human statements at all: every f
 ``assistant_inference``. A fact marked private, or said after a "privately / only for me /
 nur für mich / privat" cue, stays private to its author; an assistant's statement in a run
 whose person asked for privacy is private too.
+
+Who said it also decides whose a fact is: a fact drawn from a person's turn is written as
+that person (the turn's author), in the run's conversation, even in another user's session
+(:func:`author_context`): their sharing choice picks its audience and erasing them removes
+it.
 """
 
 from __future__ import annotations
@@ -41,13 +46,13 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from memory_platform.access import history_visibility
+from memory_platform.access import AccessContext, history_visibility
 from memory_platform.dreaming.extractive import classify, cut_at_word, skip_reason, split_sentences
 from memory_platform.dreaming.grounding import text_support, unsafe_instruction
 from memory_platform.embeddings.base import EmbeddingProvider
@@ -594,18 +599,32 @@ def fact_model(settings: Settings, model: SessionModel | None = None) -> Session
     return session_model(settings, timeout_seconds=settings.session_facts_timeout_seconds)
 
 
+def author_context(run: SessionRun, item: TurnItem) -> AccessContext:
+    """The context a fact drawn from ``item`` is written in: the run's conversation (session,
+    room, channel) with the item's author as the user. What a person said in someone else's
+    session is theirs: written under the run's user it would escape the author's own
+    sharing choice and their erasure (security review of 7c85f33, finding 3). An item
+    without an author (an assistant turn, a user-less channel turn) keeps the run's user."""
+    ctx = run.access()
+    if item.role == "user" and item.user_id and item.user_id != ctx.user_id:
+        return replace(ctx, user_id=item.user_id)
+    return ctx
+
+
 def store_fact(conn: psycopg.Connection, settings: Settings, run: SessionRun, fact: Fact, *,
                source_type: str, memory_class: str, metadata: dict[str, Any],
                embedder: EmbeddingProvider | None = None) -> StoredMemory | str:
-    """Write one fact through the one write path, in the context its run was said in (the
-    sharing rules choose the audience; a repeat only touches ``updated_at``). Answers the
-    stored memory, or why the write path refused it (the others go on)."""
-    if fact.private and not run.user_id:
+    """Write one fact through the one write path, in the context its run was said in and
+    as its author (:func:`author_context`; the sharing rules choose the audience, the
+    author's own choice included; a repeat only touches ``updated_at``). Answers the stored
+    memory, or why the write path refused it (the others go on)."""
+    ctx = author_context(run, fact.item)
+    if fact.private and not ctx.user_id:
         return "private_without_user"  # nobody to keep it private for: not written at all
     write = MemoryWrite(content=fact.text, source_type=source_type, memory_class=memory_class,
                         explicit_private=fact.private, assertion_type=fact.assertion_type,
                         trust_class=fact.trust_class, metadata=metadata)
     try:
-        return store_memory(conn, settings, run.access(), write, embedder=embedder)
+        return store_memory(conn, settings, ctx, write, embedder=embedder)
     except (InvalidInput, AccessDenied) as exc:
         return exc.code
