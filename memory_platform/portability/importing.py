@@ -268,7 +268,7 @@ class _Batch:
         self.group.append((line_no, item))
 
     def _line(self, line_no: int, raw: bytes) -> None:
-        record = parse_line(line_no, raw)
+        record = parse_line(line_no, raw, None)   # its depth was checked by the first pass
         name = record["kind"]
         if name == FOOTER:
             return

@@ -81,8 +81,9 @@ def read_lines(handle: IO[bytes], max_line_bytes: int = MAX_LINE_BYTES
         yield number, raw
 
 
-def parse_line(number: int, raw: bytes, max_depth: int = MAX_DEPTH) -> Any:
-    """One line as JSON, nested at most ``max_depth`` levels; DamagedFile otherwise."""
+def parse_line(number: int, raw: bytes, max_depth: int | None = MAX_DEPTH) -> Any:
+    """One line as JSON, nested at most ``max_depth`` levels (None: a line the first pass
+    checked; only the parser's own limit); DamagedFile otherwise."""
     try:
         value = json.loads(raw)
     except RecursionError:
@@ -94,7 +95,7 @@ def parse_line(number: int, raw: bytes, max_depth: int = MAX_DEPTH) -> Any:
     except ValueError as exc:   # JSONDecodeError, UnicodeDecodeError
         raise DamagedFile(f"line {number} is not valid JSON ({exc}): the file is damaged "
                           "(nothing was imported)") from None
-    if _depth_exceeds(value, max_depth):
+    if max_depth is not None and _depth_exceeds(value, max_depth):
         raise DamagedFile(f"line {number} is nested more than {max_depth} levels deep: "
                           "refused (nothing was imported)")
     return value
