@@ -287,33 +287,15 @@ def _setting(name: str, value: int | None) -> int:
     return value if value is not None else Settings.model_fields[name].default
 
 
-def grep(conn: psycopg.Connection, ctx: AccessContext, pattern: str, *,
-         all_sessions: bool = False, roles: Sequence[str] | None = None, limit: int = 20,
-         before: str | None = None, scan_cap: int | None = None,
-         max_sessions: int | None = None) -> GrepPage:
-    """Messages and summaries whose content contains ``pattern`` (case-insensitive,
-    literally), newest first (by write time, then position), that ``ctx`` may read: in the
-    current session, or in every session the caller takes part in or wrote in
-    (``all_sessions``; :func:`readable_sessions`). ``roles`` keeps messages of those roles
-    only (summaries have no role: then none). ``before``: the ``next_before`` cursor of the
-    previous page.
-
-    Bounded work: the sessions are resolved first and the match runs only inside them (the
-    trigram indexes are led by instance and session, migration 0027), with the history rule
-    in the same statement; at most ``scan_cap`` matches (setting ``session_grep_scan_cap``)
-    of each kind are read and ordered, and a pattern matching more is refused
-    (``pattern_too_broad``) rather than answered out of order."""
-    chosen_roles = _check_grep(ctx, pattern, all_sessions, roles, limit)
-    cap = _setting("session_grep_scan_cap", scan_cap)
-    cursor = _decode_cursor(before) if before else None
-    sessions = readable_sessions(
-        conn, ctx, max_sessions=_setting("session_grep_max_sessions", max_sessions)) \
-        if all_sessions else [ctx.session_key]
-    if not sessions:
-        return GrepPage(hits=[], next_before=None)
+def grep_statement(ctx: AccessContext, pattern: str, sessions: list[str], *,
+                   all_sessions: bool, roles: list[str] | None, limit: int,
+                   cursor: tuple[datetime, int, UUID] | None,
+                   scan_cap: int) -> tuple[sql.Composed, dict[str, Any]]:
+    """The one statement of a grep page inside ``sessions`` (apart so that its plan can be
+    examined: tests and ``bench/session_grep.py``)."""
     params: dict[str, Any] = {"instance": ctx.instance_key, "sessions": sessions,
-                              "like": like_pattern(pattern), "roles": chosen_roles,
-                              "limit": limit + 1, "cap": cap + 1}
+                              "like": like_pattern(pattern), "roles": roles,
+                              "limit": limit + 1, "cap": scan_cap + 1}
     if cursor:
         params.update({"c_at": cursor[0], "c_seq": cursor[1], "c_id": cursor[2]})
 
@@ -342,7 +324,7 @@ def grep(conn: psycopg.Connection, ctx: AccessContext, pattern: str, *,
           ORDER BY created_at DESC, sort_seq DESC, id DESC
           LIMIT %(limit)s)""").format(
         m_sort=m_sort, m_where=part("m", _MESSAGES, m_sort),
-        m_roles=sql.SQL("AND m.role = ANY(%(roles)s)") if chosen_roles else sql.SQL(""))
+        m_roles=sql.SQL("AND m.role = ANY(%(roles)s)") if roles else sql.SQL(""))
     summary_part = sql.SQL("""
         (SELECT *, count(*) OVER () AS matched FROM
           (SELECT 'summary' AS kind, s.id, s.session_key, s.first_seq, s.last_seq,
@@ -353,11 +335,41 @@ def grep(conn: psycopg.Connection, ctx: AccessContext, pattern: str, *,
             LIMIT %(cap)s) capped
           ORDER BY created_at DESC, sort_seq DESC, id DESC
           LIMIT %(limit)s)""").format(s_sort=s_sort, s_where=part("s", _SUMMARIES, s_sort))
-    parts = [message_part] if chosen_roles else [message_part, summary_part]
+    parts = [message_part] if roles else [message_part, summary_part]
     statement = sql.SQL("SELECT *, max(matched) OVER () FROM ({}) hits"
                         " ORDER BY created_at DESC, sort_seq DESC, id DESC LIMIT %(limit)s") \
         .format(sql.SQL(" UNION ALL ").join(parts))
-    rows = conn.execute(parameter_safe(statement), params).fetchall()
+    return parameter_safe(statement), params
+
+
+def grep(conn: psycopg.Connection, ctx: AccessContext, pattern: str, *,
+         all_sessions: bool = False, roles: Sequence[str] | None = None, limit: int = 20,
+         before: str | None = None, scan_cap: int | None = None,
+         max_sessions: int | None = None) -> GrepPage:
+    """Messages and summaries whose content contains ``pattern`` (case-insensitive,
+    literally), newest first (by write time, then position), that ``ctx`` may read: in the
+    current session, or in every session the caller takes part in or wrote in
+    (``all_sessions``; :func:`readable_sessions`). ``roles`` keeps messages of those roles
+    only (summaries have no role: then none). ``before``: the ``next_before`` cursor of the
+    previous page.
+
+    Bounded work: the sessions are resolved first and the match runs only inside them (the
+    trigram indexes are led by instance and session, migration 0027), with the history rule
+    in the same statement; at most ``scan_cap`` matches (setting ``session_grep_scan_cap``)
+    of each kind are read and ordered, and a pattern matching more is refused
+    (``pattern_too_broad``) rather than answered out of order."""
+    chosen_roles = _check_grep(ctx, pattern, all_sessions, roles, limit)
+    cap = _setting("session_grep_scan_cap", scan_cap)
+    cursor = _decode_cursor(before) if before else None
+    sessions = readable_sessions(
+        conn, ctx, max_sessions=_setting("session_grep_max_sessions", max_sessions)) \
+        if all_sessions else [ctx.session_key]
+    if not sessions:
+        return GrepPage(hits=[], next_before=None)
+    statement, params = grep_statement(ctx, pattern, sessions, all_sessions=all_sessions,
+                                       roles=chosen_roles, limit=limit, cursor=cursor,
+                                       scan_cap=cap)
+    rows = conn.execute(statement, params).fetchall()
     if rows and rows[0][12] > cap:
         raise InvalidInput(f"more than {cap} items match {pattern!r}: name a session or use a "
                            "longer pattern", code="pattern_too_broad",

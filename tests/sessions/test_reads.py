@@ -11,6 +11,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from memory_platform.access import AccessContext
 from memory_platform.errors import InvalidInput, NotFound
@@ -21,6 +22,7 @@ from memory_platform.sessions.reads import (
     describe,
     expand,
     grep,
+    grep_statement,
     like_pattern,
     snippet,
 )
@@ -315,3 +317,60 @@ def test_expand_lists_only_the_visible_raw_items(db, settings, instance):
     add_session_participant(db, instance, "room-2", "alice")
     assert [m.id for m in expand(db, ctx_of(instance, session=None), summary).messages] == \
         mine + theirs
+
+
+# --- bounded grep (review of 7c85f33, finding 7) --------------------------------------------
+def _plan_nodes(node: dict) -> list[dict]:
+    return [node, *(n for child in node.get("Plans", []) for n in _plan_nodes(child))]
+
+
+def test_f7_a_caller_with_no_visible_session_reads_no_other_tenants_rows(db, settings,
+                                                                         instance):
+    """Before, grep matched the pattern over every instance's trigram candidates and applied
+    the history rule after: a caller who could read nothing rechecked thousands of foreign
+    rows. Now the sessions are resolved first and the match runs only inside them."""
+    db.execute(
+        "INSERT INTO agent_context_messages (instance_key, session_key, user_id, seq, role,"
+        " content)"
+        " SELECT t.instance, 's-' || (g / 20), 'user-' || (g / 20), g, 'user',"
+        "        'the class assessment passed ' || repeat('filler text ', 40) || g"
+        "   FROM generate_series(1, 3000) g,"
+        "        (VALUES (%s), ('another-instance')) AS t(instance)", (instance,))
+    db.execute("ANALYZE agent_context_messages")
+    mallory = ctx_of(instance, user="mallory", session="web:unused")
+    statement, params = grep_statement(mallory, "assessment", ["web:unused"],
+                                       all_sessions=False, roles=None, limit=20, cursor=None,
+                                       scan_cap=2000)
+    [[plan]] = db.execute(sql.SQL("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ") + statement,
+                          params).fetchone()
+    nodes = _plan_nodes(plan["Plan"])
+    scans = [n for n in nodes if n.get("Relation Name") == "agent_context_messages"]
+    assert scans and all(n["Actual Rows"] == 0 for n in scans)
+    assert sum(n.get("Rows Removed by Index Recheck", 0) + n.get("Rows Removed by Filter", 0)
+               for n in nodes) == 0
+    assert plan["Plan"].get("Shared Hit Blocks", 0) + \
+        plan["Plan"].get("Shared Read Blocks", 0) < 100  # 6,000 rows: ~1,000 heap pages
+    # Across sessions, a caller with none reads nothing at all; its own session is searched.
+    assert grep(db, ctx_of(instance, user="mallory", session=None), "assessment",
+                all_sessions=True).hits == []
+    [mine] = put(db, settings, ctx_of(instance, user="mallory", session="web:m"),
+                 "my assessment notes")
+    assert grep_ids(db, ctx_of(instance, user="mallory", session=None), "assessment",
+                    all_sessions=True) == [mine]
+
+
+def test_f7_a_pattern_matching_more_than_the_scan_cap_is_refused(db, settings, instance):
+    ctx = ctx_of(instance)
+    for n in range(12):
+        put(db, settings, ctx, f"standup note {n}")
+    assert len(grep_ids(db, ctx, "standup", scan_cap=12, limit=5)) == 5
+    with pytest.raises(InvalidInput) as refused:
+        grep(db, ctx, "standup", scan_cap=11)
+    assert refused.value.code == "pattern_too_broad"
+    assert grep_ids(db, ctx_of(instance, session=None), "standup", all_sessions=True,
+                    max_sessions=1)
+    put(db, settings, ctx_of(instance, session="s-alice-other"), "standup elsewhere")
+    with pytest.raises(InvalidInput) as refused:
+        grep(db, ctx_of(instance, session=None), "standup", all_sessions=True,
+             max_sessions=1)
+    assert refused.value.code == "too_many_sessions"
