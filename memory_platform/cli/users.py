@@ -124,4 +124,8 @@ def users_erase(user_id: str, instance: str | None, as_json: bool, yes: bool,
     for column, count in sorted(report["updated"].items()):
         if count:
             click.echo(f"  {column}: {count} updated")
+    if report.get("dreamIds"):
+        click.echo(f"  Dreams removed or redacted: {', '.join(report['dreamIds'])}")
+    if report.get("dagsterRunIds"):
+        click.echo(f"  their Dagster runs: {', '.join(report['dagsterRunIds'])}")
     click.echo(describe(report["dagster"]))

@@ -4,13 +4,14 @@ diagnostics): the pure part of erasure's ``redact`` rule (``erasure.py``).
 A Dream row is the audit of one run over a whole audience: it must stay for the others'
 sake, but its JSON quotes its inputs (proposal texts and excerpts, the graph's new claims,
 consolidation pairs with both texts, rejected proposals, diagnostics). An *item* (a JSON
-object) is the person's when one of its own values names a removed row (a string equal to
-a removed id, directly or in a list), names the person (contains their user id), or quotes
-them (a string of at least :data:`MIN_QUOTE_CHARS` that occurs in one of their removed texts,
-or contains one). Such an item is replaced by ``{"redacted": "erasure"}`` as a whole: its
-other fields (scores, reasons, the ids of kept rows) describe the same statement. A bare
-string in a list is replaced by ``"[erased]"`` under the same test. Everything else, the
-other people's items and every count, stays as it was.
+object below the document's root) is the person's when one of its own values names a
+removed row (a string equal to a removed id, or a list of ids holding one), names the
+person (contains their user id), or quotes them (a string of at least
+:data:`MIN_QUOTE_CHARS` that occurs in one of their removed texts, or contains one). Such an
+item is replaced by ``{"redacted": "erasure"}`` as a whole: its other fields (scores,
+reasons, the ids of kept rows) describe the same statement. Any other string, the root's
+own included, is replaced by ``"[erased]"`` under the same test. Everything else, the other
+people's items and every count, stays as it was.
 
 A key that names the person (a per-user count) is dropped with its value. Texts are
 compared exactly, without normalisation: a Dream quotes verbatim (excerpts are verbatim by
@@ -19,7 +20,6 @@ contract); a paraphrase is not detected by its text, it is by the removed row's 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,36 +51,41 @@ class Erased:
         return value in self._joined or any(text in value for text in self.texts)
 
 
-def _own_values(item: dict[str, Any]) -> Iterable[str]:
+def _cites(item: dict[str, Any], erased: Erased) -> bool:
+    """Whether one of the item's own values names the person: a string value, or a removed
+    row's id in a list of ids."""
     for value in item.values():
-        if isinstance(value, str):
-            yield value
-        elif isinstance(value, list):
-            yield from (v for v in value if isinstance(v, str))
+        if isinstance(value, str) and erased.names(value):
+            return True
+        if isinstance(value, list) and any(isinstance(v, str) and v in erased.ids
+                                           for v in value):
+            return True
+    return False
 
 
 def redact(document: Any, erased: Erased) -> tuple[Any, int]:
     """``document`` with the person's items replaced (module docstring), and how many items
-    and strings were replaced. The input is not changed."""
+    and strings were replaced. The document itself (the root) is never replaced whole: its
+    own strings are, one by one. The input is not changed."""
+    return _redact(document, erased, root=True)
+
+
+def _redact(document: Any, erased: Erased, *, root: bool = False) -> tuple[Any, int]:
     if isinstance(document, dict):
-        if any(erased.names(v) for v in _own_values(document)):
+        if not root and _cites(document, erased):
             return dict(REDACTED_ITEM), 1
         out, count = {}, 0
         for key, value in document.items():
             if erased.names(key):
                 count += 1
                 continue
-            out[key], n = redact(value, erased)
+            out[key], n = _redact(value, erased)
             count += n
         return out, count
     if isinstance(document, list):
         items, count = [], 0
         for value in document:
-            if isinstance(value, str) and erased.names(value):
-                items.append(REDACTED_TEXT)
-                count += 1
-                continue
-            value, n = redact(value, erased)
+            value, n = _redact(value, erased)
             items.append(value)
             count += n
         return items, count
