@@ -15,8 +15,10 @@ session at all. Then, side by side in one run:
    ``EXPLAIN (ANALYZE, BUFFERS)`` of each: rows rechecked, buffers, time.
 2. **Another user's search under 6 parallel greps**: bob's ``GET /api/v1/memory`` p50/p95
    through the API (a subprocess, hash embeddings) with no load, while 6 threads run the old
-   statement in a loop on their own connections (before), and while 6 threads run mallory's
-   ``GET /api/v1/sessions/grep?allSessions=true`` through the API (after).
+   statement in a loop on their own connections (before), while 6 threads run the new
+   ``grep`` the same way (after, like for like), and while 6 threads run mallory's
+   ``GET /api/v1/sessions/grep?allSessions=true`` through the API (after, end to end: these
+   also compete for the API's one worker).
 
 Prints the numbers and writes bench/results/session_grep.json (timings are indicative: the
 machine may be shared).
@@ -45,7 +47,7 @@ from bench.load.server import ApiServer
 from memory_platform import apikeys
 from memory_platform.access import AccessContext, history_visibility
 from memory_platform.retrieval.statements import parameter_safe
-from memory_platform.sessions.reads import grep_statement, like_pattern
+from memory_platform.sessions.reads import grep, grep_statement, like_pattern
 
 INSTANCE, FOREIGN = "default", "other-tenant"
 PATTERN = "ass"
@@ -268,8 +270,19 @@ def main() -> None:
             "p50_ms": round(statistics.median(api_times), 2),
             "p95_ms": round(percentile(api_times, 95) or 0, 2),
             "note": "no session to read: no match statement runs"}
-        load["after_6_greps"] = under_load(base, bob_h, args.seconds, api_worker)
-        print("after, 6 greps:", load["after_6_greps"], flush=True)
+        def sql_worker(stop: threading.Event, times: list[float]) -> None:
+            """The new grep on its own connection, as the old worker ran the old statement:
+            like for like (the API worker above also competes for the API's one worker)."""
+            with psycopg.connect(url, autocommit=True) as conn:
+                while not stop.is_set():
+                    t0 = time.perf_counter()
+                    grep(conn, across, PATTERN, all_sessions=True)
+                    times.append((time.perf_counter() - t0) * 1000)
+
+        load["after_6_greps_sql"] = under_load(base, bob_h, args.seconds, sql_worker)
+        print("after, 6 greps (direct, like the old):", load["after_6_greps_sql"], flush=True)
+        load["after_6_greps_api"] = under_load(base, bob_h, args.seconds, api_worker)
+        print("after, 6 greps through the API:", load["after_6_greps_api"], flush=True)
         result["search_under_grep_load"] = load
     for name, figures in result["one_grep"].items():
         print(f"{name:28} {figures}")
