@@ -61,7 +61,9 @@ def erased_of(conn: psycopg.Connection, params: dict[str, str]) -> Erased:
 
 # Dreams of other audiences that read the person's rows (their audiences), or whose JSON
 # cites a removed row or names the person anywhere (a consolidation sweep is recorded on
-# the Dream of another partition).
+# the Dream of another partition). No time bound: the graph and consolidation steps write
+# to a Dream's row after it finished. Cost (measured): 2,000 Dreams of one audience with
+# 33 MB of JSON make an erasure take 7 s.
 _DREAMS = """
     SELECT d.id FROM agent_memory_dreams d
      WHERE d.instance_key = %(i)s AND d.id NOT IN (SELECT id FROM erase_dreams)

@@ -109,8 +109,11 @@ def _plant(client: TestClient, conn: psycopg.Connection, settings: Settings,
                  f"The {MARK} team must always run the smoke tests before a release.",
                  "The Nord office closes at six on Fridays."):
         _write(client, erin, text, visibility="team")
-    _write(client, runtime, f"The {MARK} wiki always lives in the handbook repository.",
-           visibility="workspace", context={"userId": ERIN})
+    workspace = _write(client, erin, f"The {MARK} wiki always lives in the handbook "
+                       "repository.", visibility="workspace")
+    if workspace["assertionStatus"] != "active":     # a workspace fact waits for review
+        _ok(client.post(f"/api/v1/review/assertions/{workspace['assertionId']}/decision",
+                        headers=bob, json={"decision": "approve"}))
     _write(client, erin, f"We decided the {MARK} alerts go to the ops channel.", **channel)
     # Bob's own, the same ways
     _write(client, bob, f"Bob keeps the {BOB_MARK} receipts in the red folder.",
@@ -233,9 +236,9 @@ def test_an_erased_person_is_in_no_column_of_any_table(client, conn, api_setting
     assert find_text(conn, ERIN) == []
     # the report says what was done, content-free: counts, the Dreams redacted, their runs
     assert MARK not in str(report) and ERIN not in str(report)
-    assert report["updated"]["agent_memory_dreams.redacted"] >= 2
-    assert set(report["dagsterRunIds"]) >= {DAGSTER_RUNS["team"], DAGSTER_RUNS["channel"]}
-    assert len(report["dreamIds"]) >= 2
+    assert report["updated"]["agent_memory_dreams.redacted"] == 3
+    assert sorted(report["dagsterRunIds"]) == sorted(DAGSTER_RUNS.values())
+    assert len(report["dreamIds"]) == 3
     assert report["updated"]["agent_memory_assertion_reviews.reviewer_id.pseudonymised"] == 1
     assert report["removed"]["wiki_change_proposals"] >= 1
     # Bob's data all stays, and is found
