@@ -1,4 +1,7 @@
-"""The secret detector (finding F7): every true secret of the corpus is found with its kind,
+"""The secret detector (finding F7, and finding 6 of the review of 7c85f33: the credential
+and prose corpora of tests/secrets_corpus; bench/secret_detectors.py measures the same
+corpora against detect-secrets, and the worst case on 100,000 adversarial characters):
+every true secret of the corpus is found with its kind,
 also with invisible characters inside the token; no ordinary German or English prose of the
 project's fixtures is taken for one; matching stays linear on adversarial input.
 
@@ -19,7 +22,13 @@ import pytest
 
 from memory_platform.demo import SESSIONS
 from memory_platform.errors import CredentialDetected
-from memory_platform.secrets import find_secret, refuse_secret, visible_form
+from memory_platform.secrets import (
+    assignment_text,
+    find_secret,
+    refuse_secret,
+    visible_form,
+)
+from tests.secrets_corpus import credentials, prose
 
 ROOT = Path(__file__).resolve().parents[1]
 _rng = random.Random(12)
@@ -182,6 +191,38 @@ def _fixture_prose() -> list[tuple[str, str]]:
     return texts
 
 
+CORPUS_CREDENTIALS = credentials()
+CORPUS_PROSE = prose()
+
+
+@pytest.mark.parametrize(("form", "text"), CORPUS_CREDENTIALS,
+                         ids=[form for form, _ in CORPUS_CREDENTIALS])
+def test_finding_6_every_credential_form_of_the_corpus_is_found(form, text):
+    """tests/secrets_corpus/credentials.jsonl; the review's forms (JSON ``"password":``,
+    connection strings, ``curl -u``, ``mysql -p``, German "heißt"/"wie immer", URL query
+    labels, an unlabelled AWS secret, SSH2 key blocks, look-alike letters) failed on
+    7c85f33 (25 of 84 were stored)."""
+    assert find_secret(text) is not None, form
+
+
+def test_finding_6_no_sentence_of_the_prose_corpus_is_taken_for_a_secret():
+    """tests/secrets_corpus/prose_*.txt: 321 ordinary sentences, many about passwords."""
+    assert len(CORPUS_PROSE) >= 300
+    assert [(find_secret(text), text) for text in CORPUS_PROSE if find_secret(text)] == []
+
+
+@pytest.mark.parametrize(("key", "value", "found"), [
+    ("password", "correcthorse", True),          # an assignment: any value
+    ("note", "password: hunter22", True),        # a sentence holding one
+    ("token", "abc123xyz", True),
+    ("secret", "surprise party", False),         # a phrase, not a value
+    ("apiKeyId", "550e8400-e29b-41d4-a716-446655440000", False),
+    ("owner", "anna", False),
+])
+def test_a_key_and_its_value_are_read_as_an_assignment(key, value, found):
+    assert (find_secret(assignment_text(key, value)) is not None) is found
+
+
 @pytest.mark.parametrize(("kind", "text"), TRUE_SECRETS)
 def test_f7_every_true_secret_is_found_with_its_kind(kind, text):
     assert find_secret(text) == kind
@@ -227,7 +268,9 @@ def test_refusal_names_field_and_kind_never_the_secret():
 ADVERSARIAL = [
     "a.", "eyJ", "sk-", "PASSWORD_", "password ", "a://", "a://x:", "mpk_0", "Bearer ",
     "Zugangsdaten: a/", "-----BEGIN ", "key is ", "1234567890:AA", "A_", "x" * 63 + " ",
-    "pin 1", "\u200b", "ä", "a-",
+    "pin 1", "\u200b", "ä", "a-", "password=", '"password":', "---- BEGIN ", "PIN der ",
+    "Kennwort für den ", "wie immer ", "-u a:", "--password ", "mysql -p", "&token=",
+    "Ab1/", "A" * 39 + " ", "р",
 ]
 
 

@@ -13,6 +13,7 @@ import json
 import click
 
 from memory_platform.cli.common import platform_connection
+from memory_platform.errors import InvalidInput
 from memory_platform.settings import get_settings
 
 AUTOMATIC = "auto"
@@ -37,7 +38,7 @@ def settings_set(name: str, value: str, instance: str | None) -> None:
     try:
         with platform_connection(settings) as conn:
             stored = set_dreaming_model(conn, key, "" if value == AUTOMATIC else value)
-    except ValueError as exc:
+    except (ValueError, InvalidInput) as exc:
         raise click.BadParameter(str(exc), param_hint="VALUE") from exc
     click.echo(f"{key}: maintenance-model = {stored or '(automatic)'}")
 

@@ -10,14 +10,17 @@ graph extraction resolve their model on top of these.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from typing import Any
 
 import psycopg
 
+from memory_platform.errors import InvalidInput
 from memory_platform.llm.base import ModelError
 from memory_platform.llm.openai_compatible import OpenAICompatibleModel
+from memory_platform.secrets import refuse_secret
 from memory_platform.settings import Settings
 
 # The offline deterministic maintenance model (Dreaming, sessions, graph extraction): only ever
@@ -72,11 +75,33 @@ def read_dreaming_model(conn: psycopg.Connection, settings: Settings, instance_k
     return value
 
 
+# A model reference as providers spell them: "gpt-4o-mini", "openai/gpt-4o",
+# "llama3.1:8b", "claude-3-5-sonnet@20240620", "models/gemini-1.5-pro".
+_MODEL_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]*")
+
+
+def checked_model_name(value: str | None) -> str:
+    """The model reference to persist ('' = automatic), or InvalidInput: the shape of a
+    model name (letters, digits and ``._:/@+-``, at most MAX_MODEL_CHARS), never a secret
+    (a settings value is stored and shown like memory: a pasted API key stays out)."""
+    try:
+        name = normalise_model_name(value)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), details={"field": "model"}) from None
+    if name and not _MODEL_SHAPE.fullmatch(name):
+        raise InvalidInput("model must be a model name: letters, digits and . _ : / @ + -, "
+                           "starting with a letter or digit", details={"field": "model"})
+    refuse_secret(name, field="model")
+    return name
+
+
 def set_dreaming_model(conn: psycopg.Connection, instance_key: str,
                        model_or_empty: str | None) -> str:
     """Persist the instance's Dreaming model ('' or None = automatic); returns the stored
-    value. This process sees it at once; other processes within ``settings_cache_seconds``."""
-    value = normalise_model_name(model_or_empty)
+    value. This process sees it at once; other processes within ``settings_cache_seconds``.
+    A value that is not a model name, or holds a secret, is refused (InvalidInput,
+    CredentialDetected) before anything is stored."""
+    value = checked_model_name(model_or_empty)
     conn.execute(
         "INSERT INTO app_settings (instance_key, key, value) VALUES (%s, %s, %s) "
         "ON CONFLICT (instance_key, key) DO UPDATE SET value = EXCLUDED.value",

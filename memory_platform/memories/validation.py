@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memory_platform.errors import InvalidInput
-from memory_platform.secrets import find_secret, refuse_secret
+from memory_platform.secrets import assignment_text, find_secret, refuse_secret
 
 # Control characters (Cc) and lone surrogates (Cs), except tab and line breaks: what no
 # stored text holds (PostgreSQL refuses NUL; the rest corrupts what an agent reads back).
@@ -136,15 +136,16 @@ def clean_title(title: object) -> str | None:
 
 def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
     """(field, text) of every string in a JSON value. A key comes first, named by its
-    parent's path (a key may be the secret); a string value comes as ``key: value``, so that
-    ``{"password": "Hunter22!"}`` reads like the sentence it is."""
+    parent's path (a key may be the secret); a string value comes with its key as the JSON
+    pair (``secrets.assignment_text``), so ``{"password": "correcthorse"}`` is read as the
+    assignment it is."""
     if isinstance(value, str):
         yield path, value
     elif isinstance(value, Mapping):
         for key, item in value.items():
             yield f"{path} (a key)", str(key)
             if isinstance(item, str):
-                yield f"{path}.{key}", f"{key}: {item}"
+                yield f"{path}.{key}", assignment_text(str(key), item)
             else:
                 yield from _strings(item, f"{path}.{key}")
     elif isinstance(value, list | tuple):

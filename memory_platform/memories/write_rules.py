@@ -18,7 +18,7 @@ from memory_platform.errors import InvalidInput
 from memory_platform.ledger import assertions as ledger
 from memory_platform.memories.chunking import Chunk
 from memory_platform.memories.validation import clean_content
-from memory_platform.secrets import refuse_secret
+from memory_platform.secrets import assignment_text, refuse_secret
 from memory_platform.text import canonical_json
 
 SOURCE_TYPES = ("prompt_file", "summary", "fact", "manual", "dream", "flush")
@@ -60,7 +60,7 @@ def clean_subject_refs(refs: object) -> dict[str, str]:
             raise InvalidInput(f"subject_refs.{key} must be a string or number",
                                details={"field": f"subject_refs.{key}"})
         text = clean_content(str(value), max_chars=_MAX_REF_VALUE, field=f"subject_refs.{key}")
-        refuse_secret(f"{key}: {text}", field=f"subject_refs.{key}")
+        refuse_secret(assignment_text(key, text), field=f"subject_refs.{key}")
         cleaned[key] = text
     return cleaned
 
