@@ -65,7 +65,6 @@ tried only when its literal hint occurs in the text.
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
@@ -356,10 +355,12 @@ def find_secret(text: str) -> str | None:
 
 
 def assignment_text(key: str, value: str) -> str:
-    """A key and its string value as the detector reads them: the JSON pair
-    ``{"key": "value"}``, so ``{"password": "correcthorse"}`` is an assignment (any value
-    counts) and ``{"note": "password: hunter22"}`` still reads as the sentence it holds."""
-    return json.dumps({key: value}, ensure_ascii=False)
+    """A key and its string value as the detector reads them: ``"key": "value"`` (not
+    escaped: a JSON text inside the value stays readable), so ``{"password":
+    "correcthorse"}`` is an assignment (any value counts) and ``{"note": "password:
+    hunter22"}`` still reads as the sentence it holds."""
+    return f'"{key}": "{value}"'
+
 
 
 def _article(kind: str) -> str:

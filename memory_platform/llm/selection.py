@@ -84,14 +84,12 @@ def checked_model_name(value: str | None) -> str:
     """The model reference to persist ('' = automatic), or InvalidInput: the shape of a
     model name (letters, digits and ``._:/@+-``, at most MAX_MODEL_CHARS), never a secret
     (a settings value is stored and shown like memory: a pasted API key stays out)."""
-    try:
-        name = normalise_model_name(value)
-    except ValueError as exc:
-        raise InvalidInput(str(exc), details={"field": "model"}) from None
-    if name and not _MODEL_SHAPE.fullmatch(name):
-        raise InvalidInput("model must be a model name: letters, digits and . _ : / @ + -, "
-                           "starting with a letter or digit", details={"field": "model"})
-    refuse_secret(name, field="model")
+    name = (value or "").strip()
+    refuse_secret(name, field="model")          # first: no message below echoes a secret
+    if len(name) > MAX_MODEL_CHARS or (name and not _MODEL_SHAPE.fullmatch(name)):
+        raise InvalidInput(f"model must be a model name of at most {MAX_MODEL_CHARS} "
+                           "characters: letters, digits and . _ : / @ + -, starting with a "
+                           "letter or digit", details={"field": "model"})
     return name
 
 
