@@ -17,6 +17,7 @@ from memory_platform.dreaming.model import (
     resolve_model_name,
     set_dreaming_model,
 )
+from memory_platform.errors import InvalidInput
 from memory_platform.llm.base import ModelError
 from memory_platform.llm.openai_compatible import OpenAICompatibleModel
 from tests.conftest import create_database, drop_database
@@ -90,7 +91,7 @@ def test_the_cache_is_per_database(conn, server_url, template_database):
 
 @pytest.mark.parametrize("bad", ["two words", "tab\tmodel", "x" * 201, "ctl\x00"])
 def test_invalid_model_references_are_rejected(conn, bad):
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidInput):          # a stored settings value: a clear 400
         set_dreaming_model(conn, INSTANCE, bad)
     with pytest.raises(ValueError):
         resolve_model_name(conn, make_settings(), INSTANCE, bad)
