@@ -12,22 +12,18 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 
-from api.app import create_app
 from memory_platform.settings import Settings
 from tests.api.conftest import (  # noqa: F401  (fixtures shared with the API tests)
     api_settings,
     database_url,
     make_key,
 )
+from tests.support.live_server import LiveServer
 
 # Chromium flags for a closed network: no background traffic, no first-run work, no sandbox
 # (the tests may run as root).
@@ -43,40 +39,6 @@ def chromium_path() -> str | None:
         if candidate and Path(candidate).is_file():
             return candidate
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class LiveServer:
-    """uvicorn serving ``create_app(settings)`` in a thread of this process."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.port = _free_port()
-        config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=self.port,
-                                log_level="warning", lifespan="on")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> LiveServer:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the API did not start for the browser test")
-            time.sleep(0.05)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=15)
 
 
 @pytest.fixture

@@ -17,7 +17,8 @@ import httpx
 import pytest
 
 from tests.api.conftest import READ, WRITE, key_maker, make_settings, row_counts
-from tests.faults.live import LiveServer, closed_by_peer, open_request, read_answer
+from tests.faults.live import closed_by_peer, open_request, read_answer
+from tests.support.live_server import LiveServer
 
 POOL = 2                                   # the in-flight cap is twice this: 4
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
