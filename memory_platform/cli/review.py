@@ -10,6 +10,7 @@ from uuid import UUID
 import click
 
 from memory_platform.cli.common import platform_connection
+from memory_platform.review.people import OPERATOR
 from memory_platform.settings import get_settings
 
 _INSTANCE = click.option("--instance", default=None,
@@ -78,7 +79,7 @@ def decide(assertion_id: UUID, decision, successor, reason_code, note, instance,
     settings = get_settings()
     result = _run(lambda conn: decide_assertion(
         conn, settings, _ctx(instance, reviewer), assertion_id, decision,
-        reason_code=reason_code, successor_id=successor, note=note))
+        reason_code=reason_code, successor_id=successor, note=note, key_kind=OPERATOR))
     _echo(result.as_json())
 
 
@@ -98,7 +99,7 @@ def bulk(decision, assertion_type, audience, origin, limit, reason_code, instanc
     settings = get_settings()
     result = _run(lambda conn: decide_pending(
         conn, settings, _ctx(instance, reviewer), decision, assertion_type=assertion_type,
-        audience=audience, origin=origin, limit=limit, reason_code=reason_code))
+        audience=audience, origin=origin, limit=limit, reason_code=reason_code, key_kind=OPERATOR))
     _echo(result.as_json())
 
 
@@ -116,7 +117,8 @@ def resolve(conflict_id, action, keep_id, instance, reviewer):
 
     settings = get_settings()
     result = _run(lambda conn: resolve_conflict(conn, settings, _ctx(instance, reviewer),
-                                                conflict_id, action, keep_id=keep_id))
+                                                conflict_id, action, keep_id=keep_id,
+                                                key_kind=OPERATOR))
     _echo(result.as_json())
 
 
@@ -131,5 +133,5 @@ def wiki(proposal_id, decision, reason, instance, reviewer):
     from memory_platform.review.decisions import decide_wiki_draft
 
     result = _run(lambda conn: decide_wiki_draft(conn, _ctx(instance, reviewer), proposal_id,
-                                                 decision, reason=reason))
+                                                 decision, reason=reason, key_kind=OPERATOR))
     _echo(result.as_json())

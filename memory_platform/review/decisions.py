@@ -46,7 +46,7 @@ from memory_platform.db.units import commit_if_idle, committed_unit, require_idl
 from memory_platform.errors import AccessDenied, Conflict, InvalidInput, NotFound
 from memory_platform.projection.outbox import ASSERTION_PROJECTION, process_outbox
 from memory_platform.review import queues
-from memory_platform.review.people import OPERATOR, is_person
+from memory_platform.review.people import is_person
 from memory_platform.secrets import refuse_secret_fields
 from memory_platform.settings import Settings
 
@@ -180,7 +180,7 @@ def _decide_one(conn: psycopg.Connection, settings: Settings, ctx: AccessContext
 def decide_assertion(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
                      assertion_id: UUID, decision: str, *, reason_code: str | None = None,
                      successor_id: UUID | None = None, note: str | None = None,
-                     project: bool = True, key_kind: str = OPERATOR) -> Decided:
+                     project: bool = True, key_kind: str) -> Decided:
     """A person's ``approve``, ``reject`` or ``supersede`` (by ``successor_id``, with a
     reason) of one assertion ``ctx`` may see (NotFound otherwise). Conflict when a
     supersede is refused (another audience, a superseded successor); AccessDenied
@@ -210,7 +210,7 @@ def decide_pending(conn: psycopg.Connection, settings: Settings, ctx: AccessCont
                    audience: str | None = None, origin: str | None = None,
                    ids: list[UUID] | None = None, limit: int = BULK_LIMIT,
                    reason_code: str | None = None, note: str | None = None,
-                   key_kind: str = OPERATOR) -> Decided:
+                   key_kind: str) -> Decided:
     """Bulk ``approve`` or ``reject`` of the pending assertions of a filtered queue (the
     filters of :func:`queues.pending_assertions`, optionally narrowed to ``ids``), at most
     ``limit`` (<= :data:`BULK_LIMIT`) of them, oldest first, in one committed unit; then
@@ -246,7 +246,7 @@ def decide_pending(conn: psycopg.Connection, settings: Settings, ctx: AccessCont
 
 def resolve(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
             conflict_id: UUID, action: str, *, keep_id: UUID | None = None,
-            project: bool = True, key_kind: str = OPERATOR) -> Decided:
+            project: bool = True, key_kind: str) -> Decided:
     """A person resolves an open conflict ``ctx`` may see (NotFound otherwise):
 
     * ``keep_one``: ``keep_id`` stays, the other is superseded by it;
@@ -295,7 +295,7 @@ def resolve(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
 
 def decide_wiki_draft(conn: psycopg.Connection, ctx: AccessContext, proposal_id: UUID,
                       decision: str, *, reason: str | None = None,
-                      key_kind: str = OPERATOR) -> Decided:
+                      key_kind: str) -> Decided:
     """A person approves or rejects a Wiki draft ``ctx`` may see (NotFound otherwise;
     Conflict when it is no longer a draft). ``decided_by`` is the reviewer; nothing is
     published here."""

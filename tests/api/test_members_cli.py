@@ -83,7 +83,11 @@ def test_sessions_add_and_list(cli, api_settings, make_key):
             return client.get("/api/v1/memory", headers=headers,
                               params={"query": "x", "sessionKey": "web:alice"})
 
-        assert search(alice).status_code == 200          # claimed by alice
+        # A read claims nothing; alice's first append makes the session hers.
+        assert search(alice).status_code == 200 and search(bob).status_code == 200
+        appended = client.post("/api/v1/sessions/web:alice/items", headers=alice,
+                               json={"items": [{"role": "user", "content": "Hello there"}]})
+        assert appended.status_code == 201, appended.text
         assert_error(search(bob), 403, "foreign_session")
         assert "now takes part" in cli("sessions", "add", "--session", "web:alice",
                                        "--user", "bob").output

@@ -147,7 +147,7 @@ ENUMERATED_COLUMNS: dict[str, tuple[str, ...]] = {
     "agent_context_messages": ("role",),
     "agent_context_summaries": ("kind", "produced_by"),
     "agent_context_items": ("item_kind",),
-    "agent_session_participants": ("role",),
+    "agent_session_participants": ("role", "via"),
     "agent_session_runs": ("status", "shared_facts"),
     "agent_session_maintenance_events": ("operation", "outcome"),
 }

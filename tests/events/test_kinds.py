@@ -66,11 +66,11 @@ def test_review_decisions(db, settings, instance):
     wrong = pending(db, settings, instance, "The release train never leaves.")
     assert kinds(db, instance) == []                 # candidates are no state change yet
 
-    decisions.decide_assertion(db, settings, ada, kept, "approve")
-    decisions.decide_assertion(db, settings, ada, old, "approve")
+    decisions.decide_assertion(db, settings, ada, kept, "approve", key_kind="user")
+    decisions.decide_assertion(db, settings, ada, old, "approve", key_kind="user")
     decisions.decide_assertion(db, settings, ada, old, "supersede", successor_id=kept,
-                               reason_code="schedule_changed")
-    decisions.decide_assertion(db, settings, ada, wrong, "reject")
+                               reason_code="schedule_changed", key_kind="user")
+    decisions.decide_assertion(db, settings, ada, wrong, "reject", key_kind="user")
 
     # (an approved assertion is also projected: a memory.written of its projection row)
     assert kinds(db, instance, "assertion.", assertion_id=kept) == ["assertion.activated"]

@@ -70,9 +70,9 @@ def _populate(conn, settings: Settings) -> None:
     embedder = get_provider(settings)
     seed_demo(conn, settings, instance_key=INSTANCE, embedder=embedder)
     decide_pending(conn, settings, AccessContext(INSTANCE, user_id="anna"), "approve",
-                   limit=3, reason_code="checked")
+                   limit=3, reason_code="checked", key_kind="user")
     decide_pending(conn, settings, AccessContext(INSTANCE, user_id="anna"), "reject",
-                   limit=1, reason_code="wrong")
+                   limit=1, reason_code="wrong", key_kind="user")
     append_items(conn, settings, AccessContext(INSTANCE, user_id="dora",
                                                session_key="port-session"),
                  [TurnItem("user", "Please remember that my invoices go out as PDF."),

@@ -17,7 +17,7 @@ import pytest
 from memory_platform.access import AccessContext
 from memory_platform.context import context_get, context_search
 from memory_platform.errors import NotFound
-from memory_platform.membership import add_session_participant, claim_session
+from memory_platform.membership import add_session_participant, join_session
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.settings import Settings
 from tests.support.settings import hash_embedding_settings
@@ -70,7 +70,7 @@ QUERY = "salary negotiation target"
 
 def test_f1_another_users_session_stays_private_even_when_its_key_is_named(db, config,
                                                                           instance):
-    claim_session(db, instance, "web:bob", "bob")
+    join_session(db, instance, "web:bob", "bob", runtime=False)
     message = _message(db, instance, "web:bob", "bob", "Bob private: salary negotiation target")
     summary = _summary(db, instance, "web:bob", "bob", "Bob discussed his salary negotiation")
     eve = AccessContext(instance, user_id="eve", session_key="web:bob")

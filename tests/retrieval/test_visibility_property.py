@@ -18,9 +18,10 @@ memory", the lossless context's "Cross-session visibility") and the trust model
 (docs/security.md), without calling access.py, trust.py or membership.py:
 
 * a user key acts as its user; it may name a channel thread or room only where the user is a
-  member, and a session only where the user takes part; a session nobody uses yet (no
-  participant, no history of anyone else) becomes the user's; anything else is refused;
-* a runtime key's claims are taken as given; naming a session records the acting user;
+  member, and a session only where the user takes part or one nobody uses yet (no
+  participant, no history of anyone else); anything else is refused; naming a session
+  records nothing (only an append does, which no request here makes);
+* a runtime key's claims are taken as given;
 * workspace rows: everyone in the instance;
 * private rows: only the authenticated user who wrote them;
 * team rows: any team-access context (user, group room, channel thread, channel type); the
@@ -224,20 +225,13 @@ class World:
             i.instance == instance and i.session == session and i.user != user
             for i in self.items)
 
-    def claim(self, instance: int, session: str, user: str, *, trusted: bool) -> bool:
-        taking_part = self.participants.setdefault((instance, session), {})
-        if user in taking_part:
-            return True
-        if not self.used_by_others(instance, session, user):
-            taking_part[user] = "owner"
-            return True
-        if trusted:
-            taking_part[user] = "participant"
-            return True
-        return False
+    def may_name(self, instance: int, session: str, user: str, *, trusted: bool) -> bool:
+        """Whether a request may name the session; naming it records nothing."""
+        return (trusted or user in self.participants.get((instance, session), {})
+                or not self.used_by_others(instance, session, user))
 
     def resolve(self, request: Request, number: int) -> Who | type[Exception]:
-        """The context a request gets, or the error it must raise (recording claims)."""
+        """The context a request gets, or the error it must raise."""
         if request.runtime:
             user = request.user
         else:
@@ -248,8 +242,8 @@ class World:
                 if channel and (request.instance, channel, user) not in self.members:
                     return AccessDenied
         session = session_key(request.session, number)
-        if session and user and not self.claim(request.instance, session, user,
-                                               trusted=request.runtime):
+        if session and user and not self.may_name(request.instance, session, user,
+                                                  trusted=request.runtime):
             return AccessDenied
         return Who(request.instance, user, session, request.room, request.thread,
                    request.channel_type)

@@ -70,7 +70,8 @@ def test_approving_a_pending_workspace_fact_makes_it_recallable_at_once(db, sett
     [evidence] = item["evidence"]
     assert evidence["excerpt"] == FACT and evidence["trustClass"] == "human_direct"
 
-    result = decisions.decide_assertion(db, settings, ada(instance), fact, "approve")
+    result = decisions.decide_assertion(db, settings, ada(instance), fact, "approve",
+                                        key_kind="user")
     assert result.decided == [str(fact)] and result.projected >= 1
     assert FACT in found(db, settings, instance, query)
     assert reviews(db, fact)[-1] == ("approve", "human", "ada")
@@ -88,12 +89,13 @@ def test_a_reviewer_never_sees_or_decides_another_audience(db, settings, instanc
     before = reviews(db, bobs)
     for decision in ("approve", "reject"):
         with pytest.raises(NotFound):
-            decisions.decide_assertion(db, settings, ada(instance), bobs, decision)
+            decisions.decide_assertion(db, settings, ada(instance), bobs, decision, key_kind="user")
     mine = pending(db, settings, instance, "Ada's laptop is the grey one.")
     with pytest.raises(NotFound):     # nor as a successor
         decisions.decide_assertion(db, settings, ada(instance), mine, "supersede",
-                                   successor_id=bobs, reason_code="replaced")
-    bulk = decisions.decide_pending(db, settings, ada(instance), "approve", ids=[bobs, mine])
+                                   successor_id=bobs, reason_code="replaced", key_kind="user")
+    bulk = decisions.decide_pending(db, settings, ada(instance), "approve", ids=[bobs, mine],
+                                    key_kind="user")
     assert bulk.decided == [str(mine)]
     assert reviews(db, bobs) == before
     assert db.execute("SELECT status FROM agent_memory_assertions WHERE id = %s",
@@ -106,7 +108,7 @@ def test_bulk_decisions_over_a_filtered_queue(db, settings, instance):
     preference = pending(db, settings, instance, "The team prefers short stand-ups.",
                          kind="preference")
     result = decisions.decide_pending(db, settings, ada(instance), "reject",
-                                      assertion_type="fact", limit=2)
+                                      assertion_type="fact", limit=2, key_kind="user")
     assert result.decided == [str(f) for f in facts[:2]]
     rest = {i["id"] for i in queues.pending_assertions(db, ada(instance))[0]}
     assert str(facts[2]) in rest and str(preference) in rest
@@ -124,9 +126,10 @@ def test_bulk_decisions_over_a_filtered_queue(db, settings, instance):
 def test_supersede_with_a_successor_and_reason(db, settings, instance):
     old = pending(db, settings, instance, "The release train leaves on Mondays.")
     new = pending(db, settings, instance, "The release train leaves on Wednesdays.")
-    decisions.decide_assertion(db, settings, ada(instance), new, "approve")
+    decisions.decide_assertion(db, settings, ada(instance), new, "approve", key_kind="user")
     result = decisions.decide_assertion(db, settings, ada(instance), old, "supersede",
-                                        successor_id=new, reason_code="schedule_changed")
+                                        successor_id=new, reason_code="schedule_changed",
+                                        key_kind="user")
     assert result.decided == [str(old)]
     assert db.execute("SELECT status, superseded_by FROM agent_memory_assertions"
                       " WHERE id = %s", (old,)).fetchone() == ("superseded", new)
@@ -144,11 +147,12 @@ def test_a_conflict_resolved_by_a_person_is_not_reopened(db, settings, instance,
 
     # bob's view of a team conflict is the same; a private one of another user is hidden
     decisions.resolve(db, settings, ada(instance), uuid.UUID(item["id"]), "keep_one",
-                      keep_id=new)
+                      keep_id=new, key_kind="user")
     assert slot_state(db, old) == ("superseded", new)
     assert open_conflicts(db, instance) == []
     with pytest.raises(Conflict):
-        decisions.resolve(db, settings, ada(instance), uuid.UUID(item["id"]), "keep_both")
+        decisions.resolve(db, settings, ada(instance), uuid.UUID(item["id"]), "keep_both",
+                          key_kind="user")
 
     before = everything(db, instance)
     script(openai_server, ("contradiction", old))
@@ -164,7 +168,8 @@ def test_keeping_both_sides_is_never_reopened_by_consolidation(db, settings, ins
     script(openai_server, ("contradiction", old))
     resolve_slots(db, settings, team, judge(settings, openai_server))
     [item], _ = queues.open_conflicts(db, ada(instance))
-    decisions.resolve(db, settings, ada(instance), uuid.UUID(item["id"]), "keep_both")
+    decisions.resolve(db, settings, ada(instance), uuid.UUID(item["id"]), "keep_both",
+                      key_kind="user")
     assert open_conflicts(db, instance) == []
 
     before = everything(db, instance)
@@ -187,10 +192,10 @@ def test_a_private_conflict_is_hidden_from_other_reviewers(db, settings, instanc
                                            reason="test")
     assert queues.open_conflicts(db, ada(instance))[0] == []
     with pytest.raises(NotFound):
-        decisions.resolve(db, settings, ada(instance), conflict, "keep_both")
+        decisions.resolve(db, settings, ada(instance), conflict, "keep_both", key_kind="user")
     bobs = AccessContext(instance, user_id="bob")
     assert [i["id"] for i in queues.open_conflicts(db, bobs)[0]] == [str(conflict)]
-    decisions.resolve(db, settings, bobs, conflict, "keep_both")
+    decisions.resolve(db, settings, bobs, conflict, "keep_both", key_kind="user")
     assert reviews(db, one)[-1] == ("approve", "human", "bob")
 
 
@@ -208,11 +213,12 @@ def test_wiki_drafts_approve_and_reject(db, settings, instance):
     db.commit()
     listed = {i["id"] for i in queues.wiki_drafts(db, ada(instance))[0]}
     assert {str(team), str(other)} <= listed and str(private) not in listed
-    decisions.decide_wiki_draft(db, ada(instance), team, "approve")
-    decisions.decide_wiki_draft(db, ada(instance), other, "reject", reason="outdated")
+    decisions.decide_wiki_draft(db, ada(instance), team, "approve", key_kind="user")
+    decisions.decide_wiki_draft(db, ada(instance), other, "reject", reason="outdated",
+                                key_kind="user")
     assert db.execute("SELECT state, decided_by FROM wiki_change_proposals WHERE id = %s",
                       (team,)).fetchone() == ("approved", "ada")
     with pytest.raises(NotFound):
-        decisions.decide_wiki_draft(db, ada(instance), private, "approve")
+        decisions.decide_wiki_draft(db, ada(instance), private, "approve", key_kind="user")
     with pytest.raises(Conflict):
-        decisions.decide_wiki_draft(db, ada(instance), team, "reject")
+        decisions.decide_wiki_draft(db, ada(instance), team, "reject", key_kind="user")
