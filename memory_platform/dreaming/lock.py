@@ -12,10 +12,9 @@ from contextlib import contextmanager
 
 import psycopg
 
+from memory_platform.db.locks import DREAMING_LOCK as LOCK_NAME
 from memory_platform.db.units import commit_if_idle, rollback_if_open
 from memory_platform.errors import DreamLocked
-
-LOCK_NAME = "memory-platform:dreaming"
 
 
 @contextmanager

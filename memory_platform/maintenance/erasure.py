@@ -72,8 +72,9 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from memory_platform.db.locks import try_dreaming_lock_for_transaction
 from memory_platform.db.units import committed_unit, require_idle
-from memory_platform.errors import InvalidInput
+from memory_platform.errors import DreamLocked, InvalidInput
 from memory_platform.graph import retract
 from memory_platform.graph.types import GraphChanges
 from memory_platform.maintenance import erasure_kept as kept
@@ -475,6 +476,10 @@ def erase_user(conn: psycopg.Connection, settings: Settings, instance_key: str,
     report = ErasureReport(None, instance_key, subject_hash(instance_key, user_id))
     params = {"i": instance_key, "u": user_id}
     with committed_unit(conn):
+        if not try_dreaming_lock_for_transaction(conn):
+            raise DreamLocked("a Dream is running (the Dreaming advisory lock is held): it may "
+                              "be reading this person's memories; nothing was erased, erase "
+                              "again when it has finished")
         started = conn.execute("SELECT clock_timestamp()").fetchone()[0]
         conn.execute("SELECT set_config('memory.erasure', 'on', true)")
         # The store's lock of every graph partition touched below: the private one, then

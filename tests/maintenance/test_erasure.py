@@ -21,7 +21,8 @@ from memory_platform.access import AccessContext
 from memory_platform.cli.users import users
 from memory_platform.consolidation.history import assertions_as_of
 from memory_platform.context import context_search
-from memory_platform.errors import InvalidInput, NotFound
+from memory_platform.dreaming.lock import dream_lock
+from memory_platform.errors import DreamLocked, InvalidInput, NotFound
 from memory_platform.graph.search import knowledge_search
 from memory_platform.maintenance.erasure import erase_user, subject_hash
 from memory_platform.membership import add_channel_member, add_session_participant
@@ -260,6 +261,20 @@ def test_bad_input_and_an_open_transaction_are_refused(db, settings, instance):
     with db.transaction(), pytest.raises(RuntimeError, match="outside a transaction"):
         erase_user(db, settings, instance, ADA)
 
+
+
+def test_an_erasure_waits_for_no_dream_and_changes_nothing_while_one_runs(
+        db, settings, instance, module_database_url):
+    """A Dream that read the person's memories could write their words into its row after the
+    erasure committed: while the Dreaming lock is held the erasure is refused whole."""
+    populate(db, settings, instance)
+    before = fingerprint(db, instance)
+    with psycopg.connect(module_database_url, autocommit=True) as dreaming, \
+            dream_lock(dreaming):
+        with pytest.raises(DreamLocked, match="nothing was erased"):
+            erase_user(db, settings, instance, ADA)
+        assert fingerprint(db, instance) == before
+    assert erase_user(db, settings, instance, ADA).total_removed > 0
 
 def test_the_cli_erases_and_prints_the_report(db, settings, instance, module_database_url,
                                               monkeypatch):
