@@ -143,12 +143,23 @@ class Settings(BaseSettings):
         0.7, ge=0.0, le=1.0, description="Most score a conversation turn that says little "
         "loses (few words, or a question: 'Which one?', 'Haha, really?'): such turns resemble "
         "every question about their speaker and are hardly ever the answer.")
+    retrieval_turn_neighbour_vector_weight: float = Field(
+        0.0, ge=0.0, le=1.0, description="Share of a conversation turn's similarity taken "
+        "with the vectors of the turns before and after it added to its own (0: off); the "
+        "turns around each candidate turn then join the candidates (docs/retrieval-locomo.md).")
+    retrieval_turn_speaker_prior: float = Field(
+        0.0, ge=0.0, le=1.0, description="How much more a conversation turn counts in the "
+        "order when the question names its speaker ('Caroline: ...' asked 'What did "
+        "Caroline ...?'); 0: off.")
     retrieval_keyword_idf: bool = Field(
         True, description="Weigh each question word's keyword rank by its rarity.")
     retrieval_exact_scan_max: int = Field(
         1000, ge=0, description="Visible chunks (assertions) up to which memory (assertion) "
         "search scans exactly instead of walking the HNSW index."
     )
+    retrieval_vector_extra_candidates: int = Field(
+        2, ge=0, le=200, description="Vector candidates a search takes beyond its limit "
+        "(at least 8 in all): each is HNSW work (docs/benchmarks.md).")
     retrieval_hnsw_ef_search: int = Field(40, ge=10, le=1000)
     retrieval_keyword_common_share: float = Field(
         0.05, gt=0.0, le=1.0,

@@ -29,6 +29,7 @@ and stays prepared. docs/architecture.md
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
@@ -65,7 +66,7 @@ from memory_platform.retrieval.planner import bounded_count, gate, planner_setti
 from memory_platform.retrieval.question import QueryVector, embed_question, vector_of
 from memory_platform.retrieval.stamping import RetrievalStamper
 from memory_platform.retrieval.statements import Numbered, ShapeCache
-from memory_platform.retrieval.terms import query_terms, tsquery
+from memory_platform.retrieval.terms import query_terms, tsquery, words
 from memory_platform.settings import Settings
 
 SUBJECT_BOOST_PER_MATCH, SUBJECT_BOOST_MAX = 0.1, 1.3
@@ -116,6 +117,10 @@ class _Shape:
     scan_cap: int
     exact_max: int
     criteria: Hashable | None = None  # the criteria's shape (retrieval/criteria.py)
+    # Conversation turns: the turns around each candidate turn join the candidates, and
+    # each turn's similarity is also taken with its neighbours' vectors added to its own
+    # (settings.retrieval_turn_neighbour_vector_weight > 0; needs a query vector).
+    neighbours: bool = False
 
 
 _STATEMENTS = ShapeCache()
@@ -301,6 +306,9 @@ def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
     if shape.key is not None:
         vector_score = sql.SQL("CASE WHEN c.embedding_key = {key} THEN 1 - {d} END").format(
             key=sql.Literal(shape.key), d=_vector_expr(shape.dims))
+    around_score, around_join = sql.SQL("NULL::float8"), sql.SQL("")
+    if shape.neighbours and shape.key is not None:
+        around_score, around_join = _around(shape.key, shape.dims)
     keyword_score = _keyword_rank("c", "terms") if shape.scored_terms else sql.SQL("0::real")
     candidates = sql.SQL(" UNION ").join(sql.SQL("({})").format(arm) for arm in arms)
     visible = sql.SQL("{}{}{}").format(
@@ -308,25 +316,83 @@ def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
         sql.SQL(" AND {}").format(memory_condition(criteria, "m")) if criteria else sql.SQL(""))
     queries = [_term_queries(role) for role, used in (("generating", shape.keyword_arm),
                                                       ("terms", shape.scored_terms)) if used]
+    expanded, neighbours = sql.SQL(""), shape.neighbours and shape.key is not None
+    if neighbours:
+        candidates = sql.SQL("SELECT id FROM ({}) found").format(candidates)
+        expanded = sql.SQL(", expanded AS MATERIALIZED ({})").format(_NEIGHBOURS_JOIN)
     return sql.SQL("""
         WITH {queries}visible_count AS MATERIALIZED ({visible_count}),
-             candidates AS MATERIALIZED ({candidates})
+             {candidates_name} AS MATERIALIZED ({candidates}){expanded}
         SELECT c.id, c.memory_id, c.content, {vector_score} AS vector_score,
                {keyword_score} AS keyword_score, m.visibility_scope, m.audience_key,
                m.memory_scope, m.source_type, m.subject_refs::text, m.assertion_id,
                (c.metadata -> 'embedding')::text, m.created_at, m.occurred_at,
                m.previous_memory_id, c.context IS NOT NULL, length(c.content_tsv),
                coalesce(a.injected_count, 0), coalesce(a.cited_count, 0),
-               coalesce(a.corrected_count, 0)
-          FROM candidates
+               coalesce(a.corrected_count, 0), {around_score} AS around_score
+          FROM {source} candidates
           JOIN agent_memory_chunks c ON c.id = candidates.id
           JOIN agent_memories m ON m.instance_key = c.instance_key AND m.id = c.memory_id
-          {join}
+          {join}{around_join}
          WHERE {visible}
     """).format(queries=sql.SQL("").join(sql.SQL("{}, ").format(q) for q in queries),
                 visible_count=visible_count, candidates=candidates,
                 vector_score=vector_score, keyword_score=keyword_score, join=ASSERTION_JOIN,
-                visible=visible)
+                visible=visible, around_score=around_score, around_join=around_join,
+                candidates_name=sql.Identifier("found" if neighbours else "candidates"),
+                expanded=expanded,
+                source=sql.Identifier("expanded" if neighbours else "candidates"))
+
+
+# The first chunk of the turn before / after the turn of chunk ``k`` (a turn's first chunk
+# carries its context; migration 0017 indexes the look-up of the turn after by
+# previous_memory_id). Only recallable chunks: a deleted or hidden turn lends nothing.
+_TURN_BEFORE = """
+    SELECT nc.id, nc.embedding, nc.embedding_key FROM agent_memories km
+      JOIN agent_memory_chunks nc ON nc.instance_key = km.instance_key
+                                 AND nc.memory_id = km.previous_memory_id
+                                 AND nc.chunk_index = 0 AND nc.recallable
+     WHERE km.instance_key = {k}.instance_key AND km.id = {k}.memory_id
+       AND km.previous_memory_id IS NOT NULL"""
+_TURN_AFTER = """
+    SELECT nc.id, nc.embedding, nc.embedding_key FROM agent_memories nm
+      JOIN agent_memory_chunks nc ON nc.instance_key = nm.instance_key AND nc.memory_id = nm.id
+                                 AND nc.chunk_index = 0 AND nc.recallable
+     WHERE nm.instance_key = {k}.instance_key AND nm.previous_memory_id = {k}.memory_id"""
+
+
+def _neighbour_rows(alias: str) -> sql.Composable:
+    """The turns before and after the turn of chunk ``alias`` (id, embedding)."""
+    k = sql.Identifier(alias)
+    return sql.SQL("({} UNION ALL {})").format(sql.SQL(_TURN_BEFORE).format(k=k),
+                                              sql.SQL(_TURN_AFTER).format(k=k))
+
+
+# The arms' candidates (CTE ``found``) and, for each candidate turn, the turns before and
+# after it (an answer whose question matched; a statement whose reply did). The statement's
+# last part applies the full recall rule to them as to every candidate.
+_NEIGHBOURS_JOIN = sql.SQL("""
+        SELECT found.id FROM found
+        UNION
+        SELECT around.id FROM found
+          JOIN agent_memory_chunks k ON k.id = found.id AND k.context IS NOT NULL
+          CROSS JOIN LATERAL {rows} around
+    """).format(rows=_neighbour_rows("k"))
+
+
+def _around(key: str, dims: int) -> tuple[sql.Composable, sql.Composable]:
+    """A turn's similarity to the question with the vectors of the turns before and after
+    it added to its own (the direction of the three turns together), and its join."""
+    join = sql.SQL("""
+          LEFT JOIN LATERAL (
+              SELECT sum(n.embedding::vector({d})) AS vectors
+                FROM {rows} n WHERE n.embedding_key = {key}
+          ) around ON c.context IS NOT NULL AND c.embedding_key = {key}""").format(
+        d=sql.Literal(dims), rows=_neighbour_rows("c"), key=sql.Literal(key))
+    score = sql.SQL("CASE WHEN around.vectors IS NOT NULL THEN 1 - ((c.embedding::vector({d})"
+                    " + around.vectors) <=> {q}::vector({d})) END").format(
+        d=sql.Literal(dims), q=sql.Placeholder("qv"))
+    return score, join
 
 
 class _Candidate(NamedTuple):
@@ -352,6 +418,7 @@ class _Candidate(NamedTuple):
     injected: int  # the assertion's feedback counters (0 without an assertion)
     cited: int
     corrected: int
+    around: float | None = None  # with the vectors of the turns around it (shape.neighbours)
 
 
 def _candidate_row(cursor: Any) -> Any:
@@ -438,7 +505,8 @@ def _search(conn: psycopg.Connection, settings: Settings, ctx: AccessContext, qu
     # Keyword candidates are cheap (GIN). Every vector candidate is HNSW work: a filtered walk
     # keeps going until `vector_cap` visible rows passed. k + 2 ranked as well as 2k on the
     # labelled fixtures for less PostgreSQL CPU per search (docs/benchmarks.md).
-    keyword_cap, vector_cap = max(limit * 4, 24), max(limit + 2, 8)
+    keyword_cap = max(limit * 4, 24)
+    vector_cap = max(limit + settings.retrieval_vector_extra_candidates, 8)
     shape = _Shape(
         user=bool(ctx.user_id), team=ctx.has_team_access, channels=bool(channel_keys(ctx)),
         scoped=bool(scopes), keyword_arm=bool(generating), scored_terms=bool(terms),
@@ -447,7 +515,8 @@ def _search(conn: psycopg.Connection, settings: Settings, ctx: AccessContext, qu
         match_cap=settings.retrieval_keyword_match_cap,
         scan_cap=settings.retrieval_lexical_scan_cap,
         exact_max=settings.retrieval_exact_scan_max,
-        criteria=criteria.shape if criteria is not None else None)
+        criteria=criteria.shape if criteria is not None else None,
+        neighbours=vector is not None and settings.retrieval_turn_neighbour_vector_weight > 0)
     statement = _statement(shape, ctx, scopes, criteria)
     values = {**context_params(ctx), "scopes": list(scopes or ()), "qv": vector,
               "generating": " | ".join(generating),
@@ -470,7 +539,8 @@ def _search(conn: psycopg.Connection, settings: Settings, ctx: AccessContext, qu
                 _arm_spans(rows, shape, keyword_cap, len(terms), len(generating), began)
 
     with tracing.span("search.fusion", **{"memory.search.candidate_rows": len(rows)}) as current:
-        hits = _rank(rows, settings, limit, subject_refs or {}, question.similarity_floor)
+        hits = _rank(rows, settings, limit, subject_refs or {}, question.similarity_floor,
+                     frozenset(words(query.lower())))
         current.set_attribute("memory.search.hits", len(hits))
     return hits
 
@@ -518,17 +588,21 @@ def _weights(conn: psycopg.Connection, settings: Settings, terms: list[str],
 
 
 def _rank(rows: list[_Candidate], settings: Settings, limit: int,
-          wanted_refs: Mapping[str, str], similarity_floor: float) -> list[MemoryHit]:
+          wanted_refs: Mapping[str, str], similarity_floor: float,
+          named: frozenset[str] = frozenset()) -> list[MemoryHit]:
     """Score every candidate row, keep each memory's best chunk, let conversation turns
     lend each other score (:func:`_smooth`), answer the top ``limit``. Subject refs and
     provenance arrive as JSON text and are parsed only where needed (the boost, the
-    returned hits): most candidates are dropped."""
+    returned hits): most candidates are dropped. ``named``: the question's words, lower
+    case (the speaker prior)."""
     best_keyword = max((r.keyword_rank for r in rows), default=0.0) or 1.0
-    similarities = [float(r.similarity) for r in rows if r.similarity is not None]
-    low, high = (min(similarities), max(similarities)) if similarities else (0.0, 0.0)
+    around = settings.retrieval_turn_neighbour_vector_weight
+    similarity = [_similarity(r, around) for r in rows]
+    known = [s for s in similarity if s is not None]
+    low, high = (min(known), max(known)) if known else (0.0, 0.0)
     best: dict[UUID, _Scored] = {}
-    for row in rows:
-        vec, kw = row.similarity, row.keyword_rank
+    for row, vec in zip(rows, similarity, strict=True):
+        kw = row.keyword_rank
         vector_score = None
         if vec is not None:
             vector_score = (float(vec) - low) / (high - low) if high > low else 1.0
@@ -548,10 +622,36 @@ def _rank(rows: list[_Candidate], settings: Settings, limit: int,
             best[row.memory_id] = _Scored(score, vector_score, keyword_score, row)
     if settings.retrieval_neighbour_weight:
         best = _smooth(best, settings.retrieval_neighbour_weight)
-    ordered = sorted(((_order(s, settings, wanted_refs), s) for s in best.values()),
+    speaker_prior = settings.retrieval_turn_speaker_prior if named else 0.0
+    ordered = sorted(((_order(s, settings, wanted_refs)
+                       * (1.0 + speaker_prior * _names_speaker(s.row, named)), s)
+                      for s in best.values()),
                      key=lambda entry: entry[0], reverse=True)[:limit]
     return [_hit(s.row, round(order, 6), s.vector_score, s.keyword_score)
             for order, s in ordered]
+
+
+# "Caroline: ..." / "Dr. Ada Lee: ...": the speaker a turn's text names first (one to three
+# words before a colon), as agents commonly store a turn.
+_SPEAKER = re.compile(r"\s*([^\W\d_][\w'.-]{0,40}(?: [^\W\d_][\w'.-]{0,40}){0,2}):\s")
+
+
+def _names_speaker(row: _Candidate, named: frozenset[str]) -> bool:
+    """Whether the question names the speaker of the turn ``row`` (any word of the name)."""
+    if not row.turn:
+        return False
+    match = _SPEAKER.match(row.content)
+    return bool(match) and any(w in named for w in words(match.group(1).lower()))
+
+
+def _similarity(row: _Candidate, around: float) -> float | None:
+    """The candidate's cosine similarity; a conversation turn's mixed with its similarity
+    taken together with the turns around it (``around`` of it, when the statement gave one)."""
+    if row.similarity is None:
+        return None
+    if around and row.turn and row.around is not None:
+        return (1.0 - around) * float(row.similarity) + around * float(row.around)
+    return float(row.similarity)
 
 
 # Distinct lexemes (English and German: most words count twice) of a turn that says enough to
