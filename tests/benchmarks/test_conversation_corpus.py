@@ -183,6 +183,34 @@ def test_same_corpus_in_another_process(corpus: list[Conversation]) -> None:
     assert done.stdout.strip() == hashlib.sha256(repr(corpus).encode()).hexdigest()
 
 
+# The default corpus as generated when the word banks were Python modules; moving them to
+# banks/*.json kept it byte for byte. A deliberate change to a bank or to the generator
+# changes this digest: update it then, with the change.
+DEFAULT_CORPUS_SHA256 = "689ba62b1bd50e0a9306388bbc350ec75fefe04b79c18f9488b2c1615509153b"
+
+
+def test_the_default_corpus_is_pinned(corpus: list[Conversation]) -> None:
+    assert hashlib.sha256(repr(corpus).encode()).hexdigest() == DEFAULT_CORPUS_SHA256
+
+
+def test_the_word_banks_ship_with_the_package() -> None:
+    """Every data file of the package is named by pyproject's package-data, so an installed
+    wheel has the banks (and the retrieval fixtures) the generator and the runner read."""
+    import tomllib
+    from fnmatch import fnmatch
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]["memory_platform"]
+    package = root / "memory_platform"
+    data = [path.relative_to(package).as_posix() for path in package.rglob("*")
+            if path.is_file() and path.suffix in (".json", ".typed")]
+    assert "benchmarks/conversations/banks/english.json" in data
+    assert "benchmarks/conversations/banks/german.json" in data
+    assert [name for name in data if not any(fnmatch(name, glob) for glob in patterns)] == []
+
+
 @pytest.mark.parametrize("lang", [ENGLISH, GERMAN], ids=["en", "de"])
 def test_phrasings_are_well_formed(lang: Language) -> None:
     """Every line names who speaks; every kind that temporal questions ask about is told with

@@ -4,7 +4,8 @@ German with dated sessions and labelled questions, in the style of LoCoMo.
 Each conversation draws two personas (:mod:`.personas`), spreads their facts over 22-28
 sessions (:mod:`.plan`), writes the sessions with small talk around the facts
 (:mod:`.script`) and asks questions whose evidence turns were recorded while writing
-(:mod:`.questions`). Everything follows from ``seed``: the corpus is code, not a data file.
+(:mod:`.questions`). Everything follows from ``seed``: the corpus is generated, not stored;
+only its word banks are data (``banks/*.json``).
 
 ``python -m memory_platform.benchmarks.conversations.generate`` prints a summary, two sample
 sessions and sample questions, for a person to judge how real it reads.

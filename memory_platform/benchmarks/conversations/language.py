@@ -8,14 +8,20 @@ who tells the fact and ``L`` the one listening (for small talk: whoever starts a
 other). ``{slots}`` are filled from the fact and the speakers; a capitalised slot
 (``{When}``) is the same value with a capital first letter. ``#tags`` name the facts' details
 the line states; the line becomes the evidence turn for them.
+
+The words themselves are data: ``banks/<language>.json``, read by :func:`load`. Only what is
+a rule (a possessive, how a date or a span is written) stays code, in ``english.py`` and
+``german.py``.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
-from typing import Literal
+from importlib.resources import files
+from typing import Any, Literal
 
 Script = tuple[str, ...]
 # One entry of a value bank: str values are used as they are, a list means "pick one", a
@@ -45,6 +51,7 @@ class TimeWords:
     answers: Mapping[str, str]  # rule -> answer template over {date}, the session's date
     date_text: Callable[[date], str]
     elapsed: Callable[[int], str]  # days -> "about three weeks"
+    months: tuple[str, ...] = ()  # January first, for a date_text that names them
 
 
 @dataclass(frozen=True)
@@ -72,3 +79,33 @@ class Language:
     multi_hop: Mapping[str, Sequence[Ask]]  # link name (see questions.py) -> wordings
     how_long: Sequence[Ask]  # over {a_event}, {b_event}, {b_clause} and {elapsed}
     events: Mapping[str, tuple[str, str]]  # kind -> (noun phrase, question clause)
+
+
+# How the JSON of a bank maps onto the fields of a Language: scripts are arrays of lines
+# (tuples here), question wordings are objects of Ask's fields; everything else is as read.
+_SCRIPT_BANKS = ("scripts", "callbacks", "topics", "openers", "closers", "seasons", "hints")
+_ASK_BANKS = ("single_hop", "temporal", "open_domain", "adversarial", "multi_hop")
+
+
+def _ask(item: dict[str, Any]) -> Ask:
+    return Ask(item["text"], tuple(item["tags"]), item["answer"], item.get("state", ""))
+
+
+def load(bank: str, *, possessive: Callable[[str], str], date_text: Callable[[date], str],
+         elapsed: Callable[[int], str]) -> Language:
+    """The :class:`Language` of ``banks/<bank>.json`` with its rules (the callables)."""
+    data = json.loads(files(__package__).joinpath("banks", f"{bank}.json").read_text("utf-8"))
+    time = data.pop("time")
+    fields: dict[str, Any] = dict(data)
+    for name in _SCRIPT_BANKS:
+        fields[name] = {kind: [tuple(lines) for lines in scripts]
+                        for kind, scripts in data[name].items()}
+    for name in _ASK_BANKS:
+        fields[name] = {kind: [_ask(item) for item in asks] for kind, asks in data[name].items()}
+    fields["filler"] = [tuple(lines) for lines in data["filler"]]
+    fields["how_long"] = [_ask(item) for item in data["how_long"]]
+    fields["events"] = {kind: tuple(pair) for kind, pair in data["events"].items()}
+    words = TimeWords(weekdays=tuple(time["weekdays"]), phrases=time["phrases"],
+                      answers=time["answers"], date_text=date_text, elapsed=elapsed,
+                      months=tuple(time.get("months", ())))
+    return Language(**fields, possessive=possessive, time=words)
