@@ -192,18 +192,6 @@ def touch(conn: psycopg.Connection, key: ApiKey) -> None:
     )
 
 
-def verify_token(conn: psycopg.Connection, token: str) -> ApiKey | None:
-    """The live key this token belongs to, or None (malformed, unknown, revoked, expired).
-    A malformed token never reaches the database."""
-    if not well_formed(token):
-        return None
-    stored = live_key(conn, public_id(token))
-    if stored is None or not stored.matches(token):
-        return None
-    touch(conn, stored.key)
-    return stored.key
-
-
 def list_keys(conn: psycopg.Connection, instance_key: str | None = None) -> list[ApiKey]:
     rows = conn.execute(
         """

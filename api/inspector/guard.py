@@ -18,10 +18,6 @@ READ, REVIEW, ADMIN = "memory:read", "memory:review", "admin"
 PAGE_SCOPES = {"graph": READ, "review": REVIEW, "dreams": ADMIN}
 
 
-class SignIn(Exception):
-    """A page request without a live session: answered with a redirect to the sign-in."""
-
-
 def path_of(request: Request, name: str, **params: str) -> str:
     """The path of the named route (its root path included): redirects and links are paths,
     never URLs built from the request's ``Host`` header, which the client chooses."""

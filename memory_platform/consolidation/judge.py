@@ -224,14 +224,3 @@ def batches(pairs: Sequence[Pair], size: int) -> Iterator[list[Pair]]:
     """``pairs`` in order, ``size`` at a time."""
     for start in range(0, len(pairs), size):
         yield list(pairs[start:start + size])
-
-
-def judge_pairs(pairs: Sequence[Pair], model: GraphModel, settings: Settings
-                ) -> list[Judgment]:
-    """Every pair judged, batch by batch, in order; the first unusable batch raises
-    :class:`ConsolidationRetryable` (``slots.resolve_slots`` judges batch by batch instead,
-    so one bad batch leaves the others' pairs judged)."""
-    judged: list[Judgment] = []
-    for batch in batches(pairs, settings.consolidation_max_pairs_per_batch):
-        judged += judge_batch(batch, model, settings)
-    return judged

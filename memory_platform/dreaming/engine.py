@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -300,10 +301,9 @@ def _proposals(validation: Validation) -> dict[str, Any]:
 
 
 def _count(counts: dict[str, int], more: dict[str, int]) -> dict[str, int]:
-    out = dict(counts)
-    for k, v in more.items():
-        out[k] = out.get(k, 0) + v
-    return out
+    total = Counter(counts)
+    total.update(more)
+    return dict(total)
 
 
 def _dry_run(run: _Run, validation: Validation, inputs: DreamInputs) -> DreamResult:
@@ -326,10 +326,7 @@ def _dry_run(run: _Run, validation: Validation, inputs: DreamInputs) -> DreamRes
 
 
 def _reasons(codes) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for code in codes:
-        out[code] = out.get(code, 0) + 1
-    return out
+    return dict(Counter(codes))
 
 
 def _apply(run: _Run, validation: Validation, inputs: DreamInputs,

@@ -122,10 +122,6 @@ class ClaimHit:
     similarity: float | None
     decay_factor: float | None  # None: decay disabled
 
-    @property
-    def object_text(self) -> str:
-        return self.object_label or self.object_value or ""
-
     def as_json(self) -> dict[str, Any]:
         out = {"id": str(self.id), "subjectId": str(self.subject_id),
                "subject": self.subject_label, "predicate": self.predicate,

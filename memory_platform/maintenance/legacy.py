@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -235,8 +234,6 @@ def import_transcripts(conn: psycopg.Connection, settings: Settings, instance_ke
                              embedder)
     result.seconds = time.perf_counter() - started
     result.finished_at = time.time()
-    with _last_lock:
-        _last[instance_key] = result
     # Persisted too: the status endpoint of another process (the API) reports it.
     conn.execute(
         "INSERT INTO app_settings (instance_key, key, value) VALUES (%s, %s, %s)"
@@ -298,10 +295,6 @@ def _import_line(conn, settings: Settings, ctx: AccessContext, result: ImportRes
     result.imported += 1
 
 
-_last: dict[str, ImportResult] = {}
-_last_lock = threading.Lock()
-
-
 LAST_IMPORT_KEY = "legacy_import_last"
 
 
@@ -310,10 +303,3 @@ def stored_last_import(conn: psycopg.Connection, instance_key: str) -> dict | No
     row = conn.execute("SELECT value FROM app_settings WHERE instance_key = %s AND key = %s",
                        (instance_key, LAST_IMPORT_KEY)).fetchone()
     return json.loads(row[0]) if row and row[0] else None
-
-
-def last_import(instance_key: str) -> ImportResult | None:
-    """The cached result of the last import of this process (the status endpoint reports it
-    instead of rescanning the directory)."""
-    with _last_lock:
-        return _last.get(instance_key)

@@ -284,9 +284,3 @@ def sync_workspace_cached(conn: psycopg.Connection, settings: Settings, instance
     with _cache_lock:
         _cache[key] = result
     return result
-
-
-def last_sync(instance_key: str, directory: str | os.PathLike[str]) -> SyncResult | None:
-    """The cached result of the last sync of this process (for a status report)."""
-    with _cache_lock:
-        return _cache.get((instance_key, str(Path(directory).resolve())))

@@ -27,14 +27,6 @@ OFFSET = 1_000_000_000
 
 
 @dataclass(frozen=True)
-class AssemblyItem:
-    position: int
-    kind: str                     # 'message' | 'summary'
-    message_id: uuid.UUID | None
-    summary_id: uuid.UUID | None
-
-
-@dataclass(frozen=True)
 class HeadSummary:
     """A summary standing at the start of the assembly (a condensation candidate)."""
 
@@ -46,16 +38,6 @@ class HeadSummary:
     content: str
     channel_thread_key: str | None
     user_id: str | None
-
-
-def read_items(conn: psycopg.Connection, instance_key: str, session_key: str, *,
-               limit: int = 10_000) -> list[AssemblyItem]:
-    """The assembly in order (at most ``limit`` items)."""
-    rows = conn.execute(
-        "SELECT position, item_kind, message_id, summary_id FROM agent_context_items"
-        " WHERE instance_key = %s AND session_key = %s ORDER BY position LIMIT %s",
-        (instance_key, session_key, limit)).fetchall()
-    return [AssemblyItem(*row) for row in rows]
 
 
 def leading_summaries(conn: psycopg.Connection, instance_key: str, session_key: str, *,

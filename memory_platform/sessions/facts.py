@@ -245,9 +245,6 @@ class FactExtraction:
     input_items: int = 0
     skipped: dict[str, int] = field(default_factory=dict)  # offline: sentences left, by why
 
-    def rejected_reasons(self) -> dict[str, int]:
-        return dict(sorted(Counter(r.reason for r in self.rejected).items()))
-
 
 # --- trust and privacy -----------------------------------------------------------------------
 

@@ -13,9 +13,9 @@ import pytest
 
 from memory_platform.consolidation.judge import (
     SCHEMA_NAME,
+    batches,
     comparable,
     judge_batch,
-    judge_pairs,
     offline_judgment,
 )
 from memory_platform.consolidation.pairs import UNSLOTTED, Pair, PairMember
@@ -88,7 +88,10 @@ def test_pairs_go_in_batches_of_at_most_the_cap(settings, openai_server):
     for size in (2, 2, 1):
         openai_server.script_chat(content=answer(*(decision(f"p{i + 1}")
                                                    for i in range(size))), model=JUDGE)
-    judged = judge_pairs(pairs, http_model(capped, openai_server), capped)
+    model = http_model(capped, openai_server)
+    # as slots.resolve_slots judges them: batch by batch, in order
+    judged = [judgment for batch in batches(pairs, capped.consolidation_max_pairs_per_batch)
+              for judgment in judge_batch(batch, model, capped)]
     assert [j.pair for j in judged] == pairs
     assert {j.relation for j in judged} == {"unrelated"}
     requests = openai_server.requests("chat/completions")
@@ -155,7 +158,7 @@ def test_the_offline_judge_finds_exact_duplicates_only(settings, openai_server):
     unicode_same = pair("Ａｄａ likes „tea“.", "ada likes tea")
     contradiction = pair("Ada works on Mondays.", "Ada works on Fridays.")
     reworded = pair("Ada likes tea.", "Ada is fond of tea.")
-    judged = judge_pairs([same, unicode_same, contradiction, reworded], OFFLINE, settings)
+    judged = judge_batch([same, unicode_same, contradiction, reworded], OFFLINE, settings)
     assert [j.relation for j in judged] == ["duplicate", "duplicate", "unrelated", "unrelated"]
     assert all(j.survivor is None and j.reason for j in judged)
     assert openai_server.requests("chat/completions") == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from memory_platform.maintenance.legacy import import_transcripts, last_import, session_keys
+from memory_platform.maintenance.legacy import import_transcripts, session_keys
 
 
 def _lines(path: Path, *objects) -> None:
@@ -51,7 +51,6 @@ def test_import_with_sessions_json_uses_session_scope_and_is_idempotent(
     again = import_transcripts(db, settings, instance, root)
     assert (again.imported, again.already_imported) == (0, 2)
     assert len(_rows(db, instance)) == 2
-    assert last_import(instance) is again
 
 
 def test_import_without_sessions_json_is_workspace_scope(db, settings, instance, tmp_path):

@@ -140,7 +140,7 @@ def test_the_cached_sync_answers_within_the_ttl_unless_forced(db, settings, inst
     assert sync_workspace_cached(db, settings, instance, workspace) is first
     forced = sync_workspace_cached(db, settings, instance, workspace, force=True)
     assert forced.added == 1
-    assert ws.last_sync(instance, workspace) is forced
+    assert sync_workspace_cached(db, settings, instance, workspace) is forced
 
 
 def test_cli_workspace_sync_and_import_transcripts(db, module_database_url, instance, workspace,
