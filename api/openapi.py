@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
-from api import schemas
+from api.schemas.common import ErrorResponse
 
 if TYPE_CHECKING:
-    from api.table import Section
+    from api.operation import Section
 
 # The errors every protected route can answer; an operation adds its own (Operation.errors).
 _ERRORS = {
@@ -51,7 +51,7 @@ def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
 def build_document(sections: Iterable[Section]) -> dict[str, Any]:
     components: dict[str, Any] = {}
     paths: dict[str, Any] = {}
-    error = {"content": {"application/json": {"schema": _schema(schemas.ErrorResponse,
+    error = {"content": {"application/json": {"schema": _schema(ErrorResponse,
                                                                 components)}}}
     for section in sections:
         for operation in section.operations:

@@ -26,12 +26,11 @@ from api.input import read_json, read_query
 from api.inspector import guard, session
 from api.launching import launch_dreams
 from api.routes.dreams import detail_for, roll_back
-from api.schemas import (
+from api.schemas.dreams import DreamDetailResponse, DreamLaunch
+from api.schemas.review import (
     AssertionDecisionIn,
     BulkDecisionIn,
     ConflictResolutionIn,
-    DreamDetailResponse,
-    DreamLaunch,
     WikiDecisionIn,
 )
 from api.threads import with_connection

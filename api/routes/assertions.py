@@ -8,7 +8,8 @@ from __future__ import annotations
 from starlette.requests import Request
 
 from api.auth import with_caller
-from api.schemas import AssertionAsOfOut, AssertionAsOfParams, AssertionAsOfResponse
+from api.operation import API, READ, Operation, Section
+from api.schemas.assertions import AssertionAsOfOut, AssertionAsOfParams, AssertionAsOfResponse
 from memory_platform.consolidation.history import assertions_as_of
 
 
@@ -22,3 +23,11 @@ async def as_of(request: Request, params: AssertionAsOfParams) -> AssertionAsOfR
         results=[AssertionAsOfOut(id=r["id"], text=r["text"], assertion_type=r["assertionType"],
                                   visibility=r["visibility"], then=r["then"], now=r["now"],
                                   earlier=r["earlier"], later=r["later"]) for r in found])
+
+
+ROUTES = (Section(API, (
+    Operation("GET", "/assertions/as-of", as_of,
+              "The assertions believed true at a past moment (recorded and valid then), "
+              "each with its revision chain and its state now", READ,
+              query=AssertionAsOfParams, response=AssertionAsOfResponse),
+)),)

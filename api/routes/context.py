@@ -6,7 +6,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from api.auth import with_caller
-from api.schemas import ActingUser, ContextItemOut, ContextSearch, ContextSearchResponse
+from api.operation import API, READ, Operation, Section
+from api.schemas.common import ActingUser
+from api.schemas.context import ContextItemOut, ContextSearch, ContextSearchResponse
 from memory_platform.context import ContextItem, context_get, context_search
 from memory_platform.retrieval.question import embed_question
 
@@ -32,3 +34,13 @@ async def search(request: Request, body: ContextSearch) -> ContextSearchResponse
 async def get_one(request: Request, params: ActingUser) -> ContextItemOut:
     item = await with_caller(request, params, context_get, request.path_params["item_id"])
     return item_out(item, with_score=False)
+
+
+ROUTES = (Section(API, (
+    Operation("POST", "/context/search", search,
+              "Unified search: assertions, memories, session history, graph", READ,
+              body=ContextSearch, response=ContextSearchResponse),
+    Operation("GET", "/context/{item_id:path}", get_one,
+              "One context item with its provenance", READ, query=ActingUser,
+              response=ContextItemOut),
+)),)

@@ -26,8 +26,9 @@ from starlette.responses import Response
 from api.auth import api_key
 from api.errors import ApiError
 from api.launching import launch_dreams, record_rollback
+from api.operation import ADMIN, INTERNAL, Operation, Section
 from api.responses import model_response
-from api.schemas import (
+from api.schemas.dreams import (
     DreamDetailResponse,
     DreamLaunch,
     DreamLaunchResponse,
@@ -132,3 +133,22 @@ async def roll_back(request: Request, instance_key: str) -> dict[str, Any]:
 async def rollback_route(request: Request) -> DreamRollbackResponse:
     return DreamRollbackResponse.model_validate(
         await roll_back(request, api_key(request).instance_key))
+
+
+ROUTES = (Section(INTERNAL, (
+    Operation("GET", "/memory/dreams", list_route,
+              "Dream rows of the key's instance, newest first", ADMIN,
+              query=DreamListParams, response=DreamListResponse),
+    Operation("POST", "/memory/dreams", launch_route,
+              "Launch Dreaming for one partition or all eligible ones (202; 200 with "
+              "runId null when nothing is eligible; 503 when this process cannot launch)",
+              ADMIN, body=DreamLaunch, response=DreamLaunchResponse,
+              status=202),
+    Operation("GET", "/memory/dreams/{dream_id}", detail_route,
+              "One Dream in full: proposals, accepted and rejected items with reason "
+              "codes, policy preview, effective model, rollback state", ADMIN,
+              response=DreamDetailResponse),
+    Operation("POST", "/memory/dreams/{dream_id}/rollback", rollback_route,
+              "Roll back one Dream: compensate what no person decided, report what is "
+              "protected", ADMIN, response=DreamRollbackResponse),
+)),)

@@ -1,26 +1,14 @@
-"""/api/v1/events (scope ``memory:read``): the event feed of what the caller may see; and
-/internal/memory/webhooks (admin): register, list, deactivate webhooks and read their
-delivery status. Thin handlers over ``memory_platform.events``."""
+"""/api/v1/events (scope ``memory:read``): the event feed of what the caller may see (its
+webhooks are ``api.routes.webhooks``). A thin handler over ``memory_platform.events``."""
 
 from __future__ import annotations
 
-import uuid
-
 from starlette.requests import Request
 
-from api.auth import api_key, with_caller
-from api.errors import ApiError
-from api.schemas import (
-    EventListParams,
-    EventListResponse,
-    WebhookDeliveriesResponse,
-    WebhookDeliveryParams,
-    WebhookIn,
-    WebhookListResponse,
-    WebhookOut,
-)
-from api.threads import with_connection
-from memory_platform.events import store, webhooks
+from api.auth import with_caller
+from api.operation import API, READ, Operation, Section
+from api.schemas.events import EventListParams, EventListResponse
+from memory_platform.events import store
 
 
 async def list_route(request: Request, params: EventListParams) -> EventListResponse:
@@ -31,40 +19,10 @@ async def list_route(request: Request, params: EventListParams) -> EventListResp
     return EventListResponse(events=events, next_cursor=cursor)
 
 
-def _webhook_id(request: Request) -> uuid.UUID:
-    try:
-        return uuid.UUID(request.path_params["webhook_id"])
-    except ValueError as exc:
-        raise ApiError(404, "not_found", "no such webhook") from exc
-
-
-async def register_route(request: Request, body: WebhookIn) -> WebhookOut:
-    """POST /internal/memory/webhooks"""
-    key = api_key(request)
-    answer = await with_connection(request, webhooks.register, request.state.settings,
-                                   key.instance_key, body.url, secret=body.secret,
-                                   kinds=body.kinds, created_by=f"api-key:{key.id}")
-    return WebhookOut.model_validate(answer)
-
-
-async def list_webhooks_route(request: Request) -> WebhookListResponse:
-    """GET /internal/memory/webhooks"""
-    found = await with_connection(request, webhooks.list_webhooks,
-                                  api_key(request).instance_key)
-    return WebhookListResponse(webhooks=[WebhookOut.model_validate(w) for w in found])
-
-
-async def deactivate_route(request: Request) -> WebhookOut:
-    """DELETE /internal/memory/webhooks/{webhook_id}"""
-    answer = await with_connection(request, webhooks.deactivate,
-                                   api_key(request).instance_key, _webhook_id(request))
-    return WebhookOut.model_validate(answer)
-
-
-async def deliveries_route(request: Request,
-                           params: WebhookDeliveryParams) -> WebhookDeliveriesResponse:
-    """GET /internal/memory/webhooks/{webhook_id}/deliveries"""
-    found = await with_connection(request, webhooks.deliveries, request.state.settings,
-                                  api_key(request).instance_key, _webhook_id(request),
-                                  limit=params.limit or 100)
-    return WebhookDeliveriesResponse(deliveries=found)
+ROUTES = (Section(API, (
+    Operation("GET", "/events", list_route,
+              "Changes of memory state the caller may see (written, deduplicated, "
+              "activated, superseded, rejected, erased, Dream completed or rolled back), "
+              "oldest first, paged with an opaque cursor", READ,
+              query=EventListParams, response=EventListResponse),
+)),)

@@ -8,7 +8,8 @@ from starlette.requests import Request
 
 from api.auth import with_caller
 from api.errors import ApiError
-from api.schemas import CitedFeedback, CitedResponse, InjectedFeedback, InjectedResponse
+from api.operation import API, WRITE, Operation, Section
+from api.schemas.feedback import CitedFeedback, CitedResponse, InjectedFeedback, InjectedResponse
 from memory_platform.retrieval.feedback.events import record_response, record_visible_injection
 
 
@@ -34,3 +35,13 @@ async def cited(request: Request, body: CitedFeedback) -> CitedResponse:
         response_text=body.response_text, settings=request.state.settings,
     )
     return CitedResponse(run_id=body.run_id, cited=[str(i) for i in cited_ids])
+
+
+ROUTES = (Section(API, (
+    Operation("POST", "/feedback/injected", injected,
+              "Record the assertions a run injected", WRITE,
+              body=InjectedFeedback, response=InjectedResponse),
+    Operation("POST", "/feedback/cited", cited,
+              "Run the cited sensor over a run's final answer", WRITE,
+              body=CitedFeedback, response=CitedResponse),
+)),)

@@ -23,6 +23,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from api.metrics import metrics_page
+from api.operation import ROOT, Operation, Section
 from memory_platform.db import migrations
 
 log = logging.getLogger("api.health")
@@ -98,3 +100,10 @@ async def readyz(request: Request) -> JSONResponse:
         log.warning("readyz: %s: %s: %s", reason, type(exc).__name__, exc)
         return JSONResponse({"status": "not_ready", "reason": reason}, status_code=503)
     return JSONResponse({"status": "ready"})
+
+
+ROUTES = (Section(ROOT, (
+    Operation("GET", "/healthz", healthz, "Liveness (database round trip)"),
+    Operation("GET", "/readyz", readyz, "Readiness (database and migrations current)"),
+    Operation("GET", "/metrics", metrics_page, "Prometheus metrics"),
+)),)

@@ -9,7 +9,8 @@ from starlette.requests import Request
 
 from api.auth import api_key
 from api.launching import erase_in_orchestrator
-from api.schemas import (
+from api.operation import ADMIN, INTERNAL, Operation, Section
+from api.schemas.internal import (
     ErasureRequest,
     ErasureResponse,
     ReembedRequest,
@@ -91,3 +92,22 @@ async def erase(request: Request, body: ErasureRequest) -> ErasureResponse:
     dagster = await run_in_threadpool(erase_in_orchestrator, request.state.settings,
                                       key.instance_key, body.user_id)
     return ErasureResponse.model_validate({**report.as_dict(), "dagster": dagster})
+
+
+ROUTES = (Section(INTERNAL, (
+    Operation("GET", "/memory/status", status,
+              "Memory, ledger, embedding, outbox status", ADMIN,
+              response=StatusResponse),
+    Operation("POST", "/memory/reembed", reembed, "One bounded re-embedding batch",
+              ADMIN, body=ReembedRequest, response=ReembedResponse),
+    Operation("POST", "/memory/retention", retention,
+              "One retention sweep (superseded/archived rows past the window, evidence "
+              "caps)", ADMIN, body=RetentionRequest,
+              response=RetentionResponse),
+    Operation("POST", "/memory/workspace/sync", workspace_sync,
+              "Sync MEMORY_WORKSPACE_DIR now", ADMIN,
+              response=WorkspaceSyncResponse),
+    Operation("POST", "/memory/users/erase", erase,
+              "Erase a person: every row of theirs, re-derived what others support",
+              ADMIN, body=ErasureRequest, response=ErasureResponse),
+)),)

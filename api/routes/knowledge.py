@@ -9,7 +9,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from api.auth import with_caller
-from api.schemas import (
+from api.operation import API, READ, Operation, Section
+from api.schemas.knowledge import (
     KnowledgeClaimOut,
     KnowledgeEdgeOut,
     KnowledgeEntityOut,
@@ -68,3 +69,22 @@ async def entity_neighbors(request: Request,
 async def explain(request: Request, params: KnowledgeReadParams) -> KnowledgeExplainResponse:
     found = await with_caller(request, params, explain_claim, request.path_params["claim_id"])
     return KnowledgeExplainResponse.model_validate(_snake(found))
+
+
+ROUTES = (Section(API, (
+    Operation("POST", "/knowledge/search", search,
+              "Hybrid knowledge-graph search: entities, claims, expanded edges", READ,
+              body=KnowledgeSearch, response=KnowledgeSearchResponse),
+    Operation("GET", "/knowledge/entities/{entity_id}", entity,
+              "One graph entity with its current claims and edges (404: unknown or not "
+              "visible)", READ, query=KnowledgeReadParams,
+              response=KnowledgeEntityResponse),
+    Operation("GET", "/knowledge/entities/{entity_id}/neighbors",
+              entity_neighbors,
+              "The entities within one or two edges of an entity", READ,
+              query=NeighborParams, response=KnowledgeNeighborsResponse),
+    Operation("GET", "/knowledge/claims/{claim_id}/explain", explain,
+              "One claim's source refs (currently supported or not) and evidence", READ,
+              query=KnowledgeReadParams,
+              response=KnowledgeExplainResponse),
+)),)

@@ -12,8 +12,9 @@ from starlette.responses import Response
 
 from api.auth import api_key
 from api.errors import ApiError
+from api.operation import API, MEMBERSHIP, Operation, Section
 from api.responses import model_response
-from api.schemas import (
+from api.schemas.members import (
     ChannelMemberChange,
     ChannelMemberFilter,
     ChannelMemberIn,
@@ -89,3 +90,26 @@ async def list_participants(request: Request,
     return SessionParticipantsResponse(participants=[
         SessionParticipantOut(session_key=p.session_key, user_id=p.user_id, role=p.role,
                               created_at=p.created_at.isoformat()) for p in found])
+
+
+ROUTES = (Section(API, (
+    Operation("GET", "/channels/members", list_members,
+              "Channel and room members of the key's instance", MEMBERSHIP,
+              query=ChannelMemberFilter, response=ChannelMembersResponse),
+    Operation("POST", "/channels/members", add_member,
+              "Make a user a member of a channel or room (201; 200 when already one)",
+              MEMBERSHIP, body=ChannelMemberIn,
+              response=ChannelMemberChange, status=201),
+    Operation("DELETE", "/channels/members", remove_member,
+              "End a user's membership of a channel or room (404 when there was none)",
+              MEMBERSHIP, query=ChannelMemberParams,
+              response=ChannelMemberChange),
+    Operation("GET", "/sessions/participants", list_participants,
+              "Who takes part in a session of the key's instance", MEMBERSHIP,
+              query=SessionParticipantParams,
+              response=SessionParticipantsResponse),
+    Operation("POST", "/sessions/participants", add_participant,
+              "Record that a user takes part in a session (201; 200 when already)",
+              MEMBERSHIP, body=SessionParticipantIn,
+              response=SessionParticipantAdded, status=201),
+)),)

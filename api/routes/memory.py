@@ -1,54 +1,18 @@
-"""/api/v1/memory: semantic search, exact retrieval, explicit write."""
+"""/api/v1/memory: explicit write and exact retrieval (semantic search over the same
+path is ``api.routes.retrieval``)."""
 
 from __future__ import annotations
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
 from api.auth import api_key, with_caller, write_trust_class, writer_header
+from api.operation import API, READ, WRITE, Operation, Section
 from api.responses import model_response
-from api.schemas import (
-    ActingUser,
-    MemoryCreate,
-    MemoryOut,
-    SearchParams,
-    SearchResponse,
-    StoreResponse,
-)
+from api.schemas.common import ActingUser, MemoryOut, memory_out
+from api.schemas.memory import MemoryCreate, StoreResponse
 from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval.memories import MemoryRecord, get_memory
-from memory_platform.retrieval.question import embed_question
-from memory_platform.retrieval.search import MemoryHit, search_memories
-
-
-def memory_out(item: MemoryHit | MemoryRecord) -> MemoryOut:
-    is_hit = isinstance(item, MemoryHit)
-    return MemoryOut(
-        id=str(item.memory_id if is_hit else item.id),
-        content=item.content,
-        score=item.score if is_hit else None,
-        visibility=item.visibility_scope,
-        memory_scope=item.memory_scope,
-        source_type=item.source_type,
-        subject_refs=item.subject_refs,
-        assertion_id=str(item.assertion_id) if item.assertion_id else None,
-        created_at=item.created_at.isoformat(),
-        occurred_at=item.occurred_at.isoformat() if item.occurred_at else None,
-    )
-
-
-async def search(request: Request, params: SearchParams) -> SearchResponse:
-    state = request.state
-    criteria = params.criteria()  # checked before the query is embedded
-    question = await run_in_threadpool(embed_question, state.embedder, params.query)
-    hits = await with_caller(
-        request, params,
-        lambda conn, ctx: search_memories(
-            conn, state.settings, ctx, params.query, limit=params.limit,
-            scopes=(params.scope,) if params.scope else None, question=question,
-            stamper=state.stamper, criteria=criteria))
-    return SearchResponse(results=[memory_out(h) for h in hits])
+from memory_platform.retrieval.memories import get_memory
 
 
 async def get_one(request: Request, params: ActingUser) -> MemoryOut:
@@ -82,3 +46,12 @@ async def create(request: Request, body: MemoryCreate) -> Response:
                              assertion_id=str(stored.assertion_id) if stored.assertion_id else None,
                              assertion_status=stored.assertion_status)
     return model_response(response, status_code=200 if stored.deduplicated else 201)
+
+
+ROUTES = (Section(API, (
+    Operation("POST", "/memory", create,
+              "Store a memory (201 created, 200 when deduplicated)", WRITE,
+              body=MemoryCreate, response=StoreResponse, status=201),
+    Operation("GET", "/memory/{memory_id}", get_one, "Exact retrieval of one memory",
+              READ, query=ActingUser, response=MemoryOut),
+)),)

@@ -11,7 +11,8 @@ from starlette.requests import Request
 
 from api.auth import api_key
 from api.errors import ApiError
-from api.schemas import ProfileItemModel, ProfileParams, ProfileResponse
+from api.operation import ADMIN, INTERNAL, Operation, Section
+from api.schemas.profiles import ProfileItemModel, ProfileParams, ProfileResponse
 from api.threads import with_connection
 from memory_platform.access import AccessContext
 from memory_platform.maintenance.profiles import Profile, get_profile
@@ -36,3 +37,10 @@ async def profile(request: Request, params: ProfileParams) -> ProfileResponse:
     found = await with_connection(request, get_profile, state.settings, ctx,
                                   refresh=params.refresh)
     return profile_response(found)
+
+
+ROUTES = (Section(INTERNAL, (
+    Operation("GET", "/memory/profile", profile,
+              "One user's precomputed profile (refresh=1 rebuilds it)", ADMIN,
+              query=ProfileParams, response=ProfileResponse),
+)),)

@@ -14,7 +14,8 @@ from starlette.requests import Request
 
 from api.auth import api_key, with_caller
 from api.errors import ApiError
-from api.schemas import (
+from api.operation import API, REVIEW, Operation, Section
+from api.schemas.review import (
     AssertionDecisionIn,
     BulkDecisionIn,
     ConflictResolutionIn,
@@ -99,3 +100,25 @@ async def wiki_decision_route(request: Request, body: WikiDecisionIn) -> Decisio
 
     result = await with_caller(request, None, call)
     return DecisionResponse.model_validate(result.as_json())
+
+
+ROUTES = (Section(API, (
+    Operation("GET", "/review/queue", queue_route,
+              "Pending assertions, open conflicts or wiki drafts the reviewer may see, "
+              "with their evidence", REVIEW, query=ReviewQueueParams,
+              response=ReviewQueueResponse),
+    Operation("POST", "/review/assertions/{assertion_id}/decision",
+              assertion_decision_route, "Approve, reject or supersede one "
+              "assertion (a person's decision: it wins over automation)", REVIEW,
+              body=AssertionDecisionIn, response=DecisionResponse),
+    Operation("POST", "/review/assertions/bulk", bulk_decision_route,
+              "Approve or reject a filtered list of pending assertions (at most 500)",
+              REVIEW, body=BulkDecisionIn, response=DecisionResponse),
+    Operation("POST", "/review/conflicts/{conflict_id}/resolution",
+              conflict_resolution_route, "Resolve a conflict: keep one, keep both, "
+              "merge", REVIEW, body=ConflictResolutionIn,
+              response=DecisionResponse),
+    Operation("POST", "/review/wiki/{proposal_id}/decision", wiki_decision_route,
+              "Approve or reject a wiki draft", REVIEW, body=WikiDecisionIn,
+              response=DecisionResponse),
+)),)

@@ -14,10 +14,11 @@ from starlette.responses import Response
 from api.auth import AGENT_WRITER, api_key, with_caller, writer_header
 from api.errors import ApiError
 from api.input import refused_character
+from api.operation import API, READ, WRITE, Operation, Section
 from api.responses import model_response
-from api.schemas import (
+from api.schemas.common import CallerContext
+from api.schemas.sessions import (
     AppendedItemOut,
-    CallerContext,
     ExpandedMessageOut,
     ExpandParams,
     ExpandResponse,
@@ -31,6 +32,7 @@ from api.schemas import (
     SessionAppendResponse,
     SessionNodeOut,
     SummaryRefOut,
+    append_value_limit,
 )
 from memory_platform.sessions.items import TurnItem, append_items, complete_run
 from memory_platform.sessions.reads import (
@@ -183,3 +185,29 @@ async def expand_route(request: Request, params: ExpandParams) -> ExpandResponse
                   for m in found.messages],
         child_summaries=[_ref(s) for s in found.child_summaries],
         next_after_seq=found.next_after_seq)
+
+
+ROUTES = (Section(API, (
+    Operation("GET", "/sessions/grep", grep_route,
+              "memory_grep: exact, case-insensitive text search over session history "
+              "(raw items and summaries) the caller may read", READ,
+              query=GrepParams, response=GrepResponse),
+    Operation("GET", "/sessions/nodes/{node_id}/expand", expand_route,
+              "memory_expand: the raw items under a summary, in order, paged", READ,
+              query=ExpandParams, response=ExpandResponse),
+    Operation("GET", "/sessions/nodes/{node_id}", describe_route,
+              "memory_describe: one message or summary of the context graph", READ,
+              query=NodeParams, response=SessionNodeOut),
+    Operation("POST", "/sessions/{session_key:path}/runs/{run_id}/complete",
+              complete, "Complete a run of a session (idempotent)", WRITE,
+              body=RunComplete, response=RunCompletionResponse),
+    Operation("POST", "/sessions/{session_key:path}/items", append,
+              "Append turn items to a session (201; 200 when every item was a duplicate)",
+              WRITE, body=SessionAppend, response=SessionAppendResponse,
+              status=201,
+              body_bytes=lambda s: s.session_append_max_body_bytes,
+              body_values=lambda s: append_value_limit(s.session_append_max_items),
+              errors=((409, "run_completed: the named run is completed (append to a new "
+                            "run or without a runId); concurrent_append: another writer "
+                            "stored the same client item ids meanwhile (retry)"),)),
+)),)

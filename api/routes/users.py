@@ -13,7 +13,8 @@ from starlette.requests import Request
 
 from api.auth import api_key
 from api.errors import ApiError
-from api.schemas import SharingIn, UserListParams, UserOut, UsersResponse
+from api.operation import ADMIN, API, Operation, Section
+from api.schemas.users import SharingIn, UserListParams, UserOut, UsersResponse
 from api.threads import with_connection
 from memory_platform.apikeys import ApiKey
 from memory_platform.users import User, list_users, set_sharing
@@ -53,3 +54,13 @@ async def set_sharing_route(request: Request, body: SharingIn) -> UserOut:
     user = await with_connection(request, set_sharing, key.instance_key, body.user_id,
                                  body.share, changed_by=changed_by)
     return user_out(user)
+
+
+ROUTES = (Section(API, (
+    Operation("GET", "/users", list_users_route,
+              "Users of the key's instance with their share-with-team preference", ADMIN,
+              query=UserListParams, response=UsersResponse),
+    Operation("PUT", "/users/sharing", set_sharing_route,
+              "Set a user's share-with-team preference (a person's admin key only)", ADMIN,
+              body=SharingIn, response=UserOut),
+)),)

@@ -1,0 +1,149 @@
+"""The shapes every feature's models share: strictness, the caller's conversation context,
+search time ranges, the memory and audience shapes, the one error shape.
+
+Requests are strict: unknown fields, wrong types and out-of-range values are errors, never
+coerced or ignored. Responses wrap every memory so an agent cannot mistake stored text for
+instructions: ``trust`` is always ``"untrusted-data"`` and the text sits in ``content``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory_platform.access import AudienceKind
+from memory_platform.errors import InvalidInput
+from memory_platform.memories.validation import parse_occurred_at
+from memory_platform.retrieval.criteria import Criteria, parse_criteria
+from memory_platform.retrieval.memories import MemoryRecord
+from memory_platform.retrieval.search import MemoryHit
+
+UNTRUSTED = "untrusted-data"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+
+
+class CallerContext(Strict):
+    """Conversation context a request claims. A user key acts as its own user and may name a
+    channel or room only where that user is a member, a session only where the user takes
+    part (403 otherwise); ``userId`` is for runtime keys only (400 from a user key)."""
+
+    user_id: str | None = Field(
+        None, alias="userId", min_length=1, max_length=200,
+        description="Runtime keys only: the user the request acts for (omitted: no user, a "
+        "system context).")
+    session_key: str | None = Field(None, alias="sessionKey", min_length=1, max_length=200)
+    group_room_id: str | None = Field(None, alias="groupRoomId", min_length=1, max_length=200)
+    channel_thread_key: str | None = Field(None, alias="channelThreadKey", min_length=1,
+                                           max_length=200)
+    channel_type: str | None = Field(None, alias="channelType", min_length=1, max_length=64)
+
+
+_OCCURRED_AFTER = ("Only memories whose event time (occurredAt) is at or after this ISO-8601 "
+                   "date-time with an offset; memories without an event time never match.")
+
+
+_OCCURRED_BEFORE = "Only memories whose event time (occurredAt) is before this date-time."
+
+
+_CREATED_AFTER = "Only memories written at or after this ISO-8601 date-time with an offset."
+
+
+_CREATED_BEFORE = "Only memories written before this ISO-8601 date-time with an offset."
+
+
+class TimeRanges(BaseModel):
+    """The event-time and write-time bounds of a filtered search (query string and body
+    alike; parsed with the filter by ``search_criteria``)."""
+
+    occurred_after: str | None = Field(None, alias="occurredAfter", max_length=64,
+                                       description=_OCCURRED_AFTER)
+    occurred_before: str | None = Field(None, alias="occurredBefore", max_length=64,
+                                        description=_OCCURRED_BEFORE)
+    created_after: str | None = Field(None, alias="createdAfter", max_length=64,
+                                      description=_CREATED_AFTER)
+    created_before: str | None = Field(None, alias="createdBefore", max_length=64,
+                                       description=_CREATED_BEFORE)
+
+
+def parse_event_time(value: object, field: str) -> datetime | None:
+    """An ``occurredAt`` of a request: None, or an ISO-8601 string with an offset parsed
+    strictly (memories.validation.parse_occurred_at); anything else is a validation error
+    naming the field. The future bound is the write path's (it knows the time)."""
+    if value is None:
+        return None
+    try:
+        return parse_occurred_at(value, field=field)
+    except InvalidInput as exc:
+        raise ValueError(exc.message) from None
+
+
+def search_criteria(fields: Any, where: Any) -> Criteria | None:
+    """The criteria of a search request's filter fields, validated by the library (an
+    InvalidInput naming the field, answered 400)."""
+    return parse_criteria(where, occurred_after=fields.occurred_after,
+                          occurred_before=fields.occurred_before,
+                          created_after=fields.created_after,
+                          created_before=fields.created_before,
+                          source_types=fields.source_types)
+
+
+class ActingUser(BaseModel):
+    """Query-string parameter of an exact retrieval: the acting user of a runtime key."""
+
+    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+    user_id: str | None = Field(
+        None, alias="userId", min_length=1, max_length=200,
+        description="Runtime keys only: the user the request acts for.")
+
+
+class Audience(BaseModel):
+    kind: AudienceKind
+    key: str
+
+
+class MemoryOut(BaseModel):
+    id: str
+    trust: Literal["untrusted-data"] = UNTRUSTED
+    content: str
+    score: float | None = None
+    visibility: AudienceKind
+    memory_scope: str = Field(serialization_alias="memoryScope")
+    source_type: str = Field(serialization_alias="sourceType")
+    subject_refs: dict[str, Any] = Field(serialization_alias="subjectRefs")
+    assertion_id: str | None = Field(None, serialization_alias="assertionId")
+    created_at: str = Field(serialization_alias="createdAt")
+    occurred_at: str | None = Field(
+        None, serialization_alias="occurredAt",
+        description="When what the memory says happened, if the writer said (null: unknown).")
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    details: Any = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+def memory_out(item: MemoryHit | MemoryRecord) -> MemoryOut:
+    """A search hit or an exact read as the API answers it."""
+    is_hit = isinstance(item, MemoryHit)
+    return MemoryOut(
+        id=str(item.memory_id if is_hit else item.id),
+        content=item.content,
+        score=item.score if is_hit else None,
+        visibility=item.visibility_scope,
+        memory_scope=item.memory_scope,
+        source_type=item.source_type,
+        subject_refs=item.subject_refs,
+        assertion_id=str(item.assertion_id) if item.assertion_id else None,
+        created_at=item.created_at.isoformat(),
+        occurred_at=item.occurred_at.isoformat() if item.occurred_at else None,
+    )

@@ -1,0 +1,59 @@
+"""An explicit memory write and its answer (``/api/v1/memory``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from api.schemas.common import Audience, CallerContext, Strict, parse_event_time
+from memory_platform.access import AudienceKind
+
+AssertionType = Literal["fact", "preference", "decision", "constraint", "procedure"]
+
+
+# Metadata keys the API writes itself (who wrote a memory, how): a client cannot set them.
+PLATFORM_METADATA_KEYS = frozenset({"writtenVia", "apiKeyId", "keyKind", "writer",
+                                    "memoryClass"})
+
+
+class MemoryCreate(Strict):
+    content: str = Field(min_length=1, description="The memory text (size limit applies).")
+    visibility: AudienceKind | None = Field(
+        None, description="Omitted: private, or the team when the user shares with the team.")
+    explicit_private: bool = Field(False, alias="explicitPrivate")
+    subject_refs: dict[str, str | int | float] = Field(default_factory=dict, alias="subjectRefs")
+    title: str | None = Field(None, max_length=300)
+    assertion_type: AssertionType = Field("fact", alias="assertionType")
+    occurred_at: datetime | None = Field(
+        None, alias="occurredAt",
+        description="When what the memory says happened (ISO-8601 with an offset, e.g. "
+        "2024-05-01T09:30:00+02:00; at most a day ahead), as opposed to when it is written.")
+    metadata: dict[str, Any] | None = Field(
+        None, description="Your own JSON object (at most 16 KiB, no secrets), searchable "
+        "with filters (metadata.<key>); the keys " + ", ".join(sorted(PLATFORM_METADATA_KEYS))
+        + " are the platform's and refused here.")
+    context: CallerContext | None = None
+
+    @field_validator("metadata")
+    @classmethod
+    def _own_metadata(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        taken = sorted(PLATFORM_METADATA_KEYS & set(value or {}))
+        if taken:
+            raise ValueError(f"metadata key {taken[0]!r} is set by the platform")
+        return value
+
+    @field_validator("occurred_at", mode="before")
+    @classmethod
+    def _event_time(cls, value: object) -> datetime | None:
+        return parse_event_time(value, "occurredAt")
+
+
+class StoreResponse(BaseModel):
+    id: str
+    audience: Audience
+    deduplicated: bool
+    assertion_id: str | None = Field(None, serialization_alias="assertionId")
+    assertion_status: str | None = Field(None, serialization_alias="assertionStatus")

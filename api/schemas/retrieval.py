@@ -1,0 +1,37 @@
+"""Semantic search over memories (``GET /api/v1/memory``); its filters are
+``memory_platform/retrieval/criteria.py`` (docs/search-filters.md).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.schemas.common import CallerContext, MemoryOut, TimeRanges, search_criteria
+from memory_platform.access import AudienceKind
+from memory_platform.retrieval.criteria import Criteria
+
+
+class SearchParams(CallerContext, TimeRanges):
+    """Query-string parameters: text by nature, so numbers are parsed (lax), unknown names
+    still rejected."""
+
+    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+    query: str = Field(min_length=1, max_length=2000)
+    limit: int | None = Field(None, ge=1, le=50,
+                              description="Most results (default: MEMORY_RETRIEVAL_TOP_K).")
+    scope: AudienceKind | None = Field(None, description="Only this visibility scope.")
+    filter: str | None = Field(
+        None, min_length=1, max_length=8192,
+        description="A filter over metadata and subject refs, as JSON (docs/search-filters.md),"
+        ' e.g. {"metadata.project": {"eq": "apollo"}}.')
+    source_types: str | None = Field(
+        None, alias="sourceTypes", max_length=200,
+        description="Only these source types, comma-separated (e.g. fact,manual).")
+
+    def criteria(self) -> Criteria | None:
+        """The search criteria of the parameters (InvalidInput naming the field)."""
+        return search_criteria(self, self.filter)
+
+
+class SearchResponse(BaseModel):
+    results: list[MemoryOut]
