@@ -53,6 +53,14 @@ def _partition(key: str) -> Partition:
     return Partition(dream.instance_key, dream.kind, dream.key)
 
 
+def _sweep_exclusions(partition_keys: set[str]) -> set[str]:
+    """The Dagster (percent-encoded) keys of processed partitions as the sweep compares
+    them: the consolidation partition's plain ``instance/kind/key``. Passing the encoded keys
+    made the sweep consolidate a processed partition whose key holds a space, ``/``, ``,``,
+    a bracket or ``%`` a second time."""
+    return {_partition(key).partition_key for key in partition_keys}
+
+
 @dataclass
 class ConsolidationStep:
     partition_key: str
@@ -88,7 +96,8 @@ def consolidation_step(conn: psycopg.Connection, settings: Settings, partition_k
     result = consolidate_partition(conn, settings, partition, dry_run=dry_run,
                                    dream_id=dream_id)
     swept = (sweep(conn, settings, instance_key=partition.instance_key,
-                   processed={partition_key}, dry_run=dry_run) if with_sweep else [])
+                   processed=_sweep_exclusions({partition_key}), dry_run=dry_run)
+             if with_sweep else [])
     if dream_id is not None:
         record_on_dream(conn, dream_id, result, swept)
     return ConsolidationStep(partition_key, dream_id, result, swept)
@@ -97,8 +106,9 @@ def consolidation_step(conn: psycopg.Connection, settings: Settings, partition_k
 def sweep_step(conn: psycopg.Connection, settings: Settings, *, processed: set[str],
                dry_run: bool = False, record_dream: UUID | None = None
                ) -> list[ConsolidationResult]:
-    """The sweep of a batch (after its partitions), recorded on ``record_dream`` if given."""
-    swept = sweep(conn, settings, processed=processed, dry_run=dry_run)
+    """The sweep of a batch (after its partitions, ``processed``: their Dagster keys),
+    recorded on ``record_dream`` if given."""
+    swept = sweep(conn, settings, processed=_sweep_exclusions(processed), dry_run=dry_run)
     if record_dream is not None:
         with committed_unit(conn):
             conn.execute(
