@@ -151,6 +151,10 @@ class Settings(BaseSettings):
         0.0, ge=0.0, le=1.0, description="How much more a conversation turn counts in the "
         "order when the question names its speaker ('Caroline: ...' asked 'What did "
         "Caroline ...?'); 0: off.")
+    retrieval_time_prior: float = Field(
+        0.0, ge=0.0, le=1.0, description="How much more a memory counts in the order when "
+        "its event time (occurredAt) falls in the day, month or year the question names ('in "
+        "May 2023', 'on 13 October 2023'; retrieval/when.py); 0: off.")
     retrieval_keyword_idf: bool = Field(
         True, description="Weigh each question word's keyword rank by its rarity.")
     retrieval_exact_scan_max: int = Field(

@@ -67,6 +67,7 @@ from memory_platform.retrieval.question import QueryVector, embed_question, vect
 from memory_platform.retrieval.stamping import RetrievalStamper
 from memory_platform.retrieval.statements import Numbered, ShapeCache
 from memory_platform.retrieval.terms import query_terms, tsquery, words
+from memory_platform.retrieval.when import Period, named_period
 from memory_platform.settings import Settings
 
 SUBJECT_BOOST_PER_MATCH, SUBJECT_BOOST_MAX = 0.1, 1.3
@@ -540,7 +541,8 @@ def _search(conn: psycopg.Connection, settings: Settings, ctx: AccessContext, qu
 
     with tracing.span("search.fusion", **{"memory.search.candidate_rows": len(rows)}) as current:
         hits = _rank(rows, settings, limit, subject_refs or {}, question.similarity_floor,
-                     frozenset(words(query.lower())))
+                     frozenset(words(query.lower())),
+                     named_period(query) if settings.retrieval_time_prior else None)
         current.set_attribute("memory.search.hits", len(hits))
     return hits
 
@@ -589,12 +591,13 @@ def _weights(conn: psycopg.Connection, settings: Settings, terms: list[str],
 
 def _rank(rows: list[_Candidate], settings: Settings, limit: int,
           wanted_refs: Mapping[str, str], similarity_floor: float,
-          named: frozenset[str] = frozenset()) -> list[MemoryHit]:
+          named: frozenset[str] = frozenset(), period: Period | None = None
+          ) -> list[MemoryHit]:
     """Score every candidate row, keep each memory's best chunk, let conversation turns
     lend each other score (:func:`_smooth`), answer the top ``limit``. Subject refs and
     provenance arrive as JSON text and are parsed only where needed (the boost, the
     returned hits): most candidates are dropped. ``named``: the question's words, lower
-    case (the speaker prior)."""
+    case (the speaker prior); ``period``: the time the question names (the time prior)."""
     best_keyword = max((r.keyword_rank for r in rows), default=0.0) or 1.0
     around = settings.retrieval_turn_neighbour_vector_weight
     similarity = [_similarity(r, around) for r in rows]
@@ -623,8 +626,10 @@ def _rank(rows: list[_Candidate], settings: Settings, limit: int,
     if settings.retrieval_neighbour_weight:
         best = _smooth(best, settings.retrieval_neighbour_weight)
     speaker_prior = settings.retrieval_turn_speaker_prior if named else 0.0
+    time_prior = settings.retrieval_time_prior if period is not None else 0.0
     ordered = sorted(((_order(s, settings, wanted_refs)
-                       * (1.0 + speaker_prior * _names_speaker(s.row, named)), s)
+                       * (1.0 + speaker_prior * _names_speaker(s.row, named))
+                       * (1.0 + time_prior * _in_period(s.row, period)), s)
                       for s in best.values()),
                      key=lambda entry: entry[0], reverse=True)[:limit]
     return [_hit(s.row, round(order, 6), s.vector_score, s.keyword_score)
@@ -642,6 +647,12 @@ def _names_speaker(row: _Candidate, named: frozenset[str]) -> bool:
         return False
     match = _SPEAKER.match(row.content)
     return bool(match) and any(w in named for w in words(match.group(1).lower()))
+
+
+def _in_period(row: _Candidate, period: Period | None) -> bool:
+    """Whether the memory's event time falls in the period the question names."""
+    return period is not None and row.occurred_at is not None and period.contains(
+        row.occurred_at)
 
 
 def _similarity(row: _Candidate, around: float) -> float | None:
