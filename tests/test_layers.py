@@ -1,57 +1,146 @@
-"""The package layers, written once: imports only go down.
+"""The package layers, declared once: the domain is a graph of features, the adapters are
+leaves on top of it.
 
-Each tier may import its own package and the tiers below it, never a tier above. The
-adapters (HTTP, Dagster, MCP) are columns on top of the domain that never import each other;
-only the entry points (the CLI, the dev supervisor) start them. The ``api`` package sits on
-top of ``memory_platform``: nothing in ``memory_platform`` imports it (uvicorn starts it by
-its module path). The MCP server is an HTTP client of the API: it imports nothing of the
-platform.
+1. **Features form a DAG.** Every unit of the domain (a package or a top-level module of
+   ``memory_platform``) names the units it uses in ``DOMAIN``; the foundation (``FOUNDATION``)
+   is open to all. An import from one unit to another must follow a declared edge, and the
+   edges have no cycle. Siblings that do not use each other are simply not ordered.
+2. **Adapters stay leaves.** The adapters (HTTP: ``api``; Dagster; the MCP client) and the
+   entry points sit on top: no domain module imports them, the adapter columns never import
+   each other (only the entry points start them), and inside an adapter folder one feature's
+   module (``api/routes/<feature>.py``, ``assets/<feature>.py``, ...) does not import another
+   feature's module; the collectors (``api.table``, ``api.features``, ``definitions``, the
+   CLI's group, ...) may. ``dagster``, ``starlette`` and ``click`` are imported only by the
+   adapters that own them.
+3. **Every import counts**: imports inside functions and under ``TYPE_CHECKING``, relative
+   imports (resolved against their package), ``from package import module``, and the
+   ``module:name`` strings that name a callable to load (a setting's default counts as an
+   import of the adapter that reads the setting). The crossings made by name on purpose are
+   declared in ``BY_NAME``.
+
+The MCP server is an HTTP client of the API: it imports nothing of the platform.
 """
 
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-DOMAIN = [                                   # bottom first
-    {"settings", "errors", "text", "tracing"},
-    {"secrets"},
-    {"db"},
-    {"access"},
-    {"membership"},
-    {"users"},
-    {"trust"},
-    {"embeddings", "llm"},
-    {"ledger"},
-    {"memories"},
-    {"projection"},
-    {"events"},
-    {"retrieval"},
-    {"graph"},
-    {"context"},
-    {"consolidation"},
-    {"maintenance"},
-    {"review"},
-    {"dreaming"},
-    {"sessions"},
-    {"portability"},
-    {"apikeys", "operator_status", "demo", "benchmarks"},
-    {"inspector_sessions"},
-]
-ADAPTERS = {                                 # each column bottom first, above the domain
-    "dagster": [{"orchestration"}, {"resources"}, {"assets"}, {"sensors"}, {"definitions"},
-                {"launch"}],
-    "http": [{"api"}],
-    "mcp": [{"mcp"}],
+# --- the declaration --------------------------------------------------------------------------
+
+# The foundation: any module may use these (their own edges are declared here too).
+FOUNDATION: dict[str, tuple[str, ...]] = {
+    "settings": (),
+    "errors": (),
+    "text": (),
+    "tracing": (),
+    "secrets": ("errors",),
+    "db": ("settings",),
 }
-ENTRY_POINTS = {"cli", "devserver", "__main__"}
-ISOLATED = {"memory_platform.mcp"}           # imports nothing of the platform
+
+# Each unit of the domain and the units it uses (besides the foundation).
+DOMAIN: dict[str, tuple[str, ...]] = {
+    # shared lower modules
+    "access": (),
+    "membership": (),
+    "users": (),
+    "trust": ("access", "membership"),
+    "embeddings": (),
+    "llm": (),
+    "ledger": ("access", "embeddings"),
+    "projection": ("embeddings", "ledger", "memories"),
+    # features
+    "memories": ("access", "embeddings", "ledger", "users"),
+    "retrieval": ("access", "embeddings", "ledger", "memories"),
+    "events": ("access", "embeddings", "projection"),
+    "graph": ("access", "embeddings", "ledger", "llm", "projection", "retrieval"),
+    "context": ("access", "embeddings", "graph", "retrieval"),
+    "consolidation": ("access", "embeddings", "graph", "ledger", "llm", "projection",
+                      "retrieval"),
+    "maintenance": ("access", "consolidation", "embeddings", "graph", "memories", "projection"),
+    "review": ("access", "consolidation", "projection"),
+    "dreaming": ("access", "consolidation", "embeddings", "ledger", "llm", "projection",
+                 "retrieval"),
+    "sessions": ("access", "dreaming", "embeddings", "llm", "membership", "memories",
+                 "retrieval"),
+    "portability": ("access", "dreaming", "embeddings", "ledger", "membership", "memories"),
+    "apikeys": ("review",),
+    "inspector_sessions": ("apikeys",),
+    "operator_status": ("maintenance", "memories", "sessions"),
+    "demo": ("access", "dreaming", "embeddings", "memories"),
+    "benchmarks": ("access", "embeddings", "memories", "retrieval"),
+}
+
+# The adapter columns, each bottom first (a unit imports the units below it in its column).
+ADAPTERS: dict[str, tuple[str, ...]] = {
+    "dagster": ("orchestration", "resources", "assets", "sensors", "definitions", "launch"),
+    "http": ("api",),
+    "mcp": ("mcp",),
+}
+ENTRY_POINTS = ("cli", "devserver", "__main__")  # may start any column (the API by name only)
+ISOLATED = {"memory_platform.mcp"}                # imports nothing of the platform
+
+# Adapter folders with one module per feature, and the modules in them that are shared kit
+# (or collectors of the features) rather than a feature's own.
+LEAF_FOLDERS = ("api.routes", "api.schemas", "memory_platform.assets",
+                "memory_platform.sensors", "memory_platform.cli")
+SHARED_LEAVES = {"api.schemas.common", "memory_platform.cli.common"}
+
+# One feature's adapter importing another's, still there: the daily chain written by hand in
+# the batch op (issue 30, deliverable 2 removes it) and the CLI's shared progress helpers.
+# A new crossing fails; remove a line when its crossing is gone.
+KNOWN_CROSSINGS = {
+    ("memory_platform.assets.dreaming", "memory_platform.assets.chain"),
+    ("memory_platform.assets.dreaming", "memory_platform.assets.consolidation"),
+    ("memory_platform.assets.dreaming", "memory_platform.assets.graph"),
+    ("memory_platform.assets.dreaming", "memory_platform.assets.ledger"),
+    ("memory_platform.assets.maintenance", "memory_platform.assets.ledger"),
+    ("memory_platform.sensors.maintenance", "memory_platform.assets.chain"),
+    ("memory_platform.cli.imports", "memory_platform.cli.portability"),
+    ("memory_platform.cli.portability", "memory_platform.cli.imports"),
+}
+
+# Frameworks and the units that may import them.
+FRAMEWORKS: dict[str, set[str]] = {
+    "dagster": {*ADAPTERS["dagster"], "cli"},
+    "starlette": {"api"},
+    "click": {"cli", "devserver"},
+}
+
+# Imports made by name on purpose (``module:name``), across what a static import may cross.
+BY_NAME = {
+    ("cli", "api"): "`serve` starts uvicorn on api.app:create_app",
+    ("api", "launch"): "the Dream launcher and rollback recorder the API's settings name",
+    ("api", "orchestration"): "Dagster's part of an erasure, named by api_dagster_eraser",
+}
+
+# --- reading the code -------------------------------------------------------------------------
+
+CALLABLE_NAME = re.compile(r"(?:memory_platform|api)(?:\.\w+)*:\w+")
+
+
+@cache
+def _modules() -> dict[str, Path]:
+    found = {}
+    for top in ("memory_platform", "api"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            found[module.removesuffix(".__init__")] = path
+    return found
+
+
+@cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(), str(path))
 
 
 def _unit(module: str) -> str | None:
-    """The layer unit of a module: ``api``, or the first name under ``memory_platform``."""
+    """The unit of a module: ``api``, or the first name under ``memory_platform``."""
     parts = module.split(".")
     if parts[0] == "api":
         return "api"
@@ -60,75 +149,205 @@ def _unit(module: str) -> str | None:
     return None
 
 
-def _rank() -> dict[str, tuple[str, int]]:
-    rank = {unit: ("domain", tier) for tier, units in enumerate(DOMAIN) for unit in units}
-    for column, tiers in ADAPTERS.items():
-        for tier, units in enumerate(tiers, len(DOMAIN)):
-            rank.update({unit: (column, tier) for unit in units})
-    rank.update({unit: ("entry", 10_000) for unit in ENTRY_POINTS})
-    return rank
+def _imports(module: str, path: Path) -> Iterator[tuple[str, int]]:
+    """Every module ``module`` imports, with its line: relative imports resolved, and
+    ``from package import submodule`` as the submodule."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[:len(parts) - node.level + 1]
+                base = ".".join([*parts, *([node.module] if node.module else [])])
+            yield base, node.lineno
+            for alias in node.names:
+                if f"{base}.{alias.name}" in _modules():
+                    yield f"{base}.{alias.name}", node.lineno
 
 
-def _imports(path: Path) -> list[tuple[str, int]]:
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            found.append((node.module, node.lineno))
-        elif isinstance(node, ast.Import):
-            found.extend((alias.name, node.lineno) for alias in node.names)
-    return found
+def _named(path: Path) -> Iterator[tuple[str, int]]:
+    """The ``module:name`` strings of a module (a callable it loads by name)."""
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and CALLABLE_NAME.fullmatch(node.value):
+            yield node.value, node.lineno
 
 
-def _modules():
-    for top in ("memory_platform", "api"):
-        for path in sorted((ROOT / top).rglob("*.py")):
-            module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-            yield module.removesuffix(".__init__"), path
+def _defined(path: Path) -> set[str]:
+    """The names a module defines at its top level (functions, classes, assignments)."""
+    names = set()
+    for node in _tree(path).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(target.id for target in targets if isinstance(target, ast.Name))
+    return names
 
 
-def _may_import(source: tuple[str, int], target: tuple[str, int]) -> bool:
-    (source_column, source_tier), (target_column, target_tier) = source, target
-    if source_column == "entry":
+def _column(unit: str) -> str:
+    if unit in FOUNDATION or unit in DOMAIN:
+        return "domain"
+    if unit in ENTRY_POINTS:
+        return "entry"
+    return next(column for column, units in ADAPTERS.items() if unit in units)
+
+
+def _may_import(source: str, target: str) -> bool:
+    """Whether unit ``source`` may import unit ``target`` (two different units)."""
+    if source in FOUNDATION:
+        return target in FOUNDATION[source]
+    if source in DOMAIN:
+        return target in FOUNDATION or target in DOMAIN[source]
+    column, target_column = _column(source), _column(target)
+    if column == "entry":
         return target_column != "http"                   # api imports the platform, not back
-    if target_column == "entry":
-        return False
-    if target_column not in ("domain", source_column):
+    if target_column == "domain":
+        return True
+    if target_column != column:
         return False                                     # adapters never import each other
-    return target_tier < source_tier
+    units = ADAPTERS[column]
+    return units.index(target) < units.index(source)
 
 
-def test_every_package_has_a_layer():
-    rank = _rank()
-    unplaced = {_unit(module) for module, _ in _modules()} - set(rank) - {None}
-    assert not unplaced, f"place these packages in a layer of tests/test_layers.py: {unplaced}"
+def _leaf(module: str) -> str | None:
+    """The feature a module of a leaf folder belongs to (its name), or None."""
+    folder, _, name = module.rpartition(".")
+    if folder in LEAF_FOLDERS and module not in SHARED_LEAVES:
+        return name
+    return None
 
 
-def test_imports_only_go_down():
-    rank = _rank()
-    upward = []
-    for module, path in _modules():
+def _crosses_features(source: str, target: str) -> bool:
+    source_feature, target_feature = _leaf(source), _leaf(target)
+    return None not in (source_feature, target_feature) and source_feature != target_feature
+
+
+def _settings_readers(field: str) -> set[str]:
+    """The units whose code reads ``settings.<field>``."""
+    readers = set()
+    for module, path in _modules().items():
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, ast.Attribute) and node.attr == field:
+                readers.add(_unit(module))
+                break
+    return readers - {"settings"}
+
+
+# --- the tests --------------------------------------------------------------------------------
+
+
+def test_every_unit_has_a_place():
+    placed = {*FOUNDATION, *DOMAIN, *ENTRY_POINTS, *(u for us in ADAPTERS.values() for u in us)}
+    units = {_unit(module) for module in _modules()} - {None}
+    assert not units - placed, f"place these in tests/test_layers.py: {units - placed}"
+    declared = {used for uses in (*FOUNDATION.values(), *DOMAIN.values()) for used in uses}
+    assert declared <= {*FOUNDATION, *DOMAIN}, declared - {*FOUNDATION, *DOMAIN}
+
+
+def test_the_features_form_a_dag():
+    graph = {**FOUNDATION, **{unit: (*uses, *FOUNDATION) for unit, uses in DOMAIN.items()}}
+    done: set[str] = set()
+
+    def visit(unit: str, path: tuple[str, ...]) -> None:
+        assert unit not in path, "a cycle: " + " -> ".join([*path, unit])
+        if unit not in done:
+            for used in graph[unit]:
+                visit(used, (*path, unit))
+            done.add(unit)
+
+    for unit in graph:
+        visit(unit, ())
+
+
+def test_imports_follow_the_declared_edges():
+    wrong = []
+    for module, path in _modules().items():
         source = _unit(module)
-        for imported, line in _imports(path):
+        for imported, line in _imports(module, path):
             target = _unit(imported)
             if target is None or target == source:
                 continue
-            if not _may_import(rank[source], rank[target]):
-                upward.append(f"{path.relative_to(ROOT)}:{line} {source} -> {target}")
-    assert not upward, "imports that go up or across:\n" + "\n".join(upward)
+            if not _may_import(source, target):
+                wrong.append(f"{path.relative_to(ROOT)}:{line} {source} -> {target}")
+    assert not wrong, "imports no edge allows (declare the edge or turn it around):\n" + \
+        "\n".join(sorted(set(wrong)))
+
+
+def test_no_feature_adapter_imports_another_features_adapter():
+    crossings = []
+    for module, path in _modules().items():
+        for imported, line in _imports(module, path):
+            if (_crosses_features(module, imported)
+                    and (module, imported) not in KNOWN_CROSSINGS):
+                crossings.append(f"{path.relative_to(ROOT)}:{line} {module} -> {imported}")
+    assert not crossings, "one feature's adapter imports another's:\n" + \
+        "\n".join(sorted(set(crossings)))
+
+
+def test_frameworks_only_in_their_adapters():
+    wrong = []
+    for module, path in _modules().items():
+        for imported, line in _imports(module, path):
+            framework = imported.split(".")[0].split("_")[0]   # dagster_postgres: dagster
+            if framework in FRAMEWORKS and _unit(module) not in FRAMEWORKS[framework]:
+                wrong.append(f"{path.relative_to(ROOT)}:{line} {module} imports {imported}")
+    assert not wrong, "\n".join(sorted(set(wrong)))
+
+
+def test_names_of_callables_are_checked_like_imports():
+    """A ``module:name`` string names a module that exists and defines ``name``; the string
+    counts as an import of the module that holds it, and a setting's default as one of each
+    unit that reads the setting."""
+    from memory_platform.settings import Settings
+
+    named = [(module, value, f"{path.relative_to(ROOT)}:{line}")
+             for module, path in _modules().items() if module != "memory_platform.settings"
+             for value, line in _named(path)]
+    for field, info in Settings.model_fields.items():
+        if isinstance(info.default, str) and CALLABLE_NAME.fullmatch(info.default):
+            named += [(f"memory_platform.{reader}" if reader != "api" else "api", info.default,
+                       f"settings.{field}") for reader in _settings_readers(field)]
+    assert any(where.startswith("settings.") for *_, where in named)
+    wrong = []
+    for holder, value, where in named:
+        target_module, _, name = value.partition(":")
+        path = _modules().get(target_module)
+        defined = path is not None and name in _defined(path)
+        source, target = _unit(holder), _unit(target_module)
+        if not defined:
+            wrong.append(f"{where}: {value} names nothing")
+        elif source != target and not _may_import(source, target) \
+                and (source, target) not in BY_NAME:
+            wrong.append(f"{where}: {source} -> {target} by name ({value})")
+    assert not wrong, "\n".join(sorted(set(wrong)))
 
 
 def test_the_mcp_server_imports_nothing_of_the_platform():
-    for module, path in _modules():
+    for module, path in _modules().items():
         if module in ISOLATED:
-            platform = [m for m, _ in _imports(path) if _unit(m) is not None]
+            platform = [m for m, _ in _imports(module, path) if _unit(m) is not None]
             assert not platform, f"{module} imports {platform}"
 
 
-def test_the_checker_sees_an_upward_import(tmp_path):
-    rank = _rank()
-    assert not _may_import(rank["ledger"], rank["memories"])
-    assert not _may_import(rank["api"], rank["assets"])
-    assert not _may_import(rank["settings"], rank["db"])
-    assert _may_import(rank["memories"], rank["ledger"])
-    assert not _may_import(rank["cli"], rank["api"])
-    assert _may_import(rank["cli"], rank["launch"])
+def test_the_checker_sees_what_it_must(tmp_path):
+    assert not _may_import("ledger", "memories")          # an edge the other way
+    assert not _may_import("graph", "context")
+    assert _may_import("memories", "ledger") and _may_import("memories", "settings")
+    assert not _may_import("settings", "db")              # the foundation has its own order
+    assert not _may_import("dreaming", "assets")          # a domain unit imports an adapter
+    assert not _may_import("api", "assets")               # across adapter columns
+    assert not _may_import("orchestration", "assets")     # up its own column
+    assert not _may_import("cli", "api") and _may_import("cli", "launch")
+    assert _crosses_features("api.routes.dreams", "api.routes.review")
+    assert not _crosses_features("api.routes.dreams", "api.schemas.dreams")
+    assert not _crosses_features("api.routes.memory", "api.schemas.common")
+    package = tmp_path / "memory_platform" / "graph"
+    package.mkdir(parents=True)
+    (package / "probe.py").write_text("from ..context import x\nfrom . import store\n")
+    found = [m for m, _ in _imports("memory_platform.graph.probe", package / "probe.py")]
+    assert {"memory_platform.context", "memory_platform.graph.store"} <= set(found)
+    assert CALLABLE_NAME.fullmatch("memory_platform.launch:launch_for_api")
