@@ -17,7 +17,6 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet --constraint constraints.txt --editable '.[dev,local]'
-	scripts/install-browser
 	@touch $(STAMP)
 
 install: $(STAMP)  ## Create .venv and install the project with its pinned dependencies
@@ -30,7 +29,10 @@ lint: $(STAMP)  ## ruff
 
 # The suite runs in one worker per core (at most 4, pytest-xdist); every worker shares the
 # embedded server and makes its own template database.
+# Only the browser tests need Chromium: `make test` installs it where it can (apt as root or
+# with sudo); elsewhere those tests skip, saying why (`make dev` never needs a browser).
 test: $(STAMP)  ## ruff + pytest against the embedded PostgreSQL
+	scripts/install-browser
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q -n auto --maxprocesses=4
 
