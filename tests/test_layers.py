@@ -78,7 +78,7 @@ DOMAIN: dict[str, tuple[str, ...]] = {
 
 # The adapter columns, each bottom first (a unit imports the units below it in its column).
 ADAPTERS: dict[str, tuple[str, ...]] = {
-    "dagster": ("orchestration", "resources", "assets", "sensors", "definitions", "launch"),
+    "dagster": ("resources", "orchestration", "assets", "sensors", "definitions", "launch"),
     "http": ("api",),
     "mcp": ("mcp",),
 }
