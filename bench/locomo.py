@@ -42,7 +42,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,7 @@ from bench.locomo_metrics import (
     ranked,
     summary,
 )
+from memory_platform.access import AccessContext
 from memory_platform.benchmarks.conversations import evaluate
 from memory_platform.benchmarks.conversations.corpus import Conversation, Turn
 from memory_platform.benchmarks.conversations.variants import (
@@ -75,6 +76,8 @@ from memory_platform.db import embedded, migrations
 from memory_platform.db.connection import with_database
 from memory_platform.embeddings.factory import get_provider
 from memory_platform.retrieval import lexicon
+from memory_platform.retrieval.question import QueryVector, embed_question
+from memory_platform.retrieval.search import search_memories
 from memory_platform.settings import Settings
 
 PROGRAM = "python -m bench.locomo"
@@ -151,6 +154,23 @@ class ApiCaller:
         response = self._send("GET", user, f"asking {question!r}",
                               params={"query": question, "limit": ASK_LIMIT})
         return [item["id"] for item in response.json()["results"]]
+
+
+@dataclass
+class LibraryCaller(evaluate.LibraryCaller):
+    """``store_memory`` / ``search_memories`` in this process; each question is embedded once
+    and its vector reused by every variant (the vector does not depend on the settings)."""
+
+    vectors: dict[str, QueryVector] = field(default_factory=dict)
+
+    def ask(self, user: str, question: str, settings: Settings) -> list[str]:
+        vector = self.vectors.get(question)
+        if vector is None:
+            vector = self.vectors[question] = embed_question(self.provider, question)
+        hits = search_memories(self.conn, settings, AccessContext(self.instance_key,
+                                                                  user_id=user),
+                               question, limit=ASK_LIMIT, question=vector, stamp=False)
+        return [str(h.memory_id) for h in hits]
 
 
 # --- a run ----------------------------------------------------------------------------------
@@ -344,7 +364,7 @@ def main(argv: list[str] | None = None, echo: Callable[[str], None] = print) -> 
                                                         instance_key))
             caller: Any = ApiCaller(access)
         else:
-            caller = evaluate.LibraryCaller(conn, settings, instance_key, provider)
+            caller = LibraryCaller(conn, settings, instance_key, provider)
         try:
             stored: dict[str, list[str]] = {}
             if reuse:
