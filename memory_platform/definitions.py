@@ -44,30 +44,16 @@ from typing import Any
 
 from dagster import Definitions, definitions
 
-from memory_platform.assets.chain import (
-    erase_user_job,
-    generation_check_def,
-    profiles_check_def,
-    reembed_backlog_job,
-    reembedding,
-    retention,
-    retention_check_def,
-    user_profiles,
-    workspace_sync_job,
-)
-from memory_platform.assets.consolidation import (
-    consolidation,
-    consolidation_check_def,
-    consolidation_sweep,
-    consolidation_sweep_job,
-)
+from memory_platform.assets.chain import erase_user_job, reembed_backlog_job, workspace_sync_job
+from memory_platform.assets.consolidation import consolidation_sweep, consolidation_sweep_job
 from memory_platform.assets.dreaming import (
+    chain_assets,
+    chain_checks,
     dream_audience,
     dream_audience_job,
     dream_batch,
     dream_checks,
 )
-from memory_platform.assets.graph import knowledge_graph, knowledge_graph_check
 from memory_platform.assets.ledger import ledger_tables
 from memory_platform.assets.maintenance import outbox_job
 from memory_platform.assets.rollback import rollback_dream_job
@@ -98,10 +84,8 @@ def build_definitions(resources: dict[str, Any] | None = None,
     settings = settings or get_settings()
     return Definitions(
         assets=[*ledger_tables, *session_context_tables, *session_assets, dream_audience,
-                knowledge_graph, consolidation, consolidation_sweep, user_profiles, retention,
-                reembedding],
-        asset_checks=[*dream_checks, knowledge_graph_check, consolidation_check_def,
-                      profiles_check_def, retention_check_def, generation_check_def],
+                *chain_assets, consolidation_sweep],
+        asset_checks=[*dream_checks, *chain_checks],
         jobs=[dream_audience_job, dream_batch, outbox_job, session_maintenance_job,
               consolidation_sweep_job, erase_user_job, reembed_backlog_job,
               workspace_sync_job, rollback_dream_job],

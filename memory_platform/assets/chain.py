@@ -4,30 +4,18 @@
 retention always materialise and say ``nothing_to_do`` when they had nothing to do (a skipped
 asset would skip the rest of the chain); re-embedding is skipped without a backlog. Also the
 person-erasure job and the re-embedding backlog job. The steps are in
-:mod:`memory_platform.orchestration.chain_step`. (No ``from __future__ import annotations``:
-Dagster reads the Config annotations.)
+:mod:`memory_platform.orchestration.chain_step`; the assets, their checks and the Dream
+batch's part are built from :data:`STEPS` (:mod:`memory_platform.orchestration.chain`).
+(No ``from __future__ import annotations``: Dagster reads the Config annotations.)
 """
 
-import warnings
-
-from dagster import (
-    AssetCheckResult,
-    AssetExecutionContext,
-    Config,
-    MaterializeResult,
-    MetadataValue,
-    OpExecutionContext,
-    PreviewWarning,
-    asset,
-    asset_check,
-    job,
-    op,
-)
+from dagster import Config, MetadataValue, OpExecutionContext, job, op
 from pydantic import Field
 
 from memory_platform.maintenance.erasure import erase_user
 from memory_platform.maintenance.reembedding import convert
 from memory_platform.maintenance.workspace import sync_workspace
+from memory_platform.orchestration.chain import Check, Step, StepContext, StepReport, asset_defs
 from memory_platform.orchestration.chain_step import (
     GENERATION_CHECK,
     GENERATION_CHECK_DESCRIPTION,
@@ -42,7 +30,6 @@ from memory_platform.orchestration.chain_step import (
     retention_check,
     retention_step,
 )
-from memory_platform.orchestration.dream_step import check_fields
 from memory_platform.orchestration.home import WRITER_POOL
 from memory_platform.orchestration.keys import (
     CONSOLIDATION,
@@ -50,87 +37,68 @@ from memory_platform.orchestration.keys import (
     RETENTION,
     USER_PROFILES,
 )
-from memory_platform.orchestration.partitions import audiences
 from memory_platform.resources import EmbeddingsResource, PostgresResource, run_settings
 
-__all__ = ["CHAIN_GROUP", "erase_user_job", "generation_check_def", "profiles_check_def",
+__all__ = ["CHAIN_GROUP", "PROFILES_STEP", "REEMBEDDING_STEP", "RETENTION_STEP", "STEPS",
+           "erase_user_job", "generation_check_def", "profiles_check_def",
            "reembed_backlog_job",
            "reembedding", "retention", "retention_check_def", "user_profiles",
            "workspace_sync_job"]
 
 CHAIN_GROUP = "maintenance"
-_KINDS = {"python", "postgres"}
 
 
-@asset(name=USER_PROFILES, deps=[CONSOLIDATION], partitions_def=audiences,
-       group_name=CHAIN_GROUP, pool=WRITER_POOL, kinds=_KINDS,
-       description="Per-user profiles (static facts from the graph, recent context) of the "
-       "users the partition's latest Dream concerned, rebuilt (memory_platform.maintenance"
-       ".profiles).")
-def user_profiles(context: AssetExecutionContext, postgres: PostgresResource,
-                  embeddings: EmbeddingsResource) -> MaterializeResult:
-    settings = run_settings(postgres, embeddings)
-    with postgres.connection(settings) as conn:
-        meta = profiles_step(conn, settings, context.partition_key)
-    return MaterializeResult(metadata=meta)
+def _profiles(ctx: StepContext) -> StepReport:
+    return StepReport(profiles_step(ctx.conn, ctx.settings, ctx.partition,
+                                    dream_id=ctx.dream_id))
 
 
 class RetentionConfig(Config):
     dry_run: bool = Field(default=False, description="Count what would go; delete nothing.")
 
 
-@asset(name=RETENTION, deps=[USER_PROFILES], partitions_def=audiences,
-       group_name=CHAIN_GROUP, pool=WRITER_POOL, kinds=_KINDS,
-       description="Superseded and archived rows past MEMORY_RETENTION_DAYS deleted (never a "
-       "row active evidence still references), graph evidence capped; rows deleted per "
-       "table (memory_platform.maintenance.retention).")
-def retention(context: AssetExecutionContext, config: RetentionConfig,
-              postgres: PostgresResource, embeddings: EmbeddingsResource) -> MaterializeResult:
-    settings = run_settings(postgres, embeddings)
-    with postgres.connection(settings) as conn:
-        meta = retention_step(conn, settings, context.partition_key, dry_run=config.dry_run)
-    return MaterializeResult(metadata=meta)
+def _retention(ctx: StepContext) -> StepReport:
+    return StepReport(retention_step(ctx.conn, ctx.settings, ctx.partition,
+                                     dry_run=ctx.option("dry_run")))
 
 
-with warnings.catch_warnings():  # partitioned asset checks are a preview in 1.13
-    warnings.simplefilter("ignore", PreviewWarning)
-
-    @asset_check(asset=USER_PROFILES, name=PROFILES_CHECK, blocking=True,
-                 partitions_def=audiences, description=PROFILES_CHECK_DESCRIPTION)
-    def profiles_check_def(context, postgres: PostgresResource) -> AssetCheckResult:
-        with postgres.connection() as conn:
-            outcome = profiles_check(conn, context.partition_key)
-        return AssetCheckResult(**check_fields(outcome))
-
-    @asset_check(asset=REEMBEDDING, name=GENERATION_CHECK, blocking=True,
-                 partitions_def=audiences, description=GENERATION_CHECK_DESCRIPTION)
-    def generation_check_def(context, postgres: PostgresResource) -> AssetCheckResult:
-        with postgres.connection() as conn:
-            outcome = generation_check(conn, context.partition_key)
-        return AssetCheckResult(**check_fields(outcome))
-
-    @asset_check(asset=RETENTION, name=RETENTION_CHECK, blocking=True,
-                 partitions_def=audiences, description=RETENTION_CHECK_DESCRIPTION)
-    def retention_check_def(context, postgres: PostgresResource) -> AssetCheckResult:
-        with postgres.connection() as conn:
-            outcome = retention_check(conn, context.partition_key)
-        return AssetCheckResult(**check_fields(outcome))
+def _reembedding(ctx: StepContext) -> StepReport | None:
+    metadata = reembedding_step(ctx.conn, ctx.settings, ctx.partition)
+    return None if metadata is None else StepReport(metadata)
 
 
-@asset(name=REEMBEDDING, deps=[RETENTION], partitions_def=audiences,
-       group_name=CHAIN_GROUP, pool=WRITER_POOL, kinds=_KINDS, output_required=False,
-       description="A few batches of the instance's re-embedding backlog (chunks, "
-       "assertions, graph entities and claims into the active generation); skipped "
-       "without a backlog (memory_platform.maintenance.reembedding).")
-def reembedding(context: AssetExecutionContext, postgres: PostgresResource,
-                embeddings: EmbeddingsResource):
-    settings = run_settings(postgres, embeddings)
-    with postgres.connection(settings) as conn:
-        meta = reembedding_step(conn, settings, context.partition_key)
-    if meta is None:
-        context.log.info("skipped: the active generation has no re-embedding backlog")
-        return
-    yield MaterializeResult(metadata=meta)
+PROFILES_STEP = Step(
+    USER_PROFILES, after=(CONSOLIDATION,), run=_profiles, group=CHAIN_GROUP,
+    description="Per-user profiles (static facts from the graph, recent context) of the "
+    "users the partition's latest Dream concerned, rebuilt (memory_platform.maintenance"
+    ".profiles).",
+    checks=(Check(PROFILES_CHECK, PROFILES_CHECK_DESCRIPTION,
+                  lambda ctx: profiles_check(ctx.conn, ctx.partition,
+                                             dream_id=ctx.dream_id)),))
+
+RETENTION_STEP = Step(
+    RETENTION, after=(USER_PROFILES,), run=_retention, group=CHAIN_GROUP,
+    config=RetentionConfig,
+    description="Superseded and archived rows past MEMORY_RETENTION_DAYS deleted (never a "
+    "row active evidence still references), graph evidence capped; rows deleted per "
+    "table (memory_platform.maintenance.retention).",
+    checks=(Check(RETENTION_CHECK, RETENTION_CHECK_DESCRIPTION,
+                  lambda ctx: retention_check(ctx.conn, ctx.partition)),))
+
+REEMBEDDING_STEP = Step(
+    REEMBEDDING, after=(RETENTION,), run=_reembedding, group=CHAIN_GROUP,
+    skipped="skipped: the active generation has no re-embedding backlog",
+    description="A few batches of the instance's re-embedding backlog (chunks, "
+    "assertions, graph entities and claims into the active generation); skipped "
+    "without a backlog (memory_platform.maintenance.reembedding).",
+    checks=(Check(GENERATION_CHECK, GENERATION_CHECK_DESCRIPTION,
+                  lambda ctx: generation_check(ctx.conn, ctx.partition)),))
+
+STEPS = (PROFILES_STEP, RETENTION_STEP, REEMBEDDING_STEP)
+
+user_profiles, (profiles_check_def,) = asset_defs(PROFILES_STEP)
+retention, (retention_check_def,) = asset_defs(RETENTION_STEP)
+reembedding, (generation_check_def,) = asset_defs(REEMBEDDING_STEP)
 
 
 class ErasureConfig(Config):

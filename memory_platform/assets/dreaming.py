@@ -15,7 +15,10 @@ and anything downstream.
   materialisations it reached, the same checks); a partition that fails does not stop the
   others, and the run fails at the end, naming them.
 
-Both run :func:`memory_platform.orchestration.dream_step.dream_step`. (No ``from __future__
+Both run :func:`memory_platform.orchestration.dream_step.dream_step`, then the daily chain
+:data:`CHAIN`: the steps declared once in the feature modules (``assets/graph.py``,
+``consolidation.py``, ``chain.py``), as assets in the asset job and walked per partition by
+the batch (:mod:`memory_platform.orchestration.chain`). (No ``from __future__
 import annotations`` here: Dagster reads the ``Config`` annotations at definition time.)
 """
 
@@ -46,30 +49,19 @@ from dagster import (
 )
 from pydantic import Field
 
-from memory_platform.assets.chain import reembedding, retention, user_profiles
-from memory_platform.assets.consolidation import consolidation
-from memory_platform.assets.graph import knowledge_graph
+from memory_platform.assets import chain as maintenance_chain
+from memory_platform.assets import consolidation as consolidation_assets
+from memory_platform.assets import graph as graph_assets
 from memory_platform.assets.ledger import DREAM_READS
 from memory_platform.dreaming.runs import TRIGGERS, Trigger
 from memory_platform.dreaming.targets import parse_partition_keys
 from memory_platform.errors import DreamLocked, InvalidInput
-from memory_platform.orchestration.chain_step import (
-    GENERATION_CHECK,
-    PROFILES_CHECK,
-    RETENTION_CHECK,
-    generation_check,
-    profiles_check,
-    profiles_step,
-    reembedding_step,
-    retention_check,
-    retention_step,
-)
-from memory_platform.orchestration.consolidation_step import (
-    CONSOLIDATION_CHECK,
-    consolidation_check,
-    consolidation_step,
-    sweep_metadata,
-    sweep_step,
+from memory_platform.orchestration.chain import (
+    asset_defs,
+    batch_events,
+    batch_finish,
+    ordered,
+    step_context,
 )
 from memory_platform.orchestration.dream_step import (
     check_fields,
@@ -78,24 +70,17 @@ from memory_platform.orchestration.dream_step import (
     guarding_checks,
     step_trigger,
 )
-from memory_platform.orchestration.graph_step import GRAPH_CHECK, graph_check, graph_step
 from memory_platform.orchestration.home import DREAMING_RUN_TAG, WRITER_POOL
 from memory_platform.orchestration.keys import (
     ASSERTION_PROJECTIONS,
     CHECK_GUARDS,
-    CONSOLIDATION,
-    CONSOLIDATION_SWEEP,
     DREAM_ASSERTIONS,
     DREAM_INPUTS,
     DREAM_PROPOSALS,
-    KNOWLEDGE_GRAPH,
-    REEMBEDDING,
-    RETENTION,
     SESSION_ASSETS,
-    USER_PROFILES,
     WIKI_PROPOSALS,
 )
-from memory_platform.orchestration.metadata import error_label, md_table, partition_label
+from memory_platform.orchestration.metadata import error_label, md_table
 from memory_platform.orchestration.partitions import audiences, register_partitions
 from memory_platform.resources import (
     EmbeddingsResource,
@@ -236,10 +221,15 @@ def _dream_check(name: str, asset: str):
 
 dream_checks = [_dream_check(name, asset) for name, asset in CHECK_GUARDS.items()]
 
+# The daily chain after the Dream, each step declared once in its feature's module; the
+# asset job selects their assets, the batch walks them (orchestration.chain).
+CHAIN = ordered((*graph_assets.STEPS, *consolidation_assets.STEPS, *maintenance_chain.STEPS))
+chain_assets = [asset_defs(step)[0] for step in CHAIN]
+chain_checks = [check for step in CHAIN for check in asset_defs(step)[1]]
+
 dream_audience_job = define_asset_job(
     DREAM_AUDIENCE_JOB,
-    selection=AssetSelection.assets(dream_audience, knowledge_graph, consolidation,
-                                    user_profiles, retention, reembedding),
+    selection=AssetSelection.assets(dream_audience, *chain_assets),
     tags={DREAMING_RUN_TAG: "true"},
     description="Dream one audience partition: the five Dream assets, the knowledge graph, "
     "consolidation, user profiles, retention, re-embedding and their checks.")
@@ -263,7 +253,7 @@ def dream_partitions(context: OpExecutionContext, config: DreamBatchConfig,
     trigger = step_trigger(context.run.tags, config.trigger)
     summaries: list[str] = []
     problems: list[list[str]] = []
-    consolidated: list[tuple[str, Any]] = []   # (partition key, dream id) consolidated
+    ran: dict[str, list[tuple[str, Any]]] = {}     # per step with a Finish: its partitions
     with postgres.connection(settings) as conn:
         for number, key in enumerate(keys, 1):
             progress = f"[{number}/{len(keys)}]"
@@ -289,8 +279,9 @@ def dream_partitions(context: OpExecutionContext, config: DreamBatchConfig,
             try:
                 checks = [(name, asset, evaluate_check(conn, key, name))
                           for name, asset in guarding_checks(step.assets)]
+                passed = True
             except Exception as exc:  # a check that cannot run is a problem, not a pass
-                checks = []
+                checks, passed = [], False
                 problems.append([key, dream_id,
                                  f"checks did not run: {error_label(exc)}"])
             for name, asset, outcome in checks:
@@ -298,26 +289,18 @@ def dream_partitions(context: OpExecutionContext, config: DreamBatchConfig,
                     asset_key=AssetKey(asset), check_name=name, blocking=True, partition=key,
                     **check_fields(outcome)))
                 if not outcome.passed:
+                    passed = False
                     problems.append([key, dream_id,
                                      f"check {name} failed: {outcome.description}"])
-            if ASSERTION_PROJECTIONS in step.assets and not any(
-                    not outcome.passed for _, _, outcome in checks):
-                graphed = yield from _graph_events(context, conn, settings, key, dream_id,
-                                                   problems)
-                if graphed and not config.dry_run:
-                    yield from _consolidation_events(context, conn, settings, key, dream_id,
-                                                     problems)
-                    yield from _chain_events(context, conn, settings, key, dream_id,
-                                             problems)
-                    consolidated.append((key, step.result.dream_id))
+            if passed and not config.dry_run:
+                yield from batch_events(context, CHAIN, step_context(conn, settings, key),
+                                        set(step.assets), problems, ran)
             if step.problem:
                 problems.append([key, dream_id, step.problem])
             summaries.append(step.summary())
             context.log.info(f"{progress} {step.summary()}")
-    if consolidated:
-        yield from _sweep_events(context, conn_factory=lambda: postgres.connection(settings),
-                                 settings=settings, consolidated=consolidated,
-                                 problems=problems)
+    yield from batch_finish(context, CHAIN, lambda: postgres.connection(settings), settings,
+                            ran, problems)
     # The output flushes the logged check evaluations before a failure ends the step.
     yield Output(summaries)
     if problems:
@@ -327,98 +310,6 @@ def dream_partitions(context: OpExecutionContext, config: DreamBatchConfig,
             metadata={"failures": MetadataValue.md(md_table(
                 ["partition", "dream id", "problem"], problems)),
                 "dreamed": MetadataValue.int(len(summaries))})
-
-
-def _graph_events(context: OpExecutionContext, conn, settings, key: str, dream_id: str,
-                  problems: list[list[str]]):
-    """The partition's knowledge graph after its Dream, as the ``knowledge_graph`` asset
-    records it: a materialisation and its check (a failure is a problem, the batch goes on)."""
-    try:
-        graph = graph_step(conn, settings, key)
-        outcome = graph_check(conn, key)
-    except Exception as exc:  # recorded; the batch goes on
-        problems.append([key, dream_id, f"knowledge graph: {error_label(exc)}"])
-        return
-    context.log.info(graph.summary())
-    yield AssetMaterialization(asset_key=KNOWLEDGE_GRAPH, partition=key,
-                               metadata=graph.metadata)
-    context.log_event(AssetCheckEvaluation(
-        asset_key=AssetKey(KNOWLEDGE_GRAPH), check_name=GRAPH_CHECK, blocking=True,
-        partition=key, **check_fields(outcome)))
-    if not outcome.passed:
-        problems.append([key, dream_id, f"check {GRAPH_CHECK} failed: {outcome.description}"])
-        return False
-    return True
-
-
-def _consolidation_events(context: OpExecutionContext, conn, settings, key: str,
-                          dream_id: str, problems: list[list[str]]):
-    """The partition's consolidation after its graph, as the ``consolidation`` asset
-    records it (the batch sweeps once at its end)."""
-    try:
-        step = consolidation_step(conn, settings, key, with_sweep=False)
-        outcome = consolidation_check(conn, key)
-    except Exception as exc:  # recorded; the batch goes on
-        problems.append([key, dream_id, f"consolidation: {error_label(exc)}"])
-        return
-    context.log.info(step.summary())
-    yield AssetMaterialization(asset_key=CONSOLIDATION, partition=key, metadata=step.metadata)
-    context.log_event(AssetCheckEvaluation(
-        asset_key=AssetKey(CONSOLIDATION), check_name=CONSOLIDATION_CHECK, blocking=True,
-        partition=key, **check_fields(outcome)))
-    if not outcome.passed:
-        problems.append([key, dream_id,
-                         f"check {CONSOLIDATION_CHECK} failed: {outcome.description}"])
-
-
-_CHAIN_CHECKS = {USER_PROFILES: (PROFILES_CHECK, profiles_check),
-                 RETENTION: (RETENTION_CHECK, retention_check),
-                 REEMBEDDING: (GENERATION_CHECK, generation_check)}
-
-
-def _chain_events(context: OpExecutionContext, conn, settings, key: str, dream_id: str,
-                  problems: list[list[str]]):
-    """User profiles, retention and re-embedding of the partition, as their assets record
-    them (re-embedding only when there was backlog)."""
-    steps = ((USER_PROFILES, lambda: profiles_step(conn, settings, key)),
-             (RETENTION, lambda: retention_step(conn, settings, key)),
-             (REEMBEDDING, lambda: reembedding_step(conn, settings, key)))
-    for asset, step in steps:
-        try:
-            metadata = step()
-        except Exception as exc:  # recorded; the chain of this partition stops here
-            problems.append([key, dream_id, f"{asset}: {error_label(exc)}"])
-            return
-        if metadata is None:
-            continue    # skipped (no backlog): no materialisation, no check
-        yield AssetMaterialization(asset_key=asset, partition=key, metadata=metadata)
-        guard = _CHAIN_CHECKS.get(asset)
-        if guard is not None:
-            name, evaluate = guard
-            outcome = evaluate(conn, key)
-            context.log_event(AssetCheckEvaluation(
-                asset_key=AssetKey(asset), check_name=name, blocking=True, partition=key,
-                **check_fields(outcome)))
-            if not outcome.passed:
-                problems.append([key, dream_id, f"check {name} failed: {outcome.description}"])
-                return
-
-
-def _sweep_events(context: OpExecutionContext, *, conn_factory, settings,
-                  consolidated: list[tuple[str, Any]], problems: list[list[str]]):
-    """After the batch's partitions: the quiet partitions it did not process, recorded on
-    its last dream row and as a ``consolidation_sweep`` materialisation."""
-    try:
-        with conn_factory() as conn:
-            swept = sweep_step(conn, settings, processed={k for k, _ in consolidated},
-                               record_dream=consolidated[-1][1])
-    except Exception as exc:  # recorded; the batch's output stands
-        problems.append(["sweep", "-", f"consolidation sweep: {error_label(exc)}"])
-        return
-    for result in swept:
-        context.log.info(f"sweep {partition_label(result.partition.partition_key)}: "
-                         f"{result.summary()}")
-    yield AssetMaterialization(asset_key=CONSOLIDATION_SWEEP, metadata=sweep_metadata(swept))
 
 
 @job(name=DREAM_BATCH_JOB, tags={DREAMING_RUN_TAG: "true"},

@@ -1,42 +1,31 @@
-"""The knowledge graph on Dagster: the ``knowledge_graph`` asset per audience partition,
-downstream of the Dream's ``assertion_projections``, and its blocking invariant check.
+"""The knowledge graph on Dagster: the ``knowledge_graph`` step of the daily chain, per
+audience partition, downstream of the Dream's ``assertion_projections``, and its blocking
+invariant check.
 
 It has its own op (unlike the five Dream assets, which one engine call produces): a graph
 build can be retried or backfilled alone, and a failed extraction never re-runs a Dream.
 When a Dream reached no projections (below the input minimum, a malformed answer, a dry run)
 the asset is skipped with it. Backfilling it with ``rebuild: true`` removes the latest
 Dream's refs and extracts its assertions again (stable refs of earlier Dreams stay). The
-step is :func:`memory_platform.orchestration.graph_step.graph_step`, shared with the Dream
-batch. (No ``from __future__ import annotations``: Dagster reads the Config annotations.)
+step is :func:`memory_platform.orchestration.graph_step.graph_step`; the asset, its check and
+the Dream batch's part are built from :data:`STEP` (:mod:`memory_platform.orchestration.chain`).
+(No ``from __future__ import annotations``: Dagster reads the Config annotations.)
 """
 
-import warnings
-
-from dagster import (
-    AssetCheckResult,
-    AssetExecutionContext,
-    Config,
-    MaterializeResult,
-    PreviewWarning,
-    asset,
-    asset_check,
-)
+from dagster import Config
 from pydantic import Field
 
-from memory_platform.orchestration.dream_step import check_fields
+from memory_platform.orchestration.chain import Check, Step, StepContext, StepReport, asset_defs
 from memory_platform.orchestration.graph_step import (
     GRAPH_CHECK,
     GRAPH_CHECK_DESCRIPTION,
     graph_check,
     graph_step,
 )
-from memory_platform.orchestration.home import WRITER_POOL
 from memory_platform.orchestration.keys import ASSERTION_PROJECTIONS, KNOWLEDGE_GRAPH
 from memory_platform.orchestration.metadata import partition_label
-from memory_platform.orchestration.partitions import audiences
-from memory_platform.resources import EmbeddingsResource, PostgresResource, run_settings
 
-__all__ = ["GRAPH_GROUP", "knowledge_graph", "knowledge_graph_check"]
+__all__ = ["GRAPH_GROUP", "STEP", "STEPS", "knowledge_graph", "knowledge_graph_check"]
 
 GRAPH_GROUP = "knowledge_graph"
 
@@ -48,30 +37,22 @@ class GraphConfig(Config):
                           "evidence first, then extract its assertions again.")
 
 
-@asset(name=KNOWLEDGE_GRAPH, deps=[ASSERTION_PROJECTIONS], partitions_def=audiences,
-       group_name=GRAPH_GROUP, pool=WRITER_POOL, kinds={"python", "postgres"},
-       description="Entities, claims and edges extracted from the partition's approved "
-       "assertion projections (the latest Dream's and any written outside Dreaming), with "
-       "cumulative source refs, evidence and embeddings (memory_platform.graph).")
-def knowledge_graph(context: AssetExecutionContext, config: GraphConfig,
-                    postgres: PostgresResource,
-                    embeddings: EmbeddingsResource) -> MaterializeResult:
-    settings = run_settings(postgres, embeddings)
-    with postgres.connection(settings) as conn:
-        step = graph_step(conn, settings, context.partition_key, rebuild=config.rebuild)
-    context.log.info(step.summary())
-    for failure in step.build.failures:
-        context.log.warning(f"kept for retry: {partition_label(failure.partition_key)} "
-                            f"{failure.code} (the message is in the process log)")
-    return MaterializeResult(metadata=step.metadata)
+def _graph(ctx: StepContext) -> StepReport:
+    step = graph_step(ctx.conn, ctx.settings, ctx.partition, rebuild=ctx.option("rebuild"),
+                      dream_id=ctx.dream_id)
+    return StepReport(step.metadata, [step.summary()], [
+        f"kept for retry: {partition_label(failure.partition_key)} {failure.code} (the "
+        "message is in the process log)" for failure in step.build.failures])
 
 
-with warnings.catch_warnings():  # partitioned asset checks are a preview in 1.13
-    warnings.simplefilter("ignore", PreviewWarning)
+STEP = Step(
+    KNOWLEDGE_GRAPH, after=(ASSERTION_PROJECTIONS,), run=_graph, group=GRAPH_GROUP,
+    config=GraphConfig,
+    description="Entities, claims and edges extracted from the partition's approved "
+    "assertion projections (the latest Dream's and any written outside Dreaming), with "
+    "cumulative source refs, evidence and embeddings (memory_platform.graph).",
+    checks=(Check(GRAPH_CHECK, GRAPH_CHECK_DESCRIPTION,
+                  lambda ctx: graph_check(ctx.conn, ctx.partition)),))
+STEPS = (STEP,)
 
-    @asset_check(asset=KNOWLEDGE_GRAPH, name=GRAPH_CHECK, blocking=True,
-                 partitions_def=audiences, description=GRAPH_CHECK_DESCRIPTION)
-    def knowledge_graph_check(context, postgres: PostgresResource) -> AssetCheckResult:
-        with postgres.connection() as conn:
-            outcome = graph_check(conn, context.partition_key)
-        return AssetCheckResult(**check_fields(outcome))
+knowledge_graph, (knowledge_graph_check,) = asset_defs(STEP)

@@ -65,5 +65,11 @@ class Partition:
                                  f"U+{ord(bad.group()):04X}")
         return cls(*decoded)
 
+    @classmethod
+    def of(cls, partition: Partition | str) -> Partition:
+        """``partition`` itself, or the partition of an encoded key (the one decoding)."""
+        return partition if isinstance(partition, Partition) else cls.from_partition_key(
+            partition)
+
     def __str__(self) -> str:
         return self.partition_key

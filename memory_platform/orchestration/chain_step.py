@@ -17,10 +17,10 @@ from dagster import MetadataValue
 from memory_platform.db.units import committed_unit
 from memory_platform.dreaming.checks import CheckOutcome
 from memory_platform.dreaming.partitions import Partition
-from memory_platform.graph.build import latest_dream
 from memory_platform.maintenance.profiles import affected_users, refresh_profiles
 from memory_platform.maintenance.reembedding import reembed_step
 from memory_platform.maintenance.retention import deleted_live_support, retention_sweep
+from memory_platform.orchestration.dream_row import LOOKUP, resolve
 from memory_platform.settings import Settings
 
 __all__ = ["GENERATION_CHECK", "GENERATION_CHECK_DESCRIPTION", "PROFILES_CHECK",
@@ -45,12 +45,13 @@ def _ints(values: dict[str, Any]) -> dict[str, MetadataValue]:
     return {name: MetadataValue.int(int(value)) for name, value in values.items()}
 
 
-def profiles_step(conn: psycopg.Connection, settings: Settings,
-                  partition_key: str) -> dict[str, MetadataValue]:
-    """Rebuild the profiles of the users the partition's latest Dream concerned."""
-    partition = Partition.from_partition_key(partition_key)
+def profiles_step(conn: psycopg.Connection, settings: Settings, partition: Partition | str,
+                  *, dream_id: Any = LOOKUP) -> dict[str, MetadataValue]:
+    """Rebuild the profiles of the users the partition's latest Dream (``dream_id``, looked
+    up when not handed in) concerned."""
+    partition = Partition.of(partition)
+    dream_id = resolve(conn, partition, dream_id)
     with committed_unit(conn):
-        dream_id = latest_dream(conn, partition.instance_key, partition.kind, partition.key)
         users = affected_users(conn, partition.instance_key, dream_id) if dream_id else []
         refreshed = refresh_profiles(conn, settings, partition.instance_key, users)
     meta = _ints({"profiles_refreshed": refreshed, "users": len(users)})
@@ -62,10 +63,10 @@ def profiles_step(conn: psycopg.Connection, settings: Settings,
     return meta
 
 
-def retention_step(conn: psycopg.Connection, settings: Settings, partition_key: str, *,
-                   dry_run: bool = False) -> dict[str, MetadataValue]:
+def retention_step(conn: psycopg.Connection, settings: Settings, partition: Partition | str,
+                   *, dry_run: bool = False) -> dict[str, MetadataValue]:
     """One retention sweep of the partition (rows deleted per table)."""
-    partition = Partition.from_partition_key(partition_key)
+    partition = Partition.of(partition)
     result = retention_sweep(conn, settings, instance_key=partition.instance_key,
                              audience=(partition.kind, partition.key), dry_run=dry_run)
     summary = result.summary()
@@ -80,10 +81,10 @@ def retention_step(conn: psycopg.Connection, settings: Settings, partition_key: 
 
 
 def reembedding_step(conn: psycopg.Connection, settings: Settings,
-                     partition_key: str) -> dict[str, MetadataValue] | None:
+                     partition: Partition | str) -> dict[str, MetadataValue] | None:
     """A few batches of the instance's re-embedding backlog; None when there is none (the
     asset is skipped)."""
-    partition = Partition.from_partition_key(partition_key)
+    partition = Partition.of(partition)
     counts = reembed_step(conn, settings, partition.instance_key,
                           batches=settings.reembed_chain_batches)
     if not counts.get("converted") and not counts.get("remaining"):
@@ -91,18 +92,19 @@ def reembedding_step(conn: psycopg.Connection, settings: Settings,
     return _ints(counts)
 
 
-def retention_check(conn: psycopg.Connection, partition_key: str) -> CheckOutcome:
-    partition = Partition.from_partition_key(partition_key)
+def retention_check(conn: psycopg.Connection, partition: Partition | str) -> CheckOutcome:
+    partition = Partition.of(partition)
     offenders = deleted_live_support(conn, partition.instance_key, partition.kind,
                                      partition.key)
     return CheckOutcome(RETENTION_CHECK, not offenders, len(offenders), len(offenders),
                         RETENTION_CHECK_DESCRIPTION, [{"memory": m} for m in offenders])
 
 
-def profiles_check(conn: psycopg.Connection, partition_key: str) -> CheckOutcome:
-    partition = Partition.from_partition_key(partition_key)
+def profiles_check(conn: psycopg.Connection, partition: Partition | str, *,
+                   dream_id: Any = LOOKUP) -> CheckOutcome:
+    partition = Partition.of(partition)
+    dream_id = resolve(conn, partition, dream_id)
     with committed_unit(conn):
-        dream_id = latest_dream(conn, partition.instance_key, partition.kind, partition.key)
         users = affected_users(conn, partition.instance_key, dream_id) if dream_id else []
         stale = [r[0] for r in conn.execute(
             """
@@ -118,8 +120,8 @@ def profiles_check(conn: psycopg.Connection, partition_key: str) -> CheckOutcome
                         PROFILES_CHECK_DESCRIPTION, [{"user": u} for u in stale[:20]])
 
 
-def generation_check(conn: psycopg.Connection, partition_key: str) -> CheckOutcome:
-    partition = Partition.from_partition_key(partition_key)
+def generation_check(conn: psycopg.Connection, partition: Partition | str) -> CheckOutcome:
+    partition = Partition.of(partition)
     with committed_unit(conn):
         active = [r[0] for r in conn.execute(
             "SELECT generation_key FROM agent_memory_embedding_generations"

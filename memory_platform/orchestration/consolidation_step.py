@@ -9,7 +9,6 @@ its end, skipping every partition it processed.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -25,10 +24,9 @@ from memory_platform.consolidation.run import (
     sweep,
 )
 from memory_platform.consolidation.types import Partition
-from memory_platform.db.units import committed_unit
 from memory_platform.dreaming.checks import CheckOutcome
 from memory_platform.dreaming.partitions import Partition as DreamPartition
-from memory_platform.graph.build import latest_dream
+from memory_platform.orchestration.dream_row import LOOKUP, record_sweep, resolve
 from memory_platform.orchestration.metadata import md_table, partition_label, snake_key
 from memory_platform.settings import Settings
 
@@ -48,12 +46,14 @@ _LEADING = ("pairsJudged", "duplicates", "superseded", "conflictsOpened", "entit
             "claimsPruned", "edgesPruned", "auditRows")
 
 
-def _partition(key: str) -> Partition:
-    dream = DreamPartition.from_partition_key(key)
+def _partition(partition: DreamPartition | str) -> Partition:
+    """The consolidation package's value of the one partition type (its plain key is what
+    the sweep compares)."""
+    dream = DreamPartition.of(partition)
     return Partition(dream.instance_key, dream.kind, dream.key)
 
 
-def _sweep_exclusions(partition_keys: set[str]) -> set[str]:
+def _sweep_exclusions(partition_keys: set[str] | list[str]) -> set[str]:
     """The Dagster (percent-encoded) keys of processed partitions as the sweep compares
     them: the consolidation partition's plain ``instance/kind/key``. Passing the encoded keys
     made the sweep consolidate a processed partition whose key holds a space, ``/``, ``,``,
@@ -85,14 +85,15 @@ class ConsolidationStep:
                 f"{s['auditRows']} audit rows; sweep: {len(self.swept)} partition(s)")
 
 
-def consolidation_step(conn: psycopg.Connection, settings: Settings, partition_key: str, *,
-                       dry_run: bool = False, with_sweep: bool = True) -> ConsolidationStep:
-    """Consolidate the partition (after its latest Dream, whose row gets the result) and,
-    ``with_sweep``, the quiet partitions."""
-    partition = _partition(partition_key)
-    with committed_unit(conn):
-        dream_id = latest_dream(conn, partition.instance_key, partition.audience_kind,
-                                partition.audience_key)
+def consolidation_step(conn: psycopg.Connection, settings: Settings,
+                       partition: DreamPartition | str, *, dry_run: bool = False,
+                       with_sweep: bool = True, dream_id: Any = LOOKUP) -> ConsolidationStep:
+    """Consolidate the partition (after its latest Dream, ``dream_id`` when handed in, whose
+    row gets the result) and, ``with_sweep``, the quiet partitions."""
+    dream_partition = DreamPartition.of(partition)
+    partition_key = dream_partition.partition_key
+    dream_id = resolve(conn, dream_partition, dream_id)
+    partition = _partition(dream_partition)
     result = consolidate_partition(conn, settings, partition, dry_run=dry_run,
                                    dream_id=dream_id)
     swept = (sweep(conn, settings, instance_key=partition.instance_key,
@@ -103,27 +104,23 @@ def consolidation_step(conn: psycopg.Connection, settings: Settings, partition_k
     return ConsolidationStep(partition_key, dream_id, result, swept)
 
 
-def sweep_step(conn: psycopg.Connection, settings: Settings, *, processed: set[str],
+def sweep_step(conn: psycopg.Connection, settings: Settings, *,
+               processed: set[str] | list[str],
                dry_run: bool = False, record_dream: UUID | None = None
                ) -> list[ConsolidationResult]:
     """The sweep of a batch (after its partitions, ``processed``: their Dagster keys),
     recorded on ``record_dream`` if given."""
     swept = sweep(conn, settings, processed=_sweep_exclusions(processed), dry_run=dry_run)
     if record_dream is not None:
-        with committed_unit(conn):
-            conn.execute(
-                "UPDATE agent_memory_dreams SET stats_json = jsonb_set(stats_json,"
-                " '{consolidation,sweep}', %s::jsonb, true) WHERE id = %s"
-                " AND stats_json ? 'consolidation'",
-                (_sweep_json(swept), record_dream))
+        record_sweep(conn, record_dream, _sweep_json(swept))
     return swept
 
 
-def _sweep_json(swept: list[ConsolidationResult]) -> str:
-    return json.dumps([{"envelope": {"instanceKey": s.partition.instance_key,
+def _sweep_json(swept: list[ConsolidationResult]) -> list[dict[str, Any]]:
+    return [{"envelope": {"instanceKey": s.partition.instance_key,
                                      "audienceKind": s.partition.audience_kind,
                                      "audienceKey": s.partition.audience_key},
-                        "result": s.as_json()} for s in swept], default=str)
+                        "result": s.as_json()} for s in swept]
 
 
 def result_metadata(result: ConsolidationResult) -> dict[str, MetadataValue]:
@@ -176,8 +173,9 @@ def sweep_metadata(swept: list[ConsolidationResult]) -> dict[str, MetadataValue]
     return meta
 
 
-def consolidation_check(conn: psycopg.Connection, partition_key: str) -> CheckOutcome:
-    partition = _partition(partition_key)
+def consolidation_check(conn: psycopg.Connection,
+                        partition: DreamPartition | str) -> CheckOutcome:
+    partition = _partition(partition)
     found: dict[str, Any] = unaudited_mutations(conn, partition.instance_key,
                                                 partition.audience_kind,
                                                 partition.audience_key)

@@ -16,17 +16,16 @@ from typing import Any
 import psycopg
 from dagster import MetadataValue
 
-from memory_platform.db.units import committed_unit
 from memory_platform.dreaming.checks import CheckOutcome
 from memory_platform.dreaming.partitions import Partition
 from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.graph.build import (
     GraphBuild,
     build_dream_graph,
-    latest_dream,
     process_graph_jobs,
 )
 from memory_platform.graph.checks import graph_support_check
+from memory_platform.orchestration.dream_row import LOOKUP, resolve
 from memory_platform.orchestration.metadata import md_table, partition_label, snake_key
 from memory_platform.settings import Settings
 
@@ -60,20 +59,20 @@ class GraphStep:
                 f"{s['entitiesQuarantined']} quarantined, {s['failedBatches']} failed batches")
 
 
-def graph_step(conn: psycopg.Connection, settings: Settings, partition_key: str, *,
-               rebuild: bool = False,
-               embedder: EmbeddingProvider | None = None) -> GraphStep:
-    """Build the partition's graph (see the module docstring); ``rebuild`` removes the latest
-    Dream's refs first and extracts its assertions again."""
-    partition = Partition.from_partition_key(partition_key)
-    with committed_unit(conn):
-        dream_id = latest_dream(conn, partition.instance_key, partition.kind, partition.key)
+def graph_step(conn: psycopg.Connection, settings: Settings, partition: Partition | str, *,
+               rebuild: bool = False, embedder: EmbeddingProvider | None = None,
+               dream_id: Any = LOOKUP) -> GraphStep:
+    """Build the partition's graph (see the module docstring) from its latest Dream
+    (``dream_id``, looked up when not handed in); ``rebuild`` removes that Dream's refs
+    first and extracts its assertions again."""
+    partition = Partition.of(partition)
+    dream_id = resolve(conn, partition, dream_id)
     if dream_id is not None:
         build = build_dream_graph(conn, settings, dream_id, rebuild=rebuild, embedder=embedder)
     else:
         build = process_graph_jobs(conn, settings, instance_key=partition.instance_key,
                                    audience=(partition.kind, partition.key), embedder=embedder)
-    return GraphStep(partition_key, dream_id, build)
+    return GraphStep(partition.partition_key, dream_id, build)
 
 
 # Shown first (the UI lists metadata in order): what changed, then the new claims.
@@ -105,8 +104,8 @@ def graph_metadata(build: GraphBuild, dream_id: Any) -> dict[str, MetadataValue]
     return meta
 
 
-def graph_check(conn: psycopg.Connection, partition_key: str) -> CheckOutcome:
-    partition = Partition.from_partition_key(partition_key)
+def graph_check(conn: psycopg.Connection, partition: Partition | str) -> CheckOutcome:
+    partition = Partition.of(partition)
     result = graph_support_check(conn, partition.instance_key, partition.kind, partition.key)
     violations = int(result["unsupported_claims"]) + int(result["unsupported_edges"])
     return CheckOutcome(
