@@ -7,11 +7,11 @@ leaves on top of it.
    edges have no cycle. Siblings that do not use each other are simply not ordered.
 2. **Adapters stay leaves.** The adapters (HTTP: ``api``; Dagster; the MCP client) and the
    entry points sit on top: no domain module imports them, the adapter columns never import
-   each other (only the entry points start them), and inside an adapter folder one feature's
-   module (``api/routes/<feature>.py``, ``assets/<feature>.py``, ...) does not import another
-   feature's module; the collectors (``api.table``, ``api.features``, ``definitions``, the
-   CLI's group, ...) may. ``dagster``, ``starlette`` and ``click`` are imported only by the
-   adapters that own them.
+   each other (only the entry points start them), and one feature's module in an adapter
+   folder (``api/routes/<feature>.py``, ``api/inspector/<feature>.py``,
+   ``assets/<feature>.py``, ...) does not import another feature's module; the collectors
+   (``api.table``, ``api.features``, ``definitions``, the CLI's group, ...) may. ``dagster``,
+   ``starlette`` and ``click`` are imported only by the adapters that own them.
 3. **Every import counts**: imports inside functions and under ``TYPE_CHECKING``, relative
    imports (resolved against their package), ``from package import module``, and the
    ``module:name`` strings that name a callable to load (a setting's default counts as an
@@ -88,9 +88,10 @@ ISOLATED = {"memory_platform.mcp"}                # imports nothing of the platf
 
 # Adapter folders with one module per feature, and the modules in them that are shared kit
 # (or collectors of the features) rather than a feature's own.
-LEAF_FOLDERS = ("api.routes", "api.schemas", "memory_platform.assets",
+LEAF_FOLDERS = ("api.routes", "api.schemas", "api.inspector", "memory_platform.assets",
                 "memory_platform.sensors", "memory_platform.cli")
-SHARED_LEAVES = {"api.schemas.common", "memory_platform.cli.common"}
+SHARED_LEAVES = {"api.schemas.common", "memory_platform.cli.common", "api.inspector.data",
+                 "api.inspector.guard", "api.inspector.pages", "api.inspector.session"}
 
 # One feature's adapter importing another's, still there: the daily chain written by hand in
 # the batch op (issue 30, deliverable 2 removes it) and the CLI's shared progress helpers.
