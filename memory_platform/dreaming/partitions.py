@@ -24,6 +24,11 @@ def _encode(part: str) -> str:
     return _DOT_RUN.sub(lambda m: "%2E" * len(m.group()), encoded)
 
 
+def instance_prefix(instance_key: str) -> str:
+    """The first part of every partition key of an instance (``<prefix>/kind/key``)."""
+    return _encode(instance_key)
+
+
 @dataclass(frozen=True)
 class Partition:
     instance_key: str

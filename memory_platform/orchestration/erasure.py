@@ -45,7 +45,7 @@ from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
 from dagster._serdes import deserialize_value
 from sqlalchemy import delete, select, update
 
-from memory_platform.dreaming.partitions import Partition
+from memory_platform.dreaming.partitions import Partition, instance_prefix
 from memory_platform.orchestration.home import dagster_instance
 from memory_platform.orchestration.metadata import error_label
 from memory_platform.orchestration.partitions import AUDIENCES
@@ -213,7 +213,7 @@ def _strings(value: Any) -> Iterator[str]:
 def _legacy_runs(storage: SqlEventLogStorage, instance_key: str) -> set[str]:
     """Runs of the instance's partitions (and unpartitioned runs: sessions, sweeps) with an
     event in the old, text-bearing metadata format."""
-    prefix = Partition(instance_key, "team", instance_key).partition_key.split("/", 1)[0]
+    prefix = instance_prefix(instance_key)
     table = SqlEventLogStorageTable
     query = select(table.c.run_id, table.c.event).where(
         table.c.dagster_event_type.in_(_EVENT_TYPES), table.c.run_id != "",
