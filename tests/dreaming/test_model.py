@@ -4,6 +4,7 @@ automatic default) and exact model clients without fallback, on the real databas
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import psycopg
 import pytest
@@ -18,6 +19,7 @@ from memory_platform.dreaming.model import (
     set_dreaming_model,
 )
 from memory_platform.errors import InvalidInput
+from memory_platform.llm import selection
 from memory_platform.llm.base import ModelError
 from memory_platform.llm.openai_compatible import OpenAICompatibleModel
 from tests.conftest import create_database, drop_database
@@ -50,7 +52,10 @@ def test_the_setting_belongs_to_its_instance(conn):
     assert row == ("other-model",)
 
 
-def test_a_changed_row_is_seen_after_the_cache_expires(conn):
+def test_a_changed_row_is_seen_after_the_cache_expires(conn, monkeypatch):
+    # The cache's clock is set, not waited on: time.monotonic of llm/selection.py only.
+    clock = [time.monotonic()]
+    monkeypatch.setattr(selection, "time", SimpleNamespace(monotonic=lambda: clock[0]))
     settings = make_settings(settings_cache_seconds=0.4)
     set_dreaming_model(conn, INSTANCE, "model-a")
     assert resolve_model_name(conn, settings, INSTANCE, None) == ("model-a", "app_settings")
@@ -59,11 +64,11 @@ def test_a_changed_row_is_seen_after_the_cache_expires(conn):
                  "AND key = %s", (INSTANCE, SETTING_KEY))
     assert resolve_model_name(conn, settings, INSTANCE, None) == ("model-a", "app_settings")
     # ... until the cache expires, without a restart.
-    time.sleep(0.45)
+    clock[0] += 0.45
     assert resolve_model_name(conn, settings, INSTANCE, None) == ("model-b", "app_settings")
     conn.execute("UPDATE app_settings SET value = '' WHERE instance_key = %s AND key = %s",
                  (INSTANCE, SETTING_KEY))
-    time.sleep(0.45)
+    clock[0] += 0.45
     assert resolve_model_name(conn, settings, INSTANCE, None) == ("extractive", "default")
 
 
