@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 
 import psycopg
@@ -87,13 +88,17 @@ class SessionMaintenanceCollector:
         yield from (operations, retries, fallbacks, total, longest)
 
 
+# A path id parsed by the api.paths convertor shows as its name alone: {dream_id}.
+_ID_CONVERTOR = re.compile(r"\{(\w+):id\}")
+
+
 def route_template(scope: Scope) -> str:
     """The full path template of the route that answered (mount prefixes included)."""
     route = scope.get("route")
     if not isinstance(route, Route):
         return "unmatched"
     mounted = scope.get("root_path", "")[len(scope.get("app_root_path", "")):]
-    return mounted + route.path
+    return mounted + _ID_CONVERTOR.sub(r"{\1}", route.path)
 
 
 class Metrics:

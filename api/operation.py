@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
+from api import paths  # noqa: F401  (registers the path-id convertor)
 from api.auth import RequireScope
 from api.input import MAX_VALUES, read_json, read_query
 from api.responses import model_response

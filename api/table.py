@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from api import openapi
-from api.features import FEATURES
+from api.features import modules
 from api.operation import Operation, Section
 
 
@@ -37,7 +37,7 @@ def collect(features: Iterable[ModuleType]) -> tuple[Section, ...]:
     return tuple(Section(prefix, tuple(operations)) for prefix, operations in merged.items())
 
 
-TABLE: tuple[Section, ...] = collect(FEATURES)
+TABLE: tuple[Section, ...] = collect(modules("api.routes"))
 
 
 async def openapi_document(_: Request) -> JSONResponse:

@@ -16,7 +16,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.inspector import data, pages
+from api import paths  # noqa: F401  (registers the path-id convertor)
+from api.features import modules
+from api.inspector import pages
 
 STATIC = Path(__file__).parent / "static"
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -50,22 +52,9 @@ class SecurityHeaders:
 
 
 def routes() -> list[Route | Mount]:
-    api = [
-        Route("/graph", data.graph, methods=["GET"]),
-        Route("/node", data.node, methods=["GET"]),
-        Route("/channels", data.channels, methods=["GET"]),
-        Route("/memory/{memory_id}", data.memory, methods=["GET"]),
-        Route("/review", data.review_queue, methods=["GET"]),
-        Route("/review/assertions/bulk", data.decide_bulk, methods=["POST"]),
-        Route("/review/assertions/{item_id}", data.decide_assertion, methods=["POST"]),
-        Route("/review/conflicts/{item_id}", data.resolve_conflict, methods=["POST"]),
-        Route("/review/wiki/{item_id}", data.decide_wiki, methods=["POST"]),
-        Route("/dreams", data.dreams, methods=["GET"]),
-        Route("/dreams/launch", data.launch, methods=["POST"]),
-        Route("/dreams/model", data.save_model, methods=["POST"]),
-        Route("/dreams/{dream_id}", data.dream, methods=["GET"]),
-        Route("/dreams/{dream_id}/rollback", data.rollback, methods=["POST"]),
-    ]
+    """The pages, and under ``/api`` the JSON endpoints of every feature the inspector shows
+    (``api/inspector/<feature>.py``, in ``api.features`` order)."""
+    api = [route for feature in modules("api.inspector") for route in feature.ROUTES]
     inner = [
         Route("/", pages.index, methods=["GET"], name="index"),
         Route("/login", pages.login_page, methods=["GET"], name="login"),

@@ -24,9 +24,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from api.auth import api_key
-from api.errors import ApiError
 from api.launching import launch_dreams, record_rollback
 from api.operation import ADMIN, INTERNAL, Operation, Section
+from api.paths import path_id
 from api.responses import model_response
 from api.schemas.dreams import (
     DreamDetailResponse,
@@ -43,6 +43,8 @@ from memory_platform.dreaming.rollback import rollback_dream
 from memory_platform.dreaming.runs import list_dreams
 from memory_platform.dreaming.summary import dream_row_view
 from memory_platform.dreaming.targets import target_partitions
+
+NO_DREAM = "no dream with that id in this instance"
 
 
 def _withheld(detail: dict[str, Any]) -> dict[str, Any]:
@@ -81,10 +83,7 @@ def detail_for(conn, instance_key: str, dream_id: uuid.UUID,
 
 
 async def detail_route(request: Request) -> DreamDetailResponse:
-    try:
-        dream_id = uuid.UUID(request.path_params["dream_id"])
-    except ValueError as exc:
-        raise ApiError(404, "not_found", "no dream with that id in this instance") from exc
+    dream_id = path_id(request, "dream_id", NO_DREAM)
     key = api_key(request)
     detail = await with_connection(request, detail_for, key.instance_key, dream_id,
                                    key.user_id)
@@ -118,10 +117,7 @@ async def roll_back(request: Request, instance_key: str) -> dict[str, Any]:
     """Compensate the Dream the path names (404 for a malformed, unknown or foreign id) and
     show it on its partition in Dagster: the rollback's result with ``shownInDagster``. The
     REST route and the inspector's action both call this."""
-    try:
-        dream_id = uuid.UUID(request.path_params["dream_id"])
-    except ValueError as exc:
-        raise ApiError(404, "not_found", "no dream with that id in this instance") from exc
+    dream_id = path_id(request, "dream_id", NO_DREAM)
     state = request.state
     result = await with_connection(request, rollback_dream, dream_id, settings=state.settings,
                                    embedder=state.embedder, instance_key=instance_key)
@@ -144,11 +140,11 @@ ROUTES = (Section(INTERNAL, (
               "runId null when nothing is eligible; 503 when this process cannot launch)",
               ADMIN, body=DreamLaunch, response=DreamLaunchResponse,
               status=202),
-    Operation("GET", "/memory/dreams/{dream_id}", detail_route,
+    Operation("GET", "/memory/dreams/{dream_id:id}", detail_route,
               "One Dream in full: proposals, accepted and rejected items with reason "
               "codes, policy preview, effective model, rollback state", ADMIN,
               response=DreamDetailResponse),
-    Operation("POST", "/memory/dreams/{dream_id}/rollback", rollback_route,
+    Operation("POST", "/memory/dreams/{dream_id:id}/rollback", rollback_route,
               "Roll back one Dream: compensate what no person decided, report what is "
               "protected", ADMIN, response=DreamRollbackResponse),
 )),)

@@ -13,8 +13,8 @@ import uuid
 from starlette.requests import Request
 
 from api.auth import api_key, with_caller
-from api.errors import ApiError
 from api.operation import API, REVIEW, Operation, Section
+from api.paths import path_id
 from api.schemas.review import (
     AssertionDecisionIn,
     BulkDecisionIn,
@@ -26,12 +26,11 @@ from api.schemas.review import (
 )
 from memory_platform.review import decisions, queues
 
+NOT_IN_QUEUES = "no such item in your review queues"
+
 
 def _id(request: Request, name: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(request.path_params[name])
-    except ValueError as exc:
-        raise ApiError(404, "not_found", "no such item in your review queues") from exc
+    return path_id(request, name, NOT_IN_QUEUES)
 
 
 def _settings(request: Request):
@@ -107,18 +106,18 @@ ROUTES = (Section(API, (
               "Pending assertions, open conflicts or wiki drafts the reviewer may see, "
               "with their evidence", REVIEW, query=ReviewQueueParams,
               response=ReviewQueueResponse),
-    Operation("POST", "/review/assertions/{assertion_id}/decision",
+    Operation("POST", "/review/assertions/{assertion_id:id}/decision",
               assertion_decision_route, "Approve, reject or supersede one "
               "assertion (a person's decision: it wins over automation)", REVIEW,
               body=AssertionDecisionIn, response=DecisionResponse),
     Operation("POST", "/review/assertions/bulk", bulk_decision_route,
               "Approve or reject a filtered list of pending assertions (at most 500)",
               REVIEW, body=BulkDecisionIn, response=DecisionResponse),
-    Operation("POST", "/review/conflicts/{conflict_id}/resolution",
+    Operation("POST", "/review/conflicts/{conflict_id:id}/resolution",
               conflict_resolution_route, "Resolve a conflict: keep one, keep both, "
               "merge", REVIEW, body=ConflictResolutionIn,
               response=DecisionResponse),
-    Operation("POST", "/review/wiki/{proposal_id}/decision", wiki_decision_route,
+    Operation("POST", "/review/wiki/{proposal_id:id}/decision", wiki_decision_route,
               "Approve or reject a wiki draft", REVIEW, body=WikiDecisionIn,
               response=DecisionResponse),
 )),)

@@ -8,8 +8,8 @@ import uuid
 from starlette.requests import Request
 
 from api.auth import api_key
-from api.errors import ApiError
 from api.operation import ADMIN, INTERNAL, Operation, Section
+from api.paths import path_id
 from api.schemas.webhooks import (
     WebhookDeliveriesResponse,
     WebhookDeliveryParams,
@@ -22,10 +22,7 @@ from memory_platform.events import webhooks
 
 
 def _webhook_id(request: Request) -> uuid.UUID:
-    try:
-        return uuid.UUID(request.path_params["webhook_id"])
-    except ValueError as exc:
-        raise ApiError(404, "not_found", "no such webhook") from exc
+    return path_id(request, "webhook_id", "no such webhook")
 
 
 async def register_route(request: Request, body: WebhookIn) -> WebhookOut:
@@ -68,10 +65,10 @@ ROUTES = (Section(INTERNAL, (
               "Register a webhook: signed event deliveries through the outbox (201; "
               "the secret is answered only when generated)", ADMIN,
               body=WebhookIn, response=WebhookOut, status=201),
-    Operation("DELETE", "/memory/webhooks/{webhook_id}", deactivate_route,
+    Operation("DELETE", "/memory/webhooks/{webhook_id:id}", deactivate_route,
               "Deactivate a webhook (no further deliveries)", ADMIN,
               response=WebhookOut),
-    Operation("GET", "/memory/webhooks/{webhook_id}/deliveries", deliveries_route,
+    Operation("GET", "/memory/webhooks/{webhook_id:id}/deliveries", deliveries_route,
               "Delivery status of one webhook: state, attempts, last status and error",
               ADMIN, query=WebhookDeliveryParams,
               response=WebhookDeliveriesResponse),
