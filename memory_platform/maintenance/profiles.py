@@ -40,6 +40,7 @@ from psycopg.types.json import Jsonb
 
 from memory_platform.access import AccessContext, graph_predicate, visibility_predicate
 from memory_platform.errors import InvalidInput
+from memory_platform.retrieval.statements import parameter_safe
 from memory_platform.settings import Settings
 from memory_platform.text import bounded_block, flat
 
@@ -181,8 +182,10 @@ def _memory_item(row: dict[str, Any], at: datetime | None) -> ProfileItem:
 
 def _fetch(conn: psycopg.Connection, query: sql.Composable,
            params: dict[str, Any]) -> list[dict[str, Any]]:
+    # The visibility rules compose the user id in as a literal: a `%` in it must not read as
+    # a placeholder.
     with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(query, params).fetchall()
+        return cur.execute(parameter_safe(query), params).fetchall()
 
 
 def build_profile(conn: psycopg.Connection, settings: Settings,
