@@ -60,7 +60,7 @@ def test_a_dated_question_prefers_the_turn_of_its_period(module_database_url, db
                                limit=5, stamp=False)[0].memory_id
 
     dated = plain.model_copy(update={"retrieval_time_prior": 0.3})
-    # "may" is a stopword: without the prior the month in the question changes nothing.
-    assert first(plain, "When did Melanie go camping in May?") == ids[7]
+    # The two turns tie but for their dates (which one wins without the prior is the hash
+    # embedding's accident): the month the question names picks its turn, both ways round.
     assert first(dated, "When did Melanie go camping in May?") == ids[5]
     assert first(dated, "When did Melanie go camping in July?") == ids[7]
