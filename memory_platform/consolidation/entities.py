@@ -16,21 +16,9 @@ Code decides, the model only proposes: a pair whose non-null linked records diff
 refused whatever anyone says (:func:`refusal_reason`), and an alias the model returns must
 occur in the two entities' labels, aliases or claim texts (else it is dropped).
 
-A merge (one transaction, under the store's advisory lock of the partition): the survivor has
-more evidence rows, then is older; it gains the loser's label and aliases (and its linked
-record when it has none); the loser's claims (subject/object), edges (source/target) and
-evidence rows are re-pointed to it. A re-pointed claim or edge that collides with an active
-one (the unique indexes of migrations 0006/0018) is resolved by keeping the one with more
-evidence, then higher confidence: the other is superseded, its evidence moves to the kept
-one, whose source refs become the union (refs are never removed or rewritten). An evidence
-row that would duplicate one its new owner already has (0018's unique index) stays where it
-was, listed as ``left``. An edge that became a self-loop is superseded. The loser becomes
-``quarantined`` with ``metadata.mergedIntoEntityId``.
-
-Every mutation is preceded by an audit row (``consolidation.audit``): ``entity_merge`` on the
-survivor with the whole mapping, then ``claim_stale``/``edge_stale``, ``claim_repoint``/
-``edge_repoint``, ``evidence_repoint`` and ``entity_quarantine``, each with the row's
-before-image, so an operator can reverse a merge by hand (before-images in reverse order).
+A merge is one transaction with a before-image audit row before every mutation, so an
+operator can reverse it by hand (:mod:`.entity_merge` says how the survivor is chosen and what
+moves).
 
 A dry run makes the same queries, judgments and plans and returns them (``mapping`` of each
 decision is the proposal) without writing; chained proposals are planned from the rows as
