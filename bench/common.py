@@ -7,6 +7,7 @@ and machines, so it always carries the machine it was measured on.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -25,6 +26,7 @@ import psutil
 import psycopg
 from psycopg import sql
 
+from memory_platform.benchmarks.conversations.variants import Variant, parse_variant
 from memory_platform.db import embedded, migrations
 from memory_platform.db.connection import with_database
 from memory_platform.settings import PROJECT_ROOT
@@ -269,3 +271,11 @@ def synthetic_corpus(n: int, *, seed: int = 7, users: int = 50, low: int = 100,
         if len(recent) > 200:
             recent.pop(0)
         yield row
+
+
+def variant_argument(text: str) -> Variant:
+    """``--variant NAME=KEY:VALUE,...`` for argparse: a settings variant, or a usage error."""
+    try:
+        return parse_variant(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

@@ -37,9 +37,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psycopg
 from pgvector.psycopg import register_vector
 
-from bench.common import PROJECT_ROOT, RESULTS_DIR, fresh_database, machine_info, write_result
+from bench.common import (
+    PROJECT_ROOT,
+    RESULTS_DIR,
+    fresh_database,
+    machine_info,
+    variant_argument,
+    write_result,
+)
 from memory_platform.benchmarks.conversations import evaluate
-from memory_platform.benchmarks.conversations.variants import Variant, parse_variant
 from memory_platform.cli.bench import api_access
 from memory_platform.db import migrations
 from memory_platform.embeddings.factory import get_provider
@@ -56,13 +62,6 @@ def reused_database(url: str) -> Iterator[str]:
     yield url
 
 
-def _variant(text: str) -> Variant:
-    try:
-        return parse_variant(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROGRAM, description=__doc__.split("\n\n")[0])
     parser.add_argument("--provider", choices=("hash", "local"), default="hash",
@@ -70,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--via", choices=evaluate.VIAS, default="library")
     parser.add_argument("--conversations", type=int, default=8, help="conversations generated")
     parser.add_argument("--seed", type=int, default=14, help="seed of the generator")
-    parser.add_argument("--variant", action="append", default=[], type=_variant,
+    parser.add_argument("--variant", action="append", default=[], type=variant_argument,
                         metavar="NAME=KEY:VALUE,...",
                         help="library: a settings variant to ask under (repeatable; default: "
                         "default, keyword-only, vector-only)")

@@ -53,7 +53,14 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
-from bench.common import PROJECT_ROOT, RESULTS_DIR, fresh_database, machine_info, write_result
+from bench.common import (
+    PROJECT_ROOT,
+    RESULTS_DIR,
+    fresh_database,
+    machine_info,
+    variant_argument,
+    write_result,
+)
 from bench.locomo_data import TURN_SPACING, load
 from bench.locomo_metrics import (
     Ranked,
@@ -70,7 +77,6 @@ from memory_platform.benchmarks.conversations.corpus import Conversation, Turn
 from memory_platform.benchmarks.conversations.variants import (
     Variant,
     checked_value,
-    parse_variant,
 )
 from memory_platform.db import embedded, migrations
 from memory_platform.db.connection import with_database
@@ -234,13 +240,6 @@ def _set(text: str) -> tuple[str, Any]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _variant(text: str) -> Variant:
-    try:
-        return parse_variant(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROGRAM, description=__doc__.split("\n\n")[0],
@@ -265,7 +264,7 @@ def _parser() -> argparse.ArgumentParser:
                         metavar="NAME=VALUE",
                         help="a setting for the whole run, seeding included (repeatable; "
                         "through the API it is passed to the server as MEMORY_<NAME>)")
-    parser.add_argument("--variant", action="append", default=[], type=_variant,
+    parser.add_argument("--variant", action="append", default=[], type=variant_argument,
                         metavar="NAME=KEY:VALUE,...",
                         help="library: a search-time settings variant the seeded corpus is "
                         "asked under (repeatable; default: the settings as they are)")
