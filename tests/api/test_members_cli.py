@@ -78,7 +78,10 @@ def test_members_list_and_remove(cli):
 
 def test_sessions_add_and_list(cli, api_settings, make_key):
     alice, bob = bearer(make_key("alice")), bearer(make_key("bob"))
-    with open_client(api_settings) as client:
+    # Membership, not admission: no thread-wait limit (a busy CI machine answered one of these
+    # requests 503 waited_too_long).
+    unhurried = api_settings.model_copy(update={"api_admission_wait_ms": 0})
+    with open_client(unhurried) as client:
         def search(headers):
             return client.get("/api/v1/memory", headers=headers,
                               params={"query": "x", "sessionKey": "web:alice"})
