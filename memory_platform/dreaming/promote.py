@@ -6,6 +6,12 @@ excerpt check holds); each assertion is created, or reused when its identity alr
 in the partition's audience, with origin ``dream`` and the dream id; evidence rows carry the
 dream id. Cited sources and memory rows are never rewritten. Each item runs in its own
 savepoint: a row the database refuses rejects that item only (``ledger_rejected``).
+
+A Dream that states again what a rolled-back Dream had made re-creates it (:func:`reclaim`):
+the assertion that rollback tombstoned becomes the new Dream's candidate, and the evidence
+rows it cites again carry the new Dream's id, so ``dream show``, the Dream's graph, the graph
+refs and a later rollback name the Dream that made the row now, never the rolled-back one
+(its rollback result, stored on its dream row, keeps what it had made).
 """
 
 from __future__ import annotations
@@ -104,6 +110,55 @@ def same_text_assertion(conn, partition: Partition,
     return ledger.AssertionRef(row[0], False, row[1], row[2]) if row else None
 
 
+# A rolled-back Dream's rows that a new Dream states again. The assertion its rollback
+# tombstoned starts over as the new Dream's candidate (as if created now; the safety pass then
+# decides it); never one a person has reviewed. The evidence rows it cites again: the
+# idempotent insert kept the old row with the old dream id.
+RECREATED = "dream_recreated"
+_RECLAIM_ASSERTION = """
+    UPDATE agent_memory_assertions a
+       SET dream_id = %(dream)s, status = 'candidate', review_state = 'pending'
+      FROM agent_memory_assertions old
+      JOIN agent_memory_dreams d ON d.instance_key = old.instance_key AND d.id = old.dream_id
+     WHERE old.instance_key = %(instance)s AND old.id = %(assertion)s AND a.id = old.id
+       AND old.status = 'tombstoned' AND old.dream_id IS DISTINCT FROM %(dream)s
+       AND d.status = 'rolled_back'
+       AND old.review_state NOT IN ('human_approved', 'human_rejected')
+       AND NOT EXISTS (SELECT 1 FROM agent_memory_assertion_reviews r
+                        WHERE r.instance_key = old.instance_key AND r.assertion_id = old.id
+                          AND r.reviewer_kind = 'human')
+    RETURNING old.review_state
+"""
+_RECLAIM_EVIDENCE = """
+    UPDATE agent_memory_assertion_evidence e
+       SET dream_id = %(dream)s
+      FROM agent_memory_dreams d
+     WHERE e.instance_key = %(instance)s AND e.assertion_id = %(assertion)s
+       AND e.source_id = %(source)s AND e.stance = 'supports'
+       AND md5(e.excerpt) = md5(%(excerpt)s)
+       AND e.dream_id IS DISTINCT FROM %(dream)s
+       AND d.instance_key = e.instance_key AND d.id = e.dream_id AND d.status = 'rolled_back'
+"""
+
+
+def reclaim(conn: psycopg.Connection, instance_key: str, dream_id: UUID, assertion_id: UUID,
+            evidence: list[tuple[UUID, str]]) -> bool:
+    """Give ``dream_id`` what it re-creates of a rolled-back Dream: the assertion, when that
+    Dream's rollback tombstoned it (back to ``candidate``, a system review with reason
+    ``dream_recreated`` saying so), and the ``evidence`` rows it cites again ((source id,
+    excerpt) pairs). True when the assertion became this Dream's."""
+    params = {"dream": dream_id, "instance": instance_key, "assertion": assertion_id}
+    taken = conn.execute(_RECLAIM_ASSERTION, params).fetchone()
+    if taken is not None:
+        ledger.record_decision(conn, instance_key=instance_key, assertion_id=assertion_id,
+                               decision="defer", reviewer_kind="system",
+                               reason_code=RECREATED, note=f"before=tombstoned/{taken[0]}",
+                               dream_id=dream_id)
+    for source_id, excerpt in evidence:
+        conn.execute(_RECLAIM_EVIDENCE, params | {"source": source_id, "excerpt": excerpt})
+    return taken is not None
+
+
 def promote(
     conn: psycopg.Connection,
     partition: Partition,
@@ -140,6 +195,10 @@ def promote(
                         conn, instance_key=partition.instance_key, audience=partition.audience,
                         assertion_id=ref.id, source_id=sources[ev.memory_id],
                         excerpt=ev.excerpt, dream_id=dream_id)
+                if not ref.created and reclaim(
+                        conn, partition.instance_key, dream_id, ref.id,
+                        [(sources[ev.memory_id], ev.excerpt) for ev in cited]):
+                    ref = ledger.AssertionRef(ref.id, True, "candidate", "pending")
         except psycopg.Error as exc:
             # The savepoint is gone, and with it any envelope created for this item.
             for ev in item.evidence:

@@ -5,11 +5,15 @@
   state (recorded in that review's note), unless something decided them later;
 * its evidence rows on reused assertions are removed (never an active assertion's last one);
 * its draft wiki proposals become rejected;
-* projections follow through the outbox (removed, or restored).
+* projections follow through the outbox (removed, or restored); the knowledge graph at once:
+  the refs of the assertions it took out of recall leave their claims and edges in the same
+  transaction (``graph.retract``), so no claim stands on a rolled-back row until the outbox
+  worker's next pass, and a Dream run right after the rollback builds its own claims.
 
 A human review of an assertion, or an approved or published wiki proposal citing it,
 protects it: it is left exactly as it is and reported under ``protected``. The dream row
-becomes ``rolled_back``; rolling back twice changes nothing.
+becomes ``rolled_back``; rolling back twice changes nothing. A later Dream that states a
+tombstoned row again re-creates it as its own (``promote.reclaim``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from memory_platform.db.units import require_idle
 from memory_platform.dreaming.lock import dream_lock
 from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.errors import Conflict, NotFound
+from memory_platform.graph.retract import retract_assertions
 from memory_platform.ledger import assertions as ledger
 from memory_platform.projection.outbox import enqueue_assertion_projection, process_outbox
 from memory_platform.settings import Settings, get_settings
@@ -203,6 +208,8 @@ def rollback_dream(
             result = RollbackResult(dream_id, "rolled_back")
             job_ids = _compensate(conn, dream, result)
             result.projection_jobs = len(job_ids)
+            # Only those no longer told lose their graph support (a restored row may be).
+            retract_assertions(conn, dream["instance_key"], result.tombstoned + result.restored)
             conn.execute(
                 """
                 UPDATE agent_memory_dreams
