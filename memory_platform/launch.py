@@ -308,10 +308,10 @@ def execute_erasure(settings: Settings, instance_key: str, user_id: str, *,
 
 def show_rollback_in_dagster(settings: Settings, result: Any) -> bool:
     """Show a rollback made outside Dagster (the CLI, the API) on the Dream's partition in the
-    UI: one runless materialisation per reverted Dream asset, with the rollback's metadata,
-    as ``rollback_dream_job`` reports it. False when there was nothing to show (a repeated
+    UI: one runless observation per reverted Dream asset, with the rollback's metadata, as
+    ``rollback_dream_job`` reports it. False when there was nothing to show (a repeated
     rollback, a Dream without a partition)."""
-    from memory_platform.assets.rollback import rollback_materializations, rollback_metadata
+    from memory_platform.assets.rollback import rollback_metadata, rollback_observations
 
     if result.status != "rolled_back":
         return False
@@ -324,7 +324,7 @@ def show_rollback_in_dagster(settings: Settings, result: Any) -> bool:
     instance = dagster_instance(settings)
     try:
         metadata = rollback_metadata(result, partition_key, instance_key)
-        for event in rollback_materializations(result, partition_key, metadata):
+        for event in rollback_observations(result, partition_key, metadata):
             instance.report_runless_asset_event(event)
     finally:
         instance.dispose()

@@ -3,11 +3,14 @@ as run config, calls :func:`memory_platform.dreaming.rollback.rollback_dream` an
 
 * on the run (the op's output metadata): rows reverted, rows kept because a person decided
   them, evidence removed, wiki proposals rejected;
-* on the Dream's partition: a materialisation of each Dream asset it reached, with
-  ``status: rolled_back``, so the partition no longer reads ``completed`` in the UI.
+* on the Dream's partition: an *observation* of each Dream asset whose rows it reverted, with
+  ``status: rolled_back`` and the description "Dream ... rolled back". An observation, not a
+  materialisation: a rollback produces no new version of the asset, so it never shows as a
+  green "Materialized" event, never becomes the partition's latest materialisation (a newer
+  Dream that stands stays the latest), and never triggers the assets downstream.
 
-A rollback launched from the CLI or the API can be reported the same way with
-:func:`rollback_materializations` (the integrator decides where). (No ``from __future__
+A rollback launched from the CLI or the API is reported the same way with
+:func:`rollback_observations` (``launch.show_rollback_in_dagster``). (No ``from __future__
 import annotations``: Dagster reads the ``Config`` annotations at definition time.)
 """
 
@@ -15,7 +18,7 @@ import uuid
 from typing import Any
 
 from dagster import (
-    AssetMaterialization,
+    AssetObservation,
     Config,
     Failure,
     MetadataValue,
@@ -78,11 +81,12 @@ def rollback_metadata(result: RollbackResult, partition_key: str | None,
     }
 
 
-def rollback_materializations(result: RollbackResult, partition_key: str,
-                              metadata: dict[str, Any]) -> list[AssetMaterialization]:
-    """One materialisation per Dream asset a rollback reverts, on the Dream's partition."""
-    return [AssetMaterialization(asset_key=asset, partition=partition_key, metadata=metadata,
-                                 description=f"Dream {result.dream_id} rolled back")
+def rollback_observations(result: RollbackResult, partition_key: str,
+                          metadata: dict[str, Any]) -> list[AssetObservation]:
+    """One observation per Dream asset a rollback reverts, on the Dream's partition (see the
+    module docstring: never a materialisation)."""
+    return [AssetObservation(asset_key=asset, partition=partition_key, metadata=metadata,
+                             description=f"Dream {result.dream_id} rolled back")
             for asset in ROLLED_BACK_ASSETS]
 
 
@@ -116,7 +120,7 @@ def rollback_dream_op(context: OpExecutionContext, config: RollbackConfig,
                      f"{len(result.tombstoned) + len(result.restored)} row(s) reverted, "
                      f"{len(result.protected)} protected")
     if partition_key and result.status == "rolled_back":
-        yield from rollback_materializations(result, partition_key, metadata)
+        yield from rollback_observations(result, partition_key, metadata)
     yield Output(result.as_json(), metadata=metadata)
 
 

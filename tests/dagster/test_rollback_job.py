@@ -1,12 +1,12 @@
 """Dream inspection in Dagster: a dry run's proposals readable in the materialisation metadata,
-and a rollback launched as a Dagster job (its own run, its own metadata, the partition's Dream
-assets marked rolled back)."""
+and a rollback launched as a Dagster job (its own run, its own metadata, an observation of the
+partition's Dream assets that says rolled back: never a materialisation, issue 31 item 3)."""
 
 from __future__ import annotations
 
 from dagster import (
+    AssetRecordsFilter,
     DagsterEventType,
-    EventRecordsFilter,
     IntMetadataValue,
     MarkdownMetadataValue,
     TextMetadataValue,
@@ -64,16 +64,14 @@ def test_a_rollback_launched_as_a_dagster_job_has_its_own_run_and_metadata(
     assert meta["rows_kept_person_decided"] == IntMetadataValue(1)
     assert meta["rows_reverted"].value >= len(created) - 1
     assert meta["dream_id"] == TextMetadataValue(str(row["id"]))
-    marked = materialisations(run)
+    assert not materialisations(run), "a rollback materialises nothing"
+    marked = observations(run)
     assert sorted(marked) == sorted(ROLLED_BACK_ASSETS)
     for asset in ROLLED_BACK_ASSETS:
         assert marked[asset]["status"] == TextMetadataValue("rolled_back")
-    # The partition's newest materialisation of the assertions asset is the rollback.
-    (latest,) = instance.get_event_records(
-        EventRecordsFilter(DagsterEventType.ASSET_MATERIALIZATION,
-                           asset_key=_key("dream_assertions"),
-                           asset_partitions=[partition.partition_key]),
-        limit=1, ascending=False)
+    # The partition's newest observation of the assertions asset is the rollback.
+    (latest,) = partition_events(instance, DagsterEventType.ASSET_OBSERVATION,
+                                 "dream_assertions", partition.partition_key, limit=1)
     assert latest.event_log_entry.run_id == run.run_id
     assert db.execute("SELECT status FROM agent_memory_dreams WHERE id = %s",
                       (row["id"],)).fetchone()[0] == "rolled_back"
@@ -81,7 +79,37 @@ def test_a_rollback_launched_as_a_dagster_job_has_its_own_run_and_metadata(
     again = rollback_dream_job.execute_in_process(
         instance=instance, resources=resources,
         run_config={"ops": {"rollback_dream": {"config": {"dream_id": str(row["id"])}}}})
-    assert again.success and not materialisations(again)
+    assert again.success and not materialisations(again) and not observations(again)
+
+
+def test_rolling_back_an_older_dream_leaves_the_newer_one_the_partitions_latest(
+        db, settings, resources, instance):
+    """The review's case: Dream, Dream again, roll the first back. The partition's latest
+    materialisation is still the standing Dream's; the rollback is an observation."""
+    partition = seed_team(db, settings, new_instance_key())
+    add_partitions(instance, partition)
+    assert materialise(instance, resources, partition).success
+    newer = materialise(instance, resources, partition)
+    assert newer.success
+    older, standing = dream_rows(db, partition.instance_key)
+    assert standing["status"] in ("completed", "partial")
+
+    run = rollback_dream_job.execute_in_process(
+        instance=instance, resources=resources,
+        run_config={"ops": {"rollback_dream": {"config": {"dream_id": str(older["id"])}}}})
+
+    assert run.success
+    for asset in ROLLED_BACK_ASSETS:
+        (latest,) = partition_events(instance, DagsterEventType.ASSET_MATERIALIZATION, asset,
+                                     partition.partition_key, limit=1)
+        assert latest.event_log_entry.run_id == newer.run_id, asset
+        metadata = latest.event_log_entry.asset_materialization.metadata
+        assert metadata["dream_id"] == TextMetadataValue(str(standing["id"]))
+        (observed,) = partition_events(instance, DagsterEventType.ASSET_OBSERVATION, asset,
+                                       partition.partition_key, limit=1)
+        assert observed.event_log_entry.run_id == run.run_id
+        assert observed.event_log_entry.asset_observation.metadata["dream_id"] == \
+            TextMetadataValue(str(older["id"]))
 
 
 def test_an_unknown_dream_fails_the_run_without_changes(db, settings, resources, instance):
@@ -96,6 +124,20 @@ def _key(name: str):
     from dagster import AssetKey
 
     return AssetKey(name)
+
+
+def observations(result) -> dict[str, dict]:
+    return {e.asset_key.to_user_string(): e.event_specific_data.asset_observation.metadata
+            for e in result.all_events if e.event_type == DagsterEventType.ASSET_OBSERVATION}
+
+
+def partition_events(instance, event_type, asset: str, partition_key: str, limit=100):
+    """The partition's materialisations or observations of ``asset``, newest first."""
+    fetch = (instance.fetch_materializations
+             if event_type == DagsterEventType.ASSET_MATERIALIZATION
+             else instance.fetch_observations)
+    return fetch(AssetRecordsFilter(asset_key=_key(asset), asset_partitions=[partition_key]),
+                 limit=limit, ascending=False).records
 
 
 def test_a_rollback_from_the_cli_shows_on_the_partition_too(db, settings, resources):
@@ -116,13 +158,13 @@ def test_a_rollback_from_the_cli_shows_on_the_partition_too(db, settings, resour
         result = CliRunner().invoke(main, ["dream", "rollback", str(row["id"])])
 
         assert result.exit_code == 0, result.output
-        (latest,) = platform.get_event_records(
-            EventRecordsFilter(DagsterEventType.ASSET_MATERIALIZATION,
-                               asset_key=_key("dream_assertions"),
-                               asset_partitions=[partition.partition_key]),
-            limit=1, ascending=False)
-        metadata = latest.event_log_entry.asset_materialization.metadata
+        (latest,) = partition_events(platform, DagsterEventType.ASSET_OBSERVATION,
+                                     "dream_assertions", partition.partition_key, limit=1)
+        metadata = latest.event_log_entry.asset_observation.metadata
         assert metadata["status"] == TextMetadataValue("rolled_back")
+        (materialised,) = partition_events(platform, DagsterEventType.ASSET_MATERIALIZATION,
+                                           "dream_assertions", partition.partition_key)
+        assert materialised.event_log_entry.run_id == run.run_id, "only the Dream's"
     finally:
         platform.dispose()
 
@@ -156,16 +198,16 @@ def test_a_rollback_through_the_api_shows_on_the_partition_too(db, settings, res
         assert again.json()["status"] == "already_rolled_back"
         assert again.json()["shownInDagster"] is False
         for asset in ROLLED_BACK_ASSETS:
-            records = platform.get_event_records(
-                EventRecordsFilter(DagsterEventType.ASSET_MATERIALIZATION,
-                                   asset_key=_key(asset),
-                                   asset_partitions=[partition.partition_key]),
-                ascending=False)
-            latest = records[0].event_log_entry.asset_materialization
+            records = partition_events(platform, DagsterEventType.ASSET_OBSERVATION, asset,
+                                       partition.partition_key)
+            assert len(records) == 1, "the repeated rollback reported nothing"
+            latest = records[0].event_log_entry.asset_observation
             assert latest.metadata["status"] == TextMetadataValue("rolled_back")
             assert latest.metadata["dream_id"] == TextMetadataValue(str(row["id"]))
-            rolled = [r for r in records if r.event_log_entry.asset_materialization
-                      .metadata.get("status") == TextMetadataValue("rolled_back")]
-            assert len(rolled) == 1, "the repeated rollback reported nothing"
+            assert not any(
+                r.event_log_entry.asset_materialization.metadata.get("status")
+                == TextMetadataValue("rolled_back")
+                for r in partition_events(platform, DagsterEventType.ASSET_MATERIALIZATION,
+                                          asset, partition.partition_key))
     finally:
         platform.dispose()
