@@ -147,14 +147,23 @@ class Settings(BaseSettings):
         0.0, ge=0.0, le=1.0, description="Share of a conversation turn's similarity taken "
         "with the vectors of the turns before and after it added to its own (0: off); the "
         "turns around each candidate turn then join the candidates (docs/retrieval-locomo.md).")
+    retrieval_turn_context_vector_weight: float = Field(
+        0.0, ge=0.0, le=1.0, description="Share of a conversation turn's similarity taken "
+        "from its context vector (the turn embedded with the turn before it; 0: off, and no "
+        "second vector arm).")
     retrieval_turn_speaker_prior: float = Field(
         0.0, ge=0.0, le=1.0, description="How much more a conversation turn counts in the "
         "order when the question names its speaker ('Caroline: ...' asked 'What did "
         "Caroline ...?'); 0: off.")
     retrieval_time_prior: float = Field(
         0.0, ge=0.0, le=1.0, description="How much more a memory counts in the order when "
-        "its event time (occurredAt) falls in the day, month or year the question names ('in "
-        "May 2023', 'on 13 October 2023'; retrieval/when.py); 0: off.")
+        "its event time (occurredAt) falls in the time the question names ('in May 2023', 'on "
+        "13 October 2023', 'last week', 'three days ago': relative to the moment it is asked; "
+        "retrieval/when.py); 0: off.")
+    retrieval_when_prior: float = Field(
+        0.0, ge=0.0, le=1.0, description="How much more a memory that states a time "
+        "('yesterday', 'last Friday', 'in 2022') counts in the order when the question asks "
+        "when ('When did ...?', 'What year ...?'; retrieval/when.py); 0: off.")
     retrieval_keyword_idf: bool = Field(
         True, description="Weigh each question word's keyword rank by its rarity.")
     retrieval_exact_scan_max: int = Field(
@@ -268,6 +277,11 @@ class Settings(BaseSettings):
         "inserts) in its own transaction. deferred: the write stores them keyword-only and "
         "an outbox job (written in the same transaction) adds the vectors moments later; "
         "the API drains those jobs in-process (docs/deferred-vectors.md).")
+    turn_context_vectors: bool = Field(
+        True, description="Embed each conversation turn together with the turn before it as "
+        "it is written (a second vector, about twice the embedding work of a turn; search "
+        "finds a reply by the question it answers). Off: writes embed the turn only, and the "
+        "re-embedding backlog adds the context vectors later.")
     import_batch_size: int = Field(
         500, ge=1, le=5000,
         description="Rows per bulk-import transaction (one embedding call, one COPY each).",

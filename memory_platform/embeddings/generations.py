@@ -50,36 +50,69 @@ class Generation:
     status: str
 
 
-def index_name(table: str, key: str) -> str:
-    return f"{table}_hnsw_{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+def index_name(table: str, key: str, kind: str = "hnsw") -> str:
+    return f"{table}_{kind}_{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
-def indexed_distance(alias: str, dimensions: int, query: sql.Composable) -> sql.Composable:
-    """The cosine distance the HNSW indexes hold (half precision); ORDER BY it to use them."""
-    return sql.SQL("({alias}.embedding::halfvec({d}) <=> {q}::halfvec({d}))").format(
-        alias=sql.Identifier(alias), d=sql.Literal(dimensions), q=query)
+def _distance(column: str, vector: str, alias: str, dimensions: int,
+              query: sql.Composable) -> sql.Composable:
+    return sql.SQL("({alias}.{column}::{vector}({d}) <=> {q}::{vector}({d}))").format(
+        alias=sql.Identifier(alias), column=sql.Identifier(column), vector=sql.SQL(vector),
+        d=sql.Literal(dimensions), q=query)
 
 
-def exact_distance(alias: str, dimensions: int, query: sql.Composable) -> sql.Composable:
+def indexed_distance(alias: str, dimensions: int, query: sql.Composable,
+                     column: str = "embedding") -> sql.Composable:
+    """The cosine distance the HNSW indexes hold (half precision); ORDER BY it to use them.
+    ``column``: ``embedding``, or a chunk's ``context_embedding`` (a turn's context vector)."""
+    return _distance(column, "halfvec", alias, dimensions, query)
+
+
+def exact_distance(alias: str, dimensions: int, query: sql.Composable,
+                   column: str = "embedding") -> sql.Composable:
     """The cosine distance at the stored (full) precision: scores and exact scans."""
-    return sql.SQL("({alias}.embedding::vector({d}) <=> {q}::vector({d}))").format(
-        alias=sql.Identifier(alias), d=sql.Literal(dimensions), q=query)
+    return _distance(column, "vector", alias, dimensions, query)
+
+
+@dataclass(frozen=True)
+class VectorIndex:
+    """One partial HNSW index per generation key: over ``column`` of ``table``, for the rows
+    of that key (and ``only``). Every index of a key is built from this one definition
+    (:func:`ensure_vector_indexes`, the concurrent build of a model switch,
+    projection/switch.py), so ``IF NOT EXISTS`` recognises an index another path built."""
+
+    table: str
+    column: str = "embedding"
+    kind: str = "hnsw"  # the name's middle part
+    only: str = ""  # a further predicate (SQL text, no value)
+
+    def name(self, key: str) -> str:
+        return index_name(self.table, key, self.kind)
+
+    def create(self, key: str, dimensions: int, *, concurrently: bool = False
+               ) -> sql.Composable:
+        return sql.SQL(
+            "CREATE INDEX {how}IF NOT EXISTS {name} ON {table} USING hnsw "
+            "(({column}::halfvec({dims})) halfvec_cosine_ops) WHERE embedding_key = {key}{only}"
+        ).format(how=sql.SQL("CONCURRENTLY " if concurrently else ""),
+                 name=sql.Identifier(self.name(key)), table=sql.Identifier(self.table),
+                 column=sql.Identifier(self.column), dims=sql.Literal(dimensions),
+                 key=sql.Literal(key), only=sql.SQL(self.only))
+
+
+VECTOR_INDEXES = (
+    *(VectorIndex(table) for table in EMBEDDING_TABLES),
+    # Conversation turns' context vectors (memories/turns.py; migration 0032 built these for
+    # the generations registered before it).
+    VectorIndex("agent_memory_chunks", "context_embedding", "ctx_hnsw",
+                " AND context_embedding IS NOT NULL"),
+)
 
 
 def ensure_vector_indexes(conn: psycopg.Connection, key: str, dimensions: int) -> None:
     """Create the partial HNSW indexes of one generation key (idempotent)."""
-    for table in EMBEDDING_TABLES:
-        conn.execute(
-            sql.SQL(
-                "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw "
-                "((embedding::halfvec({dims})) halfvec_cosine_ops) WHERE embedding_key = {key}"
-            ).format(
-                name=sql.Identifier(index_name(table, key)),
-                table=sql.Identifier(table),
-                dims=sql.Literal(dimensions),
-                key=sql.Literal(key),
-            )
-        )
+    for index in VECTOR_INDEXES:
+        conn.execute(index.create(key, dimensions))
 
 
 _FIND = """

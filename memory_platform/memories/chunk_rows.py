@@ -22,12 +22,14 @@ from memory_platform.memories.write_rules import embedding_provenance
 def insert_chunks(conn: psycopg.Connection, instance_key: str, memory_id: UUID,
                   chunks: Sequence[Chunk], vectors: np.ndarray | None,
                   generation: Generation | None, provider: EmbeddingProvider,
-                  context: str | None = None) -> None:
+                  context: str | None = None,
+                  context_vector: np.ndarray | None = None) -> None:
     """Insert the chunks; without a generation (embedding failed) they are keyword-only.
     ``context`` (a conversation turn's, memories/turns.py) goes to the first chunk, with its
     tsvector made the way ``content_tsv`` is (migration 0017 says why it is no generated
-    column)."""
+    column), and so does the turn's ``context_vector`` (of the same generation)."""
     embedded = generation is not None and vectors is not None
+    context_vector = context_vector if embedded else None
     metadata = Jsonb({"embedding": embedding_provenance(
         generation.generation_key, provider.strategy, provider.model)} if embedded else {})
     with conn.cursor() as cur:
@@ -35,8 +37,9 @@ def insert_chunks(conn: psycopg.Connection, instance_key: str, memory_id: UUID,
             """
             INSERT INTO agent_memory_chunks
                    (instance_key, memory_id, chunk_index, content, start_offset, end_offset,
-                    embedding, generation_id, embedding_key, metadata, context, context_tsv)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+                    embedding, generation_id, embedding_key, metadata, context_embedding,
+                    context, context_tsv)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
                     coalesce(to_tsvector('english'::regconfig, %s::text)
                              || to_tsvector('german'::regconfig, %s::text), ''::tsvector))
             """,
@@ -44,6 +47,7 @@ def insert_chunks(conn: psycopg.Connection, instance_key: str, memory_id: UUID,
               vectors[c.index] if embedded else None,
               generation.id if embedded else None,
               generation.generation_key if embedded else None,
-              metadata, *[context if c.index == 0 else None] * 3)
+              metadata, context_vector if c.index == 0 else None,
+              *[context if c.index == 0 else None] * 3)
              for c in chunks],
         )

@@ -216,9 +216,14 @@ def store_memory(
             if is_turn(ctx, write.source_type, write.memory_class, write.occurred_at) else None)
     texts = embedding_texts(content, chunks,
                             asserted=write.source_type in ASSERTION_SOURCE_TYPES)
+    passage = (turn.passage(chunks[0].content)
+               if turn is not None and settings.turn_context_vectors else None)
     # No transaction stays open (nor a lock held) while the provider is called.
     commit_if_idle(conn)
-    vectors = embed_or_defer(provider, texts, "memory write")
+    vectors = embed_or_defer(provider, texts + ([passage] if passage else []), "memory write")
+    context_vector = None
+    if vectors is not None and passage:
+        vectors, context_vector = vectors[:-1], vectors[-1]
 
     with conn.transaction():
         # Serialise concurrent writers of the same content in the same audience, then look
@@ -232,7 +237,7 @@ def store_memory(
         generation = None if vectors is None else ensure_generation(conn, ctx.instance_key,
                                                                      provider)
         stored = _insert(conn, ctx, write, content, refs, audience, digest, subject, chunks,
-                         vectors, generation, provider, turn,
+                         vectors, generation, provider, turn, context_vector,
                          defer=settings.write_vectors == "deferred")
         if enforce_quota:
             check_quota(conn, settings, ctx.instance_key, ctx.user_id)
@@ -244,8 +249,8 @@ def store_memory(
 def _insert(conn, ctx: AccessContext, write: MemoryWrite, content: str, refs: dict[str, str],
             audience: Audience, digest: str, subject: str, chunks: list[Chunk],
             vectors: np.ndarray | None, generation: Generation | None,
-            provider: EmbeddingProvider, turn: TurnContext | None, *,
-            defer: bool = False) -> StoredMemory:
+            provider: EmbeddingProvider, turn: TurnContext | None,
+            context_vector: np.ndarray | None = None, *, defer: bool = False) -> StoredMemory:
     memory_id = uuid.uuid4()
     owner = source_owner(ctx, audience)
     source_id = ensure_source(
@@ -280,11 +285,12 @@ def _insert(conn, ctx: AccessContext, write: MemoryWrite, content: str, refs: di
         insert_chunks(conn, ctx.instance_key, memory_id, chunks, None, None, provider,
                       context=turn.text if turn else None)
         enqueue_vectors(conn, ctx.instance_key, memory_id, vectors, len(chunks), generation,
-                        provider, (assertion.id, content) if vectored and assertion else None)
+                        provider, (assertion.id, content) if vectored and assertion else None,
+                        context_vector)
         return StoredMemory(memory_id, audience, False, assertion.id if assertion else None,
                             assertion.status if assertion else None, False, True)
     insert_chunks(conn, ctx.instance_key, memory_id, chunks, vectors, generation, provider,
-                  context=turn.text if turn else None)
+                  context=turn.text if turn else None, context_vector=context_vector)
     if assertion and vectored and generation and vectors is not None:
         # The chunk's vector when the fact is a single chunk, else the whole text's.
         ledger.store_assertion_vectors(conn, ctx.instance_key, generation,

@@ -6,14 +6,17 @@ in the turn before: "Rex! After my grandpa's dog." answers "What did you end up 
 puppy?". So a turn links to the turn before it in the same session and audience
 (``previous_memory_id``: search lets neighbouring turns lend each other score), and its first
 chunk carries a *context*: the session's date in words and the end of the two turns before,
-indexed in a second tsvector (docs/architecture.md, "Conversational retrieval"). Search
-returns the single turn all the same. The context is not embedded with the turn: on the
-conversational benchmark that gained 0.01 recall@10 for 2.5 times the embedding work per
-turn (docs/benchmarks.md).
+indexed in a second tsvector (docs/architecture.md, "Conversational retrieval"), and a
+*context vector*: the turn embedded together with the turn before it (:func:`context_passage`),
+which search mixes into the turn's similarity. Search returns the single turn all the same.
+On LoCoMo's real conversations the context vector is the largest single lever of turn search
+(docs/benchmarks.md, "LoCoMo"); only the turn *before* is embedded, so a write never
+re-embeds an earlier row, and the turn after still counts through its own context vector and
+the neighbour smoothing of search.
 
 The context never crosses an audience: the turns before are looked up in the new turn's own
 audience, so no text of another audience is copied into a row. When one of them is deleted,
-migration 0017's trigger removes the copy.
+migration 0017's trigger removes the copy (and, since 0032, the context vector made from it).
 """
 
 from __future__ import annotations
@@ -50,10 +53,17 @@ _PREVIOUS_TURNS = """
 @dataclass(frozen=True)
 class TurnContext:
     """What a new turn takes from its conversation: the turn before it (None for a session's
-    first turn) and the context text its first chunk carries."""
+    first turn), the context text its first chunk carries, and the text of the turn before
+    (embedded with the new turn: :func:`context_passage`)."""
 
     previous_memory_id: uuid.UUID | None
     text: str
+    previous_text: str | None = None
+
+    def passage(self, turn: str) -> str | None:
+        """What the context vector of ``turn`` embeds (None for a session's first turn)."""
+        return None if self.previous_text is None else context_passage(self.previous_text,
+                                                                       turn)
 
 
 def is_turn(ctx: AccessContext, source_type: str, memory_class: str,
@@ -78,7 +88,14 @@ def turn_context(conn: psycopg.Connection, ctx: AccessContext, audience: Audienc
     if not rows:
         return TurnContext(None, date)
     before = "\n".join(content for _, content in reversed(rows))
-    return TurnContext(rows[0][0], f"{date}\n{_tail(before, CONTEXT_MAX_CHARS)}")
+    return TurnContext(rows[0][0], f"{date}\n{_tail(before, CONTEXT_MAX_CHARS)}", rows[0][1])
+
+
+def context_passage(previous: str, turn: str) -> str:
+    """The text a turn's context vector embeds: the end of the turn before it, then the turn
+    (its first chunk). The write path and the re-embedding (projection/reembed.py) both make
+    it here, so a re-embedded turn gets the vector a new write would."""
+    return f"{_tail(previous, CONTEXT_MAX_CHARS)}\n{turn}"
 
 
 def date_words(moment: datetime) -> str:

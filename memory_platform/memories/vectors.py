@@ -69,16 +69,20 @@ def _decode(text: str) -> np.ndarray:
 def enqueue_vectors(conn: psycopg.Connection, instance_key: str, memory_id: uuid.UUID,
                     vectors: np.ndarray, chunk_count: int, generation: Generation,
                     provider: EmbeddingProvider,
-                    assertion: tuple[uuid.UUID, str] | None) -> None:
+                    assertion: tuple[uuid.UUID, str] | None,
+                    context_vector: np.ndarray | None = None) -> None:
     """The job that will give ``memory_id``'s chunks (the first ``chunk_count`` rows of
-    ``vectors``) and, when given, the assertion ``(id, text)`` (the last row) their vectors.
-    Call it inside the write's transaction."""
+    ``vectors``; a conversation turn's first chunk also its ``context_vector``) and, when
+    given, the assertion ``(id, text)`` (the last row) their vectors. Call it inside the
+    write's transaction."""
     payload: dict[str, Any] = {
         "generationId": generation.id, "generationKey": generation.generation_key,
         "provenance": embedding_provenance(generation.generation_key, provider.strategy,
                                            provider.model),
         "chunks": [_encode(vectors[i]) for i in range(chunk_count)],
     }
+    if context_vector is not None:
+        payload["context"] = _encode(context_vector)
     if assertion is not None:
         payload["assertion"] = {"id": str(assertion[0]),
                                 "contentHash": content_hash(assertion[1]),
@@ -109,11 +113,12 @@ _CHUNKS = """
     UPDATE agent_memory_chunks c
        SET embedding = v.embedding, generation_id = v.generation_id,
            embedding_key = v.embedding_key,
-           metadata = c.metadata || jsonb_build_object('embedding', v.provenance)
+           metadata = c.metadata || jsonb_build_object('embedding', v.provenance),
+           context_embedding = CASE WHEN c.context IS NOT NULL THEN v.context_embedding END
       FROM unnest(%s::text[], %s::uuid[], %s::int[], %s::vector[], %s::bigint[], %s::text[],
-                  %s::jsonb[])
+                  %s::jsonb[], %s::vector[])
            AS v(instance_key, memory_id, chunk_index, embedding, generation_id, embedding_key,
-                provenance)
+                provenance, context_embedding)
      WHERE c.instance_key = v.instance_key AND c.memory_id = v.memory_id
        AND c.chunk_index = v.chunk_index AND c.embedding IS NULL
 """
@@ -135,14 +140,15 @@ _ASSERTIONS = """
 def apply_vectors(conn: psycopg.Connection, jobs: Sequence[VectorJob]) -> Applied:
     """Write the vectors of ``jobs``: one UPDATE for all their chunks, one INSERT for all
     their assertions, in the caller's transaction."""
-    chunk_rows: list[list[Any]] = [[] for _ in range(7)]
+    chunk_rows: list[list[Any]] = [[] for _ in range(8)]
     assertion_rows: list[list[Any]] = [[] for _ in range(6)]
     for job in jobs:
         p = job.payload
         for index, encoded in enumerate(p.get("chunks", [])):
             for column, value in zip(chunk_rows, (
                     job.instance_key, job.memory_id, index, _decode(encoded),
-                    p["generationId"], p["generationKey"], Jsonb(p["provenance"])),
+                    p["generationId"], p["generationKey"], Jsonb(p["provenance"]),
+                    _decode(p["context"]) if index == 0 and "context" in p else None),
                     strict=True):
                 column.append(value)
         if assertion := p.get("assertion"):

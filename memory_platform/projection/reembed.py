@@ -36,6 +36,7 @@ from memory_platform.embeddings.factory import get_provider
 from memory_platform.embeddings.generations import Generation, ensure_generation
 from memory_platform.ledger.assertions import store_assertion_vectors
 from memory_platform.ledger.recall import APPROVED_REVIEW_STATES
+from memory_platform.memories.turns import context_passage
 from memory_platform.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -84,10 +85,23 @@ class ReembedResult:
                 "batches": self.batches, "error": self.error}
 
 
+# A chunk waits for a vector of the target key; a conversation turn's first chunk also for its
+# context vector (memories/turns.py; turns written before migration 0032 get theirs here).
 _CHUNK_BACKLOG = """
-    FROM agent_memory_chunks
-   WHERE instance_key = %(instance)s
-     AND (embedding IS NULL OR embedding_key IS DISTINCT FROM %(key)s)
+    FROM agent_memory_chunks c
+   WHERE c.instance_key = %(instance)s
+     AND (c.embedding IS NULL OR c.embedding_key IS DISTINCT FROM %(key)s
+          OR (c.context IS NOT NULL AND c.context_embedding IS NULL AND c.chunk_index = 0
+              AND EXISTS (SELECT 1 FROM agent_memories t
+                           WHERE t.instance_key = c.instance_key AND t.id = c.memory_id
+                             AND t.previous_memory_id IS NOT NULL)))
+"""
+# The turn before a turn's first chunk (its context vector embeds it); NULL for other chunks.
+_PREVIOUS_TURN = """
+    (SELECT p.content FROM agent_memories t
+       JOIN agent_memories p ON p.instance_key = t.instance_key AND p.id = t.previous_memory_id
+      WHERE c.context IS NOT NULL AND c.chunk_index = 0
+        AND t.instance_key = c.instance_key AND t.id = c.memory_id)
 """
 
 _ASSERTION_BACKLOG = """
@@ -126,22 +140,28 @@ def _embed_chunks(conn: psycopg.Connection, provider: EmbeddingProvider,
     rows another worker holds), embed, update. Answers (converted, last id)."""
     with committed_unit(conn), conn.cursor() as cur:
         rows = cur.execute(
-            f"SELECT id, content {_CHUNK_BACKLOG} AND id > %(after)s"
-            " ORDER BY id LIMIT %(size)s FOR UPDATE SKIP LOCKED",
+            f"SELECT c.id, c.content, {_PREVIOUS_TURN} {_CHUNK_BACKLOG}"
+            " AND c.id > %(after)s ORDER BY c.id LIMIT %(size)s FOR UPDATE OF c SKIP LOCKED",
             _params(generation, after=after, size=size),
         ).fetchall()
         if not rows:
             return 0, after
-        vectors = provider.embed_documents([content for _, content in rows])
+        passages = {chunk_id: context_passage(previous, content)
+                    for chunk_id, content, previous in rows if previous is not None}
+        vectors = provider.embed_documents([content for _, content, _ in rows]
+                                           + list(passages.values()))
+        context_vectors = dict(zip(passages, vectors[len(rows):], strict=True))
         provenance = Jsonb({"key": generation.generation_key, "strategy": provider.strategy,
                             "model": provider.model})
         cur.executemany(
             "UPDATE agent_memory_chunks"
             "   SET embedding = %s, generation_id = %s, embedding_key = %s,"
-            "       metadata = metadata || jsonb_build_object('embedding', %s::jsonb)"
+            "       metadata = metadata || jsonb_build_object('embedding', %s::jsonb),"
+            "       context_embedding = %s"
             " WHERE id = %s",
-            [(vectors[i], generation.id, generation.generation_key, provenance, chunk_id)
-             for i, (chunk_id, _) in enumerate(rows)],
+            [(vectors[i], generation.id, generation.generation_key, provenance,
+              context_vectors.get(chunk_id), chunk_id)
+             for i, (chunk_id, _, _) in enumerate(rows)],
         )
     return len(rows), rows[-1][0]
 

@@ -33,17 +33,12 @@ from memory_platform.db.units import require_idle
 from memory_platform.embeddings.base import EmbeddingProvider, key_of
 from memory_platform.embeddings.factory import get_provider
 from memory_platform.embeddings.generations import (
-    EMBEDDING_TABLES,
+    VECTOR_INDEXES,
     Generation,
-    index_name,
     register_generation,
 )
 from memory_platform.settings import Settings
 
-# The same definition as ``generations.ensure_vector_indexes`` (same name, same expression,
-# same predicate), so its IF NOT EXISTS recognises the index built here.
-_BUILD = ("CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {table} USING hnsw "
-          "((embedding::halfvec({dims})) halfvec_cosine_ops) WHERE embedding_key = {key}")
 _VALID = """
     SELECT i.indisvalid
       FROM pg_index i
@@ -61,17 +56,15 @@ def build_indexes_concurrently(conn: psycopg.Connection, key: str, dimensions: i
     autocommit = conn.autocommit
     conn.autocommit = True  # CONCURRENTLY cannot run inside a transaction block
     try:
-        for table in EMBEDDING_TABLES:
-            name = index_name(table, key)
+        for index in VECTOR_INDEXES:
+            name = index.name(key)
             row = conn.execute(_VALID, (name,)).fetchone()
             if row is not None and row[0]:
                 continue
             if row is not None:
                 conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(
                     sql.Identifier(name)))
-            conn.execute(sql.SQL(_BUILD).format(
-                name=sql.Identifier(name), table=sql.Identifier(table),
-                dims=sql.Literal(dimensions), key=sql.Literal(key)))
+            conn.execute(index.create(key, dimensions, concurrently=True))
             built.append(name)
     finally:
         conn.autocommit = autocommit

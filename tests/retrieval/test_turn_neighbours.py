@@ -134,16 +134,20 @@ def _row(similarity: float = 0.5, keyword: float = 0.0, *, around: float | None 
         keyword_rank=keyword, visibility_scope="private", audience_key="anna",
         memory_scope="user", source_type="fact", subject_refs="{}", assertion_id=None,
         provenance=None, created_at=DAY, occurred_at=None, previous_memory_id=None, turn=turn,
-        lexemes=20, injected=0, cited=0, corrected=0, around=around)
+        lexemes=20, injected=0, cited=0, corrected=0, matched=0.0, around=around)
 
 
 def test_the_mix_of_own_and_neighbour_similarity():
     row = _row(similarity=0.6, around=0.8)
-    assert _similarity(row, 0.0) == pytest.approx(0.6)
-    assert _similarity(row, 0.25) == pytest.approx(0.65)
-    assert _similarity(_row(similarity=0.6, around=None), 0.5) == pytest.approx(0.6)
-    assert _similarity(row._replace(turn=False), 0.5) == pytest.approx(0.6)  # notes: own only
-    assert _similarity(row._replace(similarity=None), 0.5) is None
+    assert _similarity(row, 0.0, 0.0) == pytest.approx(0.6)
+    assert _similarity(row, 0.25, 0.0) == pytest.approx(0.65)
+    assert _similarity(_row(similarity=0.6, around=None), 0.5, 0.0) == pytest.approx(0.6)
+    assert _similarity(row._replace(turn=False), 0.5, 0.0) == pytest.approx(0.6)  # notes
+    assert _similarity(row._replace(similarity=None), 0.5, 0.0) is None
+    # The context vector's similarity mixes in first (0.3 * 0.6 + 0.7 * 0.9 = 0.81).
+    context = row._replace(context_similarity=0.9)
+    assert _similarity(context, 0.0, 0.7) == pytest.approx(0.81)
+    assert _similarity(context._replace(turn=False), 0.0, 0.7) == pytest.approx(0.6)
 
 
 def test_the_speaker_a_question_names_counts_more():
