@@ -51,11 +51,8 @@ DEFAULT_TIMEOUT_SECONDS = 30.0
 MEMORY_PATH = "/api/v1/memory"
 SESSIONS_PATH = "/api/v1/sessions"
 KNOWLEDGE_PATH = "/api/v1/knowledge"
-DEFAULT_KNOWLEDGE_LIMIT = 8
-DEFAULT_NEIGHBORS_LIMIT = 25
-DEFAULT_SEARCH_LIMIT = 6
-DEFAULT_GREP_LIMIT = 20
-DEFAULT_EXPAND_LIMIT = 100
+# A limit the agent leaves out is left out of the request too: the API answers with its own
+# default (MEMORY_RETRIEVAL_TOP_K, MEMORY_GRAPH_SEARCH_LIMIT, ...), never a copy kept here.
 # Every write of this server is the agent's inference, not the user's own statement: the API
 # then files it for review instead of activating it (the header can only lower trust).
 AGENT_WRITER_HEADERS = {"X-Memory-Writer": "agent"}
@@ -193,6 +190,11 @@ class TurnItemArg(BaseModel):
         return item
 
 
+def _given(**values: Any) -> dict[str, Any]:
+    """The arguments the agent gave (None: left to the API's default)."""
+    return {name: value for name, value in values.items() if value is not None}
+
+
 def session_path(session_key: str, *rest: str) -> str:
     """``/api/v1/sessions/<key>/...`` with the key percent-encoded (keys hold ':' and '/')."""
     return "/".join([SESSIONS_PATH, quote(session_key, safe=""), *rest])
@@ -286,8 +288,8 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
         async def memory_search(
             query: Annotated[str, Field(min_length=1, max_length=2000,
                                         description="What to look for, in natural language.")],
-            limit: Annotated[int, Field(ge=1, le=50, description="How many results.")]
-            = DEFAULT_SEARCH_LIMIT,
+            limit: Annotated[int | None, Field(ge=1, le=50, description=(
+                "How many results (default: the server's MEMORY_RETRIEVAL_TOP_K)."))] = None,
             scope: Annotated[Visibility | None, Field(
                 description="Only memories of this visibility scope.")] = None,
             filter: Annotated[dict[str, Any] | None, Field(
@@ -308,7 +310,7 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
             sourceTypes: Annotated[list[SourceType] | None, Field(
                 min_length=1, max_length=6, description="Only these source types.")] = None,
         ) -> str:
-            params: dict[str, Any] = {"query": query, "limit": limit}
+            params: dict[str, Any] = _given(query=query, limit=limit)
             if scope is not None:
                 params["scope"] = scope
             if filter is not None:
@@ -336,12 +338,12 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
                 "Only this session; omitted: every session the user takes part in."))] = None,
             roles: Annotated[list[Role] | None, Field(min_length=1, max_length=4, description=(
                 "Only messages of these roles (summaries have none)."))] = None,
-            limit: Annotated[int, Field(ge=1, le=100, description="How many results.")]
-            = DEFAULT_GREP_LIMIT,
+            limit: Annotated[int | None, Field(ge=1, le=100, description=(
+                "How many results (default: the server's)."))] = None,
             before: Annotated[str | None, Field(min_length=1, max_length=300, description=(
                 "nextBefore of the previous answer: the next, older page."))] = None,
         ) -> str:
-            params: dict[str, Any] = {"pattern": pattern, "limit": limit}
+            params: dict[str, Any] = _given(pattern=pattern, limit=limit)
             if sessionKey is None:
                 params["allSessions"] = "true"
             else:
@@ -362,25 +364,24 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
         async def memory_expand(
             id: Annotated[str, Field(min_length=1, max_length=200,
                                      description="summary:<uuid>")],
-            limit: Annotated[int, Field(ge=1, le=200, description="Raw items per page.")]
-            = DEFAULT_EXPAND_LIMIT,
+            limit: Annotated[int | None, Field(ge=1, le=200, description=(
+                "Raw items per page (default: the server's)."))] = None,
             afterSeq: Annotated[int | None, Field(ge=-1, description=(
                 "nextAfterSeq of the previous answer: the next page."))] = None,
         ) -> str:
-            params: dict[str, Any] = {"limit": limit}
-            if afterSeq is not None:
-                params["afterSeq"] = afterSeq
+            params = _given(limit=limit, afterSeq=afterSeq)
             return await api.call("GET", f"{SESSIONS_PATH}/nodes/{quote(id, safe='')}/expand",
                                   read_token, params=params)
 
         async def knowledge_search(
             query: Annotated[str, Field(min_length=1, max_length=2000,
                                         description="What to look for, in natural language.")],
-            limit: Annotated[int, Field(ge=1, le=50, description=(
-                "Most entities, claims and edges each."))] = DEFAULT_KNOWLEDGE_LIMIT,
+            limit: Annotated[int | None, Field(ge=1, le=50, description=(
+                "Most entities, claims and edges each (default: the server's "
+                "MEMORY_GRAPH_SEARCH_LIMIT)."))] = None,
         ) -> str:
             return await api.call("POST", f"{KNOWLEDGE_PATH}/search", read_token,
-                                  body={"query": query, "limit": limit})
+                                  body=_given(query=query, limit=limit))
 
         async def knowledge_get_entity(
             id: Annotated[str, _graph_id("The entity id (a uuid).")],
@@ -391,12 +392,12 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
         async def knowledge_neighbors(
             id: Annotated[str, _graph_id("The entity id (a uuid).")],
             depth: Annotated[int, Field(ge=1, le=2, description="Edges away (1 or 2).")] = 1,
-            limit: Annotated[int, Field(ge=1, le=100, description="Most neighbours.")]
-            = DEFAULT_NEIGHBORS_LIMIT,
+            limit: Annotated[int | None, Field(ge=1, le=100, description=(
+                "Most neighbours (default: the server's)."))] = None,
         ) -> str:
             return await api.call(
                 "GET", f"{KNOWLEDGE_PATH}/entities/{quote(id, safe='')}/neighbors", read_token,
-                params={"depth": depth, "limit": limit})
+                params=_given(depth=depth, limit=limit))
 
         async def knowledge_explain_claim(
             id: Annotated[str, _graph_id("The claim id (a uuid; claim:<uuid> works too).")],
