@@ -27,8 +27,6 @@ from memory_platform.dreaming.targets import target_partitions
 from memory_platform.graph import views
 from memory_platform.llm.selection import read_dreaming_model, set_dreaming_model
 
-DREAM_LIST = 50
-
 
 class ModelIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -36,7 +34,7 @@ class ModelIn(BaseModel):
 
 
 def _dream_rows(conn, settings, instance: str) -> dict[str, Any]:
-    rows = list_dreams(conn, instance_key=instance, limit=DREAM_LIST)
+    rows = list_dreams(conn, instance_key=instance, limit=settings.dream_list_limit)
     counts = views.dream_graph_counts(conn, instance, [r["id"] for r in rows])
     partitions = target_partitions(conn, settings, instance, partition=None, all_eligible=True)
     return {"dreams": [{**dream_row_view(r), "graph": counts.get(str(r["id"]),

@@ -53,7 +53,7 @@ async def deliveries_route(request: Request,
     """GET /internal/memory/webhooks/{webhook_id}/deliveries"""
     found = await with_connection(request, webhooks.deliveries, request.state.settings,
                                   api_key(request).instance_key, _webhook_id(request),
-                                  limit=params.limit or 100)
+                                  limit=params.limit)
     return WebhookDeliveriesResponse(deliveries=found)
 
 

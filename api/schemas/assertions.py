@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from api.schemas.common import UNTRUSTED, CallerContext, parse_event_time
 from memory_platform.access import AudienceKind
+from memory_platform.consolidation.history import MAX_LIMIT
 
 
 class AssertionAsOfParams(CallerContext):
@@ -20,7 +21,7 @@ class AssertionAsOfParams(CallerContext):
                          "2024-05-01T09:30:00+02:00 or 2024-05-01T07:30:00Z.")
     query: str | None = Field(None, min_length=1, max_length=2000,
                               description="Only assertions matching these words (full text).")
-    limit: int = Field(20, ge=1, le=50)
+    limit: int = Field(20, ge=1, le=MAX_LIMIT)
 
     @field_validator("at", mode="before")
     @classmethod

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas.common import CallerContext
+from memory_platform.events.store import DEFAULT_LIMIT, MAX_LIMIT
 
 
 class EventListParams(CallerContext):
@@ -17,7 +18,8 @@ class EventListParams(CallerContext):
     after: str | None = Field(None, min_length=1, max_length=200,
                               description="nextCursor of the previous page (omitted: from "
                               "the first event).")
-    limit: int | None = Field(None, ge=1, le=500, description="Most events (default 100).")
+    limit: int | None = Field(None, ge=1, le=MAX_LIMIT,
+                              description=f"Most events (default {DEFAULT_LIMIT}).")
     kinds: str | None = Field(None, min_length=1, max_length=1000,
                               description="Comma-separated event kinds (omitted: all).")
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas.common import UNTRUSTED, CallerContext, Strict
 from memory_platform.access import AudienceKind
+from memory_platform.graph.reads import NEIGHBORS_DEFAULT, NEIGHBORS_MAX
 
 
 class KnowledgeSearch(Strict):
@@ -26,7 +27,8 @@ class KnowledgeReadParams(CallerContext):
 
 class NeighborParams(KnowledgeReadParams):
     depth: int = Field(1, ge=1, le=2, description="Edges away from the entity (1 or 2).")
-    limit: int = Field(25, ge=1, le=100, description="Most neighbouring entities.")
+    limit: int = Field(NEIGHBORS_DEFAULT, ge=1, le=NEIGHBORS_MAX,
+                       description="Most neighbouring entities.")
 
 
 def _camel(name: str) -> Any:

@@ -9,6 +9,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from api.schemas.common import UNTRUSTED, CallerContext, Strict, parse_event_time
+from memory_platform.sessions.reads import (
+    CURSOR_MAX_CHARS,
+    EXPAND_DEFAULT_LIMIT,
+    EXPAND_MAX_LIMIT,
+    GREP_DEFAULT_LIMIT,
+    GREP_MAX_LIMIT,
+    PATTERN_MAX_CHARS,
+)
 
 ATTACHMENTS_MAX = 32
 
@@ -114,7 +122,7 @@ class GrepParams(CallerContext):
     """Query string of memory_grep (numbers and booleans parsed, unknown names rejected)."""
 
     model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
-    pattern: str = Field(min_length=1, max_length=500,
+    pattern: str = Field(min_length=1, max_length=PATTERN_MAX_CHARS,
                          description="Exact text, case-insensitive (at least 3 characters).")
     all_sessions: bool = Field(
         False, alias="allSessions",
@@ -122,8 +130,8 @@ class GrepParams(CallerContext):
     roles: str | None = Field(None, min_length=1, max_length=100,
                               description="Comma-separated roles: only messages of these "
                               "(summaries have no role).")
-    limit: int = Field(20, ge=1, le=100)
-    before: str | None = Field(None, min_length=1, max_length=300,
+    limit: int = Field(GREP_DEFAULT_LIMIT, ge=1, le=GREP_MAX_LIMIT)
+    before: str | None = Field(None, min_length=1, max_length=CURSOR_MAX_CHARS,
                                description="nextBefore of the previous page.")
 
 
@@ -134,7 +142,7 @@ class NodeParams(CallerContext):
 
 
 class ExpandParams(NodeParams):
-    limit: int = Field(100, ge=1, le=200)
+    limit: int = Field(EXPAND_DEFAULT_LIMIT, ge=1, le=EXPAND_MAX_LIMIT)
     after_seq: int | None = Field(None, alias="afterSeq", ge=-1, le=2_147_483_647,
                                   description="nextAfterSeq of the previous page.")
 

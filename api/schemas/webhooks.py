@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas.common import Strict
+from memory_platform.events.webhooks import DELIVERIES_DEFAULT, DELIVERIES_MAX
 
 
 class WebhookIn(Strict):
@@ -34,7 +35,8 @@ class WebhookListResponse(BaseModel):
 
 class WebhookDeliveryParams(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
-    limit: int | None = Field(None, ge=1, le=1000, description="Newest deliveries (100).")
+    limit: int | None = Field(None, ge=1, le=DELIVERIES_MAX,
+                              description=f"Newest deliveries ({DELIVERIES_DEFAULT}).")
 
 
 class WebhookDeliveriesResponse(BaseModel):

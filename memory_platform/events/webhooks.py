@@ -59,6 +59,8 @@ WEBHOOK_DELIVERY = "webhook_delivery"
 MAX_URL_CHARS = 2000
 MIN_SECRET_CHARS = 16
 MAX_SECRET_CHARS = 512
+DELIVERIES_DEFAULT = 100      # newest deliveries a listing answers
+DELIVERIES_MAX = 1000
 EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER = (
     "X-Memory-Event-Id", "X-Memory-Signature", "X-Memory-Timestamp")
 _STATUS = re.compile(r"HTTP (\d{3})")
@@ -299,9 +301,10 @@ def deactivate(conn: psycopg.Connection, instance_key: str, webhook_id: uuid.UUI
 
 
 def deliveries(conn: psycopg.Connection, settings: Settings, instance_key: str,
-               webhook_id: uuid.UUID, *, limit: int = 100) -> list[dict[str, Any]]:
-    """The newest deliveries of one webhook: state, attempts, last HTTP status, last error,
-    when delivered or next tried."""
+               webhook_id: uuid.UUID, *, limit: int | None = None) -> list[dict[str, Any]]:
+    """The newest deliveries of one webhook (``limit``, default :data:`DELIVERIES_DEFAULT`,
+    at most :data:`DELIVERIES_MAX`): state, attempts, last HTTP status, last error, when
+    delivered or next tried."""
     with conn.cursor(row_factory=dict_row) as cur:
         if cur.execute("SELECT 1 FROM agent_memory_webhooks WHERE instance_key = %s"
                        " AND id = %s", (instance_key, webhook_id)).fetchone() is None:
@@ -315,7 +318,8 @@ def deliveries(conn: psycopg.Connection, settings: Settings, instance_key: str,
                AND payload ->> 'webhookId' = %s
              ORDER BY id DESC
              LIMIT %s
-            """, (instance_key, str(webhook_id), min(max(1, limit), 1000))).fetchall()
+            """, (instance_key, str(webhook_id),
+                  min(max(1, limit or DELIVERIES_DEFAULT), DELIVERIES_MAX))).fetchall()
     return [_delivery_json(r, settings) for r in rows]
 
 

@@ -38,8 +38,10 @@ from memory_platform.settings import Settings
 
 PATTERN_MIN_CHARS = 3       # a trigram index needs three characters to narrow anything
 PATTERN_MAX_CHARS = 500
+GREP_DEFAULT_LIMIT = 20
 GREP_MAX_LIMIT = 100
 SNIPPET_CHARS = 160
+EXPAND_DEFAULT_LIMIT = 100
 EXPAND_MAX_LIMIT = 200
 NODE_LIST_LIMIT = 100       # children, parents, covering summaries listed with one node
 CURSOR_MAX_CHARS = 300
@@ -343,8 +345,8 @@ def grep_statement(ctx: AccessContext, pattern: str, sessions: list[str], *,
 
 
 def grep(conn: psycopg.Connection, ctx: AccessContext, pattern: str, *,
-         all_sessions: bool = False, roles: Sequence[str] | None = None, limit: int = 20,
-         before: str | None = None, scan_cap: int | None = None,
+         all_sessions: bool = False, roles: Sequence[str] | None = None,
+         limit: int = GREP_DEFAULT_LIMIT, before: str | None = None, scan_cap: int | None = None,
          max_sessions: int | None = None) -> GrepPage:
     """Messages and summaries whose content contains ``pattern`` (case-insensitive,
     literally), newest first (by write time, then position), that ``ctx`` may read: in the
@@ -485,7 +487,7 @@ def describe(conn: psycopg.Connection, ctx: AccessContext,
 
 # --- expand ------------------------------------------------------------------------------
 def expand(conn: psycopg.Connection, ctx: AccessContext, summary_id: str, *,
-           limit: int = 100, after_seq: int | None = None) -> Expansion:
+           limit: int = EXPAND_DEFAULT_LIMIT, after_seq: int | None = None) -> Expansion:
     """The raw messages under a summary (through every summary below it), in ``seq`` order,
     ``limit`` per page after ``after_seq``, and the summary's direct child summaries."""
     kind, ident = parse_node_id(summary_id)
