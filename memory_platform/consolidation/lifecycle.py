@@ -33,7 +33,7 @@ from psycopg import sql
 from memory_platform.consolidation.audit import audit
 from memory_platform.db.units import committed_unit, require_idle
 from memory_platform.errors import Conflict, InvalidInput, NotFound
-from memory_platform.ledger.assertions import human_decided, record_decision
+from memory_platform.ledger.assertions import PERSON_DECIDED, human_decided, record_decision
 from memory_platform.projection.outbox import enqueue_assertion_projection
 from memory_platform.retrieval.feedback.events import record_corrections
 from memory_platform.settings import Settings
@@ -406,10 +406,7 @@ _DUE = """
       FROM agent_memory_assertions a
      WHERE a.status = 'active' AND a.valid_to IS NOT NULL AND a.valid_to <= now()
        {instance}
-       AND a.review_state NOT IN ('human_approved', 'human_rejected')
-       AND NOT EXISTS (SELECT 1 FROM agent_memory_assertion_reviews r
-                        WHERE r.instance_key = a.instance_key AND r.assertion_id = a.id
-                          AND r.reviewer_kind = 'human')
+       AND NOT {decided}
      ORDER BY a.valid_to
      LIMIT %(limit)s
      FOR UPDATE OF a SKIP LOCKED
@@ -433,7 +430,7 @@ def expire_due(conn: psycopg.Connection, settings: Settings, *,
     require_idle(conn, "expire_due")
     instance = (sql.SQL("AND a.instance_key = %(instance)s") if instance_key is not None
                 else sql.SQL(""))
-    statement = sql.SQL(_DUE).format(instance=instance)
+    statement = sql.SQL(_DUE).format(instance=instance, decided=PERSON_DECIDED)
     params: dict[str, Any] = {"instance": instance_key, "limit": limit}
     expired: list[UUID] = []
     with committed_unit(conn):

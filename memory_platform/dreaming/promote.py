@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from uuid import UUID
 
 import psycopg
+from psycopg import sql
 
 from memory_platform.dreaming.inputs import HUMAN_TRUST, DreamInput
 from memory_platform.dreaming.partitions import Partition
@@ -115,7 +116,7 @@ def same_text_assertion(conn, partition: Partition,
 # decides it); never one a person has reviewed. The evidence rows it cites again: the
 # idempotent insert kept the old row with the old dream id.
 RECREATED = "dream_recreated"
-_RECLAIM_ASSERTION = """
+_RECLAIM_ASSERTION = sql.SQL("""
     UPDATE agent_memory_assertions a
        SET dream_id = %(dream)s, status = 'candidate', review_state = 'pending'
       FROM agent_memory_assertions old
@@ -123,12 +124,9 @@ _RECLAIM_ASSERTION = """
      WHERE old.instance_key = %(instance)s AND old.id = %(assertion)s AND a.id = old.id
        AND old.status = 'tombstoned' AND old.dream_id IS DISTINCT FROM %(dream)s
        AND d.status = 'rolled_back'
-       AND old.review_state NOT IN ('human_approved', 'human_rejected')
-       AND NOT EXISTS (SELECT 1 FROM agent_memory_assertion_reviews r
-                        WHERE r.instance_key = old.instance_key AND r.assertion_id = old.id
-                          AND r.reviewer_kind = 'human')
+       AND NOT {decided}
     RETURNING old.review_state
-"""
+""").format(decided=ledger.person_decided("old"))
 _RECLAIM_EVIDENCE = """
     UPDATE agent_memory_assertion_evidence e
        SET dream_id = %(dream)s

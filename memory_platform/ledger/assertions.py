@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import psycopg
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from memory_platform.access import Audience
@@ -24,6 +25,26 @@ if TYPE_CHECKING:
     from memory_platform.embeddings.generations import Generation
 
 HUMAN_REVIEW_STATES = ("human_approved", "human_rejected")
+
+
+def person_decided(alias: str = "a") -> sql.Composable:
+    """THE "a person decided" rule, as a SQL condition over the assertion row ``alias``: its
+    review state is a person's (:data:`HUMAN_REVIEW_STATES`), or a person wrote any review
+    row of it (a person's ``defer``, ``expire`` or ``supersede`` leaves the state as
+    automation set it). Human decisions win (invariant 8): automation changes nothing this
+    holds for. :func:`human_decided` answers it for one row, :func:`record_decision` guards
+    with it, and the sweeps that must skip such rows filter with it (:data:`PERSON_DECIDED`
+    over ``a``)."""
+    return sql.SQL(
+        "({a}.review_state IN ({states})"
+        " OR EXISTS (SELECT 1 FROM agent_memory_assertion_reviews person_review"
+        " WHERE person_review.instance_key = {a}.instance_key"
+        " AND person_review.assertion_id = {a}.id AND person_review.reviewer_kind = 'human'))"
+    ).format(a=sql.Identifier(alias),
+             states=sql.SQL(", ").join(map(sql.Literal, HUMAN_REVIEW_STATES)))
+
+
+PERSON_DECIDED = person_decided("a")
 ASSERTION_TYPES = ("fact", "preference", "decision", "constraint", "procedure", "correction",
                    "observation")
 
@@ -131,8 +152,9 @@ def record_decision(
 ) -> None:
     """Append a review decision and apply it to the assertion's state.
 
-    Automation (policy, curator, system) never overrides a human decision: once a human has
-    approved or rejected, automated decisions are still recorded but change nothing."""
+    Automation (policy, curator, system) never overrides a human decision: once a person has
+    decided (:func:`person_decided`: approved, rejected, or any other review of theirs),
+    automated decisions are still recorded but change nothing."""
     conn.execute(
         """
         INSERT INTO agent_memory_assertion_reviews
@@ -161,31 +183,28 @@ def record_decision(
     if new_state is None:
         return
     conn.execute(
-        """
-        UPDATE agent_memory_assertions
-           SET status = %s, review_state = coalesce(%s, review_state)
-         WHERE instance_key = %s AND id = %s
-           AND (%s OR review_state NOT IN ('human_approved', 'human_rejected'))
-        """,
+        sql.SQL("""
+        UPDATE agent_memory_assertions a
+           SET status = %s, review_state = coalesce(%s, a.review_state)
+         WHERE a.instance_key = %s AND a.id = %s
+           AND (%s OR NOT {decided})
+        """).format(decided=PERSON_DECIDED),
         (*new_state, instance_key, assertion_id, human),
     )
 
 
 def human_decided(conn: psycopg.Connection, instance_key: str,
                   assertion_id: UUID) -> bool | None:
-    """Whether a person has reviewed the assertion (its state or any review row); None when
-    it does not exist. The row stays locked until the transaction ends: callers decide
-    about it next."""
+    """Whether a person has decided the assertion (:func:`person_decided`); None when it
+    does not exist. The row stays locked until the transaction ends: callers decide about
+    it next."""
     row = conn.execute(
-        """
-        SELECT review_state IN ('human_approved', 'human_rejected')
-               OR EXISTS (SELECT 1 FROM agent_memory_assertion_reviews r
-                           WHERE r.instance_key = a.instance_key AND r.assertion_id = a.id
-                             AND r.reviewer_kind = 'human')
+        sql.SQL("""
+        SELECT {decided}
           FROM agent_memory_assertions a
          WHERE a.instance_key = %s AND a.id = %s
          FOR UPDATE
-        """,
+        """).format(decided=PERSON_DECIDED),
         (instance_key, assertion_id),
     ).fetchone()
     return None if row is None else bool(row[0])

@@ -16,13 +16,14 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.types import TypeInfo
 
 from memory_platform.access import AccessContext, audience_for
 from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.embeddings.generations import Generation, ensure_generation
 from memory_platform.errors import AccessDenied, InvalidInput
-from memory_platform.ledger.assertions import identity_hash
+from memory_platform.ledger.assertions import PERSON_DECIDED, identity_hash
 from memory_platform.ledger.policy import created_state
 from memory_platform.memories.bulk.replay import AssertionRef, Hit, PolicyReplay, decision_of
 from memory_platform.memories.bulk.results import ImportStats, Outcome, Rejection
@@ -360,9 +361,10 @@ class Importer:
                     copy.write_row(review)
         if decisions.restated:
             cur.execute(
-                "UPDATE agent_memory_assertions SET status = 'active',"
-                " review_state = 'policy_approved'"
-                " WHERE id = ANY(%s) AND review_state NOT IN ('human_approved', 'human_rejected')",
+                sql.SQL("UPDATE agent_memory_assertions a SET status = 'active',"
+                        " review_state = 'policy_approved'"
+                        " WHERE a.id = ANY(%s) AND NOT {decided}").format(
+                            decided=PERSON_DECIDED),
                 (list(decisions.restated),),
             )
         outcome.assertions_created += decisions.created
