@@ -37,7 +37,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.errors import ApiError
 from api.threads import with_connection
-from memory_platform.access import AccessContext
 from memory_platform.apikeys import ApiKey, StoredKey, live_key, public_id, touch, well_formed
 from memory_platform.settings import Settings
 from memory_platform.trust import Caller, ContextClaims, resolve_context
@@ -162,7 +161,8 @@ def api_key(request: Request) -> ApiKey:
 
 
 def caller_of(key: ApiKey) -> Caller:
-    return Caller(instance_key=key.instance_key, user_id=key.user_id, runtime=key.runtime)
+    return Caller(instance_key=key.instance_key, user_id=key.user_id, runtime=key.runtime,
+                  agent=key.agent)
 
 
 def claims_of(context: Any) -> ContextClaims:
@@ -191,7 +191,9 @@ async def with_caller(request: Request, context: Any,
 
 
 def writer_header(request: Request) -> str | None:
-    """The writer a request declares (``X-Memory-Writer``): ``agent`` or nothing."""
+    """The writer a request declares (``X-Memory-Writer``): ``agent`` or nothing. What it
+    means for the write is the domain's (``trust.write_trust_class``,
+    ``trust.written_by_agent``)."""
     value = request.headers.get(WRITER_HEADER)
     if value is None:
         return None
@@ -202,13 +204,3 @@ def writer_header(request: Request) -> str | None:
                        [{"field": WRITER_HEADER, "problem": "unknown writer"}])
     return AGENT_WRITER
 
-
-def write_trust_class(key: ApiKey, ctx: AccessContext, writer: str | None) -> str:
-    """The trust class of a write: the agent's inference when the key is an agent's or the
-    request says so; a person's own statement when a user acts (their key, or the runtime
-    naming them); automation when the runtime writes for no user."""
-    if key.agent or writer == AGENT_WRITER:
-        return "assistant_inference"
-    if ctx.user_id is None:
-        return "automation"
-    return "human_direct"

@@ -18,6 +18,11 @@ Resolving a context records nothing: naming a session never creates, claims or j
 (``membership.join_session``, called by ``sessions.items.append_items``).
 
 Membership and session participation are checked in SQL on the request's connection.
+
+The trust class of a write is decided here too (:func:`write_trust_class`,
+:func:`written_by_agent`): what an agent's key writes, or what a request marks as the agent's
+(the API's ``X-Memory-Writer: agent``, which the MCP server sends with every write), is the
+agent's inference; a request can only lower a write's trust, never raise it.
 """
 
 from __future__ import annotations
@@ -34,12 +39,13 @@ from memory_platform.secrets import refuse_secret_fields
 
 @dataclass(frozen=True)
 class Caller:
-    """Who holds the key: its instance, its user (None for a runtime key), and whether it is
-    the trusted runtime."""
+    """Who holds the key: its instance, its user (None for a runtime key), whether it is
+    the trusted runtime, and whether it is an agent's key (its writes are inference)."""
 
     instance_key: str
     user_id: str | None
     runtime: bool = False
+    agent: bool = False
 
 
 @dataclass(frozen=True)
@@ -101,3 +107,28 @@ def resolve_context(conn: psycopg.Connection, caller: Caller,
         channel_thread_key=claims.channel_thread_key,
         channel_type=claims.channel_type,
     )
+
+
+# --- the trust class of a write --------------------------------------------------------------
+
+AGENT_INFERENCE = "assistant_inference"
+PERSON_STATEMENT = "human_direct"
+AUTOMATION = "automation"
+
+
+def written_by_agent(caller: Caller, *, declared: bool = False) -> bool:
+    """Whether what ``caller`` writes is the agent's: its key is an agent's, or the request
+    declares the agent as the writer (``declared``). A declaration only lowers trust: nothing
+    a request says makes an agent's write a person's."""
+    return caller.agent or declared
+
+
+def write_trust_class(caller: Caller, ctx: AccessContext, *, declared_agent: bool = False) -> str:
+    """The trust class of a write: the agent's inference when :func:`written_by_agent`; a
+    person's own statement when a user acts (their key, or the runtime naming them);
+    automation when the runtime writes for no user."""
+    if written_by_agent(caller, declared=declared_agent):
+        return AGENT_INFERENCE
+    if ctx.user_id is None:
+        return AUTOMATION
+    return PERSON_STATEMENT

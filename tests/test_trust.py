@@ -13,7 +13,14 @@ import pytest
 from memory_platform.access import AccessContext
 from memory_platform.errors import AccessDenied, InvalidInput
 from memory_platform.membership import add_channel_member, join_session, session_participants
-from memory_platform.trust import Caller, ContextClaims, acting_user, resolve_context
+from memory_platform.trust import (
+    Caller,
+    ContextClaims,
+    acting_user,
+    resolve_context,
+    write_trust_class,
+    written_by_agent,
+)
 
 
 def _user(instance: str, user: str) -> Caller:
@@ -130,3 +137,20 @@ def test_a_runtime_key_without_a_user_is_a_system_context(db, instance):
 def test_a_runtime_key_cannot_name_a_blank_user(db, instance):
     with pytest.raises(InvalidInput):
         resolve_context(db, _runtime(instance), ContextClaims(user_id=" "))
+
+
+# --- the trust class of a write (trust.write_trust_class) ---------------------------------
+
+@pytest.mark.parametrize(("caller", "acting", "declared", "expected"), [
+    (Caller("i", "ada"), "ada", False, "human_direct"),
+    (Caller("i", "ada"), "ada", True, "assistant_inference"),
+    (Caller("i", "ada", agent=True), "ada", False, "assistant_inference"),
+    (Caller("i", None, runtime=True), "ada", False, "human_direct"),
+    (Caller("i", None, runtime=True), "ada", True, "assistant_inference"),
+    (Caller("i", None, runtime=True), None, False, "automation"),
+    (Caller("i", None, runtime=True), None, True, "assistant_inference"),
+])
+def test_the_trust_class_of_a_write_follows_the_writer(caller, acting, declared, expected):
+    ctx = AccessContext("i", user_id=acting)
+    assert write_trust_class(caller, ctx, declared_agent=declared) == expected
+    assert written_by_agent(caller, declared=declared) is (expected == "assistant_inference")

@@ -6,13 +6,14 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.auth import api_key, with_caller, write_trust_class, writer_header
+from api.auth import api_key, caller_of, with_caller, writer_header
 from api.operation import API, READ, WRITE, Operation, Section
 from api.responses import model_response
 from api.schemas.common import ActingUser, MemoryOut, memory_out
 from api.schemas.memory import MemoryCreate, StoreResponse
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.retrieval.memories import get_memory
+from memory_platform.trust import write_trust_class
 
 
 async def get_one(request: Request, params: ActingUser) -> MemoryOut:
@@ -22,7 +23,7 @@ async def get_one(request: Request, params: ActingUser) -> MemoryOut:
 
 async def create(request: Request, body: MemoryCreate) -> Response:
     """201 with the new memory; 200 when the same content was already stored. The write's
-    trust class follows the writer (``api.auth.write_trust_class``)."""
+    trust class follows the writer (``trust.write_trust_class``)."""
     key, state, writer = api_key(request), request.state, writer_header(request)
     metadata = {**(body.metadata or {}), "writtenVia": "api", "apiKeyId": str(key.id),
                 "keyKind": key.kind}
@@ -34,7 +35,9 @@ async def create(request: Request, body: MemoryCreate) -> Response:
             content=body.content, source_type="fact", memory_class="explicit",
             visibility=body.visibility, explicit_private=body.explicit_private,
             subject_refs=body.subject_refs, assertion_type=body.assertion_type,
-            title=body.title, trust_class=write_trust_class(key, ctx, writer),
+            title=body.title,
+            trust_class=write_trust_class(caller_of(key), ctx,
+                                          declared_agent=writer is not None),
             metadata=metadata, occurred_at=body.occurred_at,
         )
         return store_memory(conn, state.settings, ctx, memory, embedder=state.embedder,

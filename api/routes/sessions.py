@@ -11,7 +11,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.auth import AGENT_WRITER, api_key, with_caller, writer_header
+from api.auth import api_key, caller_of, with_caller, writer_header
 from api.errors import ApiError
 from api.input import refused_character
 from api.operation import API, READ, WRITE, Operation, Section
@@ -43,6 +43,7 @@ from memory_platform.sessions.reads import (
     expand,
     grep,
 )
+from memory_platform.trust import written_by_agent
 
 KEY_MAX_CHARS = 200
 
@@ -87,7 +88,7 @@ async def append(request: Request, body: SessionAppend) -> Response:
     session_key = _path_key(request, "session_key", "sessionKey")
     context = _in_session(body.context, session_key)
     key, settings, writer = api_key(request), request.state.settings, writer_header(request)
-    by_agent = key.agent or writer == AGENT_WRITER
+    by_agent = written_by_agent(caller_of(key), declared=writer is not None)
     items = [TurnItem(role=i.role, content=i.content, author_user_id=i.author_user_id,
                       occurred_at=i.occurred_at, client_item_id=i.client_item_id,
                       metadata=i.metadata.model_dump(by_alias=True, exclude_none=True)
