@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from memory_platform.cli.bench import bench
+from memory_platform.cli.common import PlatformGroup
 from memory_platform.cli.config import config
 from memory_platform.cli.db import db
 from memory_platform.cli.demo import demo
@@ -25,7 +26,8 @@ from memory_platform.cli.users import users
 from memory_platform.cli.workspace import import_transcripts_command, workspace
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=PlatformGroup,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="memory-platform")
 def main() -> None:
     """Durable, auditable memory for LLM agents: PostgreSQL + pgvector ledger, Dagster

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memory_platform.cli.common import platform_connection
+from memory_platform.cli.common import PlatformGroup, platform_connection
 from memory_platform.settings import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from memory_platform.embeddings.base import EmbeddingProvider
 
 
-@click.group()
+@click.group(cls=PlatformGroup)
 def bench() -> None:
     """Benchmarks that print numbers and write JSON (bench/results/)."""
 
@@ -75,10 +75,10 @@ def bench_retrieval(providers: tuple[str, ...], instance: str | None, keep: bool
                 if kind == "openai" and settings.openai_api_key is None:
                     raise EmbeddingError("no MEMORY_OPENAI_API_KEY configured")
             except EmbeddingError as exc:
-                if "available" in providers:
-                    click.echo(f"skipping {kind}: {exc}", err=True)
-                    continue
-                raise click.ClickException(str(exc)) from exc
+                if "available" not in providers:
+                    raise
+                click.echo(f"skipping {kind}: {exc}", err=True)
+                continue
             if suite == "conversations":
                 target = output_dir / f"conversations-{kind}-{via}.json"
                 result = _conversations(conn, settings, provider, kind, via=via,

@@ -6,10 +6,11 @@ import json
 
 import click
 
+from memory_platform.cli.common import PlatformGroup
 from memory_platform.settings import get_settings
 
 
-@click.group()
+@click.group(cls=PlatformGroup)
 def config() -> None:
     """Inspect the effective configuration."""
 

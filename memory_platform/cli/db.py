@@ -8,10 +8,11 @@ from pathlib import Path
 
 import click
 
+from memory_platform.cli.common import PlatformGroup
 from memory_platform.settings import get_settings
 
 
-@click.group()
+@click.group(cls=PlatformGroup)
 def db() -> None:
     """Database: migrations, status, shell, backup and restore."""
 
@@ -29,14 +30,11 @@ def db_migrate() -> None:
 
     settings = get_settings()
     with _migrations_connection() as conn:
-        try:
-            applied = migrations.migrate(
-                conn,
-                settings.migrations_dir,
-                progress=lambda m: click.echo(f"applying {m.version:04d}_{m.name} ..."),
-            )
-        except migrations.MigrationError as exc:
-            raise click.ClickException(str(exc)) from exc
+        applied = migrations.migrate(
+            conn,
+            settings.migrations_dir,
+            progress=lambda m: click.echo(f"applying {m.version:04d}_{m.name} ..."),
+        )
     click.echo(f"{len(applied)} migration(s) applied; schema is current.")
 
 
@@ -157,13 +155,10 @@ def db_backup(file: Path, force: bool) -> None:
     The archive appears under FILE only when complete. With the embedded server, it runs the
     embedded wheel's pg_dump; against MEMORY_DATABASE_URL too (pg_dump 18 dumps older
     servers), else the pg_dump on PATH. The password never appears on a command line."""
-    from memory_platform.db.backup import BackupError, backup
+    from memory_platform.db.backup import backup
     from memory_platform.db.connection import database_url
 
-    try:
-        backup(database_url(get_settings()), file, overwrite=force, progress=click.echo)
-    except BackupError as exc:
-        raise click.ClickException(str(exc)) from exc
+    backup(database_url(get_settings()), file, overwrite=force, progress=click.echo)
 
 
 @db.command("restore")
@@ -183,7 +178,7 @@ def db_restore(file: Path, database: str | None, create: bool, force: bool) -> N
     was), then checks the applied migrations against this version's and prints the row
     counts of the main tables. A backup of an older version restores too: run
     `memory-platform db migrate` afterwards."""
-    from memory_platform.db.backup import BackupError, restore
+    from memory_platform.db.backup import restore
     from memory_platform.db.connection import server_url, with_database
 
     settings = get_settings()
@@ -192,11 +187,8 @@ def db_restore(file: Path, database: str | None, create: bool, force: bool) -> N
                else with_database(server_url(settings), settings.database_name))
     else:
         url = with_database(server_url(settings), database)
-    try:
-        result = restore(url, file, migrations_dir=settings.migrations_dir, create=create,
-                         force=force, progress=click.echo)
-    except BackupError as exc:
-        raise click.ClickException(str(exc)) from exc
+    result = restore(url, file, migrations_dir=settings.migrations_dir, create=create,
+                     force=force, progress=click.echo)
     click.echo(f"restored into database {result.database}"
                + (" (created)" if result.created else "") + "; rows:")
     for table, count in result.counts.items():

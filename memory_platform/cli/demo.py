@@ -6,11 +6,11 @@ import json
 
 import click
 
-from memory_platform.cli.common import platform_connection
+from memory_platform.cli.common import PlatformGroup, platform_connection
 from memory_platform.settings import get_settings
 
 
-@click.group()
+@click.group(cls=PlatformGroup)
 def demo() -> None:
     """A demo workspace to try Dreaming on."""
 

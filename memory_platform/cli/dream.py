@@ -8,11 +8,11 @@ import sys
 
 import click
 
-from memory_platform.cli.common import platform_connection
+from memory_platform.cli.common import PlatformGroup, platform_connection
 from memory_platform.settings import get_settings
 
 
-@click.group()
+@click.group(cls=PlatformGroup)
 def dream() -> None:
     """Dreaming: run (through Dagster), list and roll back Dreams."""
 
@@ -59,7 +59,7 @@ def dream_run(partitions: tuple[str, ...], all_eligible: bool, instance: str | N
     from memory_platform.dreaming.inputs import eligible_partitions
     from memory_platform.dreaming.runs import dreams_of_run
     from memory_platform.dreaming.targets import known_partitions
-    from memory_platform.errors import InvalidInput, NotFound
+    from memory_platform.errors import InvalidInput
     from memory_platform.launch import execute_dreams
     from memory_platform.orchestration.home import dagster_instance
 
@@ -77,8 +77,6 @@ def dream_run(partitions: tuple[str, ...], all_eligible: bool, instance: str | N
                 keys = [p.partition_key for p in known_partitions(conn, partitions)]
             except InvalidInput as exc:
                 raise click.BadParameter(exc.message, param_hint="--partition") from exc
-            except NotFound as exc:
-                raise click.ClickException(exc.message) from exc
     if not keys:
         click.echo("no eligible audience partition (each needs "
                    f"{settings.dream_min_inputs} eligible inputs)")
@@ -244,20 +242,14 @@ def dream_rollback(dream_id: str, as_json: bool) -> None:
     import uuid
 
     from memory_platform.dreaming.rollback import rollback_dream
-    from memory_platform.errors import Conflict, DreamLocked, InvalidInput, NotFound
 
     try:
         parsed = uuid.UUID(dream_id)
     except ValueError as exc:
         raise click.ClickException(f"not a dream id: {dream_id!r}") from exc
     settings = get_settings()
-    try:
-        with platform_connection(settings) as conn:
-            result = rollback_dream(conn, parsed, settings=settings)
-    except DreamLocked as exc:
-        raise click.ClickException(f"{exc}; try again when the running Dream ends") from exc
-    except (NotFound, InvalidInput, Conflict) as exc:
-        raise click.ClickException(exc.message) from exc
+    with platform_connection(settings) as conn:
+        result = rollback_dream(conn, parsed, settings=settings)
     if result.status != "already_rolled_back":
         _show_rollback_in_dagster(settings, result)
     if as_json:
@@ -298,12 +290,9 @@ def dream_show(dream_id: str, instance: str | None, as_json: bool) -> None:
         raise click.ClickException(f"not a dream id: {dream_id!r}") from exc
     with platform_connection() as conn:
         row = get_dream(conn, parsed)
-        try:
-            if row is None:
-                raise NotFound(f"no dream {parsed}")
-            detail = dream_detail(conn, instance or row["instance_key"], parsed)
-        except NotFound as exc:
-            raise click.ClickException(exc.message) from exc
+        if row is None:
+            raise NotFound(f"no dream {parsed}")
+        detail = dream_detail(conn, instance or row["instance_key"], parsed)
     if as_json:
         click.echo(json.dumps(detail, indent=2, default=str))
         return

@@ -7,11 +7,11 @@ import sys
 
 import click
 
-from memory_platform.cli.common import platform_connection
+from memory_platform.cli.common import PlatformGroup, platform_connection
 from memory_platform.settings import get_settings
 
 
-@click.group()
+@click.group(cls=PlatformGroup)
 def graph() -> None:
     """Knowledge graph: work off graph jobs, rebuild a Dream's graph, search it."""
 
@@ -32,7 +32,6 @@ def graph_build(partition: str | None, rebuild: bool, requeue_failed: bool,
     does this every outbox_poll_seconds under `make dev`; this does it now, in this process).
     Work that cannot be done now (model unreachable, malformed answer) stays queued."""
     from memory_platform.dreaming.targets import known_partitions
-    from memory_platform.errors import InvalidInput, NotFound
     from memory_platform.graph.build import GraphBuild, process_graph_jobs
     from memory_platform.orchestration.graph_step import graph_step
 
@@ -47,10 +46,7 @@ def graph_build(partition: str | None, rebuild: bool, requeue_failed: bool,
             click.echo(f"requeued {revived} graph job(s) that had run out of attempts",
                        err=True)
         if partition:
-            try:
-                known_partitions(conn, [partition])
-            except (InvalidInput, NotFound) as exc:
-                raise click.ClickException(exc.message) from exc
+            known_partitions(conn, [partition])
             build = graph_step(conn, settings, partition, rebuild=rebuild).build
         else:
             build = GraphBuild()

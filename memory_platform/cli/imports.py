@@ -7,7 +7,7 @@ import time
 
 import click
 
-from memory_platform.cli.common import platform_connection
+from memory_platform.cli.common import PlatformCommand, PlatformGroup, platform_connection
 from memory_platform.settings import get_settings
 
 
@@ -56,7 +56,8 @@ class _ProgressLine:
         return count / elapsed if elapsed > 0 else 0.0
 
 
-@click.command("import", short_help="Bulk-import memories from a JSON Lines file.")
+@click.command("import", cls=PlatformCommand,
+               short_help="Bulk-import memories from a JSON Lines file.")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.option("--instance", default=None,
               help="Instance of rows without their own instance_key (default "
@@ -137,16 +138,12 @@ def import_command(file: str, instance: str | None, batch_size: int | None,
                         allow_existing_memberships=allow_existing_memberships,
                         trust_file_states=trust_file_states)
         return
-    from memory_platform.embeddings.base import EmbeddingError
     from memory_platform.embeddings.factory import get_provider
     from memory_platform.memories.bulk import import_memories
     from memory_platform.memories.bulk.reader import context_from_row, read_jsonl
 
     settings = _with_provider(get_settings(), provider)
-    try:
-        embedder = get_provider(settings)
-    except EmbeddingError as exc:
-        raise click.ClickException(str(exc)) from exc
+    embedder = get_provider(settings)
     expected = _count_rows(file)
     line = _ProgressLine()
 
@@ -192,7 +189,7 @@ def import_command(file: str, instance: str | None, batch_size: int | None,
         sys.exit(1)
 
 
-@click.group()
+@click.group(cls=PlatformGroup)
 def embeddings() -> None:
     """Embedding generations and the re-embedding backlog."""
 
@@ -218,15 +215,11 @@ def embeddings_reembed(limit: int | None, until_done: bool, instance: str | None
     to stderr; the totals and the remaining backlog to stdout. Safe to run in several
     processes at once (rows are locked with SKIP LOCKED). Exit status 1 on a provider error
     (the failed batch is left untouched)."""
-    from memory_platform.embeddings.base import EmbeddingError
     from memory_platform.embeddings.factory import get_provider
     from memory_platform.projection.reembed import reembed_backfill, reembed_until_done
 
     settings = _with_provider(get_settings(), provider)
-    try:
-        embedder = get_provider(settings)
-    except EmbeddingError as exc:
-        raise click.ClickException(str(exc)) from exc
+    embedder = get_provider(settings)
     line = _ProgressLine()
 
     def progress(totals) -> None:
@@ -281,16 +274,12 @@ def embeddings_switch(provider: str, instance: str | None, until_done: bool) -> 
     model settings) of the API and Dagster processes to the new provider as well: a writer
     still configured with the old one makes the old generation active again. Exit status 1
     on a provider error (the failed batch is untouched; run the command again)."""
-    from memory_platform.embeddings.base import EmbeddingError
     from memory_platform.embeddings.factory import get_provider
     from memory_platform.maintenance.reembedding import KINDS, convert
     from memory_platform.projection.switch import switch_generation
 
     settings = _with_provider(get_settings(), provider)
-    try:
-        embedder = get_provider(settings)
-    except EmbeddingError as exc:
-        raise click.ClickException(str(exc)) from exc
+    embedder = get_provider(settings)
     instance = instance or settings.instance_key
     line = _ProgressLine()
 

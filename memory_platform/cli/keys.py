@@ -6,7 +6,7 @@ import json
 
 import click
 
-from memory_platform.cli.common import platform_connection
+from memory_platform.cli.common import PlatformGroup, platform_connection
 from memory_platform.settings import get_settings
 
 KINDS_HELP = (
@@ -18,7 +18,8 @@ KINDS_HELP = (
 )
 
 
-@click.group(help=f"API keys (bearer tokens of one instance). {KINDS_HELP}")
+@click.group(cls=PlatformGroup,
+             help=f"API keys (bearer tokens of one instance). {KINDS_HELP}")
 def keys() -> None:
     pass
 
@@ -43,16 +44,13 @@ def keys_create(user_id: str | None, runtime: bool, agent: bool, instance: str |
     from memory_platform.errors import InvalidInput
 
     settings = get_settings()
-    try:
-        parsed = apikeys.parse_scopes(scopes)
-        if not runtime and user_id is None:
-            raise InvalidInput("a user key needs --user USER; a runtime key needs --runtime")
-        with platform_connection(settings) as conn:
-            key, token = apikeys.create_key(conn, instance_key=instance or settings.instance_key,
-                                            user_id=user_id, scopes=parsed, name=name,
-                                            runtime=runtime, agent=agent)
-    except InvalidInput as exc:
-        raise click.ClickException(exc.message) from exc
+    parsed = apikeys.parse_scopes(scopes)
+    if not runtime and user_id is None:
+        raise InvalidInput("a user key needs --user USER; a runtime key needs --runtime")
+    with platform_connection(settings) as conn:
+        key, token = apikeys.create_key(conn, instance_key=instance or settings.instance_key,
+                                        user_id=user_id, scopes=parsed, name=name,
+                                        runtime=runtime, agent=agent)
     if as_json:
         click.echo(json.dumps({"id": str(key.id), "token": token}))
         return
@@ -97,12 +95,8 @@ def keys_list(instance: str | None, as_json: bool) -> None:
 def keys_revoke(key_id: str) -> None:
     """Revoke a key; requests with its token get 401 within MEMORY_API_KEY_CACHE_SECONDS."""
     from memory_platform import apikeys
-    from memory_platform.errors import NotFound
 
-    try:
-        with platform_connection() as conn:
-            key = apikeys.revoke_key(conn, key_id)
-    except NotFound as exc:
-        raise click.ClickException(exc.message) from exc
+    with platform_connection() as conn:
+        key = apikeys.revoke_key(conn, key_id)
     holder = "the runtime" if key.runtime else f"user {key.user_id!r}"
     click.echo(f"revoked {key.id} ({key.token_prefix}, {key.kind} key of {holder})")

@@ -14,7 +14,7 @@ import json
 
 import click
 
-from memory_platform.cli.common import platform_connection
+from memory_platform.cli.common import PlatformGroup, platform_connection
 from memory_platform.settings import get_settings
 
 _INSTANCE = click.option("--instance", default=None,
@@ -27,17 +27,12 @@ def _instance(instance: str | None) -> str:
 
 
 def _domain(call):
-    """Run ``call(conn)`` on a current database; a domain refusal becomes a CLI error."""
-    from memory_platform.errors import MemoryPlatformError
-
-    try:
-        with platform_connection() as conn:
-            return call(conn)
-    except MemoryPlatformError as exc:
-        raise click.ClickException(exc.message) from exc
+    """Run ``call(conn)`` on a current database."""
+    with platform_connection() as conn:
+        return call(conn)
 
 
-@click.group()
+@click.group(cls=PlatformGroup)
 def members() -> None:
     """Channel and room members: a user key reads and writes a channelThreadKey or groupRoomId
     only where its user is a member."""
@@ -100,7 +95,7 @@ def members_list(channel_key: str | None, user_id: str | None, instance: str | N
                [(r["channel"], r["user"], r["added_by"], r["created_at"]) for r in rows])
 
 
-@click.group()
+@click.group(cls=PlatformGroup)
 def sessions() -> None:
     """Session participants (a user key names a session only where its user takes part; an
     unused session becomes the first user's own) and session maintenance."""

@@ -6,11 +6,12 @@ import sys
 
 import click
 
-from memory_platform.cli.common import platform_connection
+from memory_platform.cli.common import PlatformCommand, platform_connection
 from memory_platform.settings import get_settings
 
 
-@click.command("export", short_help="Export an instance or one audience as JSON Lines.")
+@click.command("export", cls=PlatformCommand,
+               short_help="Export an instance or one audience as JSON Lines.")
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True, writable=True))
 @click.option("--instance", default=None, help="Instance (default MEMORY_INSTANCE_KEY).")
 @click.option("--audience", default=None, metavar="KIND:KEY",
@@ -59,7 +60,6 @@ def import_portable(file: str, instance: str | None, audience_map: tuple[str, ..
     target instance is the operator's: ``--instance`` is required (a file naming its own
     target would choose where its rows land)."""
     from memory_platform.cli.imports import _ProgressLine, _with_provider
-    from memory_platform.embeddings.base import EmbeddingError
     from memory_platform.embeddings.factory import get_provider
     from memory_platform.errors import InvalidInput
     from memory_platform.portability.importing import ImportRejected, import_export
@@ -70,19 +70,13 @@ def import_portable(file: str, instance: str | None, audience_map: tuple[str, ..
         raise click.BadParameter("a memory-platform import reads a file (it is read twice: "
                                  "verified, then imported), not stdin", param_hint="FILE")
     if not instance:
-        try:
-            exported = read_header(file)["instance_key"]
-        except InvalidInput as exc:
-            raise click.ClickException(str(exc)) from exc
+        exported = read_header(file)["instance_key"]
         raise click.UsageError(f"--instance is required with --format memory-platform: the "
                                f"target instance is yours to choose, never the file's (this "
                                f"file says it was exported from {exported!r})")
     settings = _with_provider(get_settings(), provider)
-    try:
-        embedder = get_provider(settings)
-        mapping = parse_map(audience_map)
-    except (EmbeddingError, InvalidInput) as exc:
-        raise click.ClickException(str(exc)) from exc
+    embedder = get_provider(settings)
+    mapping = parse_map(audience_map)
     line = _ProgressLine()
 
     def progress(stats) -> None:
@@ -100,10 +94,10 @@ def import_portable(file: str, instance: str | None, audience_map: tuple[str, ..
         except ImportRejected as exc:
             line.done()
             _rejected(exc.stats.rejected)
-            raise click.ClickException(str(exc)) from exc
-        except InvalidInput as exc:
+            raise
+        except InvalidInput:
             line.done()
-            raise click.ClickException(str(exc)) from exc
+            raise
         line.done()
         checked = "checksum verified" if stats.verified else "NOT verified (--no-verify)"
         click.echo(f"{stats.instance_key}: {stats.lines:,} lines in {stats.seconds:.1f} s "

@@ -9,7 +9,7 @@ from uuid import UUID
 
 import click
 
-from memory_platform.cli.common import platform_connection
+from memory_platform.cli.common import PlatformGroup, platform_connection
 from memory_platform.review.people import OPERATOR
 from memory_platform.settings import get_settings
 
@@ -19,13 +19,8 @@ _REVIEWER = click.option("--reviewer", required=True, help="The user id of the r
 
 
 def _run(call):
-    from memory_platform.errors import MemoryPlatformError
-
-    try:
-        with platform_connection() as conn:
-            return call(conn)
-    except MemoryPlatformError as exc:
-        raise click.ClickException(exc.message) from exc
+    with platform_connection() as conn:
+        return call(conn)
 
 
 def _ctx(instance: str | None, reviewer: str):
@@ -38,7 +33,7 @@ def _echo(value) -> None:
     click.echo(json.dumps(value, indent=2, default=str))
 
 
-@click.group()
+@click.group(cls=PlatformGroup)
 def review() -> None:
     """Review queues: pending assertions, open conflicts and Wiki drafts."""
 

@@ -7,10 +7,11 @@ import sys
 
 import click
 
+from memory_platform.cli.common import PlatformCommand
 from memory_platform.settings import get_settings
 
 
-@click.command("api")
+@click.command("api", cls=PlatformCommand)
 @click.option("--host", default=None, help="Bind address (default MEMORY_API_HOST).")
 @click.option("--port", type=int, default=None, help="Port (default MEMORY_API_PORT).")
 @click.option("--workers", type=int, default=1, show_default=True, help="Worker processes.")
@@ -38,7 +39,7 @@ def api_command(host: str | None, port: int | None, workers: int) -> None:
     )
 
 
-@click.command("dev")
+@click.command("dev", cls=PlatformCommand)
 @click.option("--no-dagster", is_flag=True, help="Run the API only.")
 def dev_command(no_dagster: bool) -> None:
     """Run everything locally: database, migrations, Dagster UI + daemon, API.
@@ -51,7 +52,7 @@ def dev_command(no_dagster: bool) -> None:
     sys.exit(run_dev(get_settings(), with_dagster=not no_dagster))
 
 
-@click.command("mcp")
+@click.command("mcp", cls=PlatformCommand)
 def mcp_command() -> None:
     """Run the stdio MCP server for coding agents (Codex, Claude Code) over the HTTP API.
 

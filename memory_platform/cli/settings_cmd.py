@@ -12,14 +12,14 @@ import json
 
 import click
 
-from memory_platform.cli.common import platform_connection
+from memory_platform.cli.common import PlatformGroup, platform_connection
 from memory_platform.errors import InvalidInput
 from memory_platform.settings import get_settings
 
 AUTOMATIC = "auto"
 
 
-@click.group("settings")
+@click.group("settings", cls=PlatformGroup)
 def settings_group() -> None:
     """Persisted runtime settings of an instance (the Dreaming maintenance model)."""
 

@@ -13,11 +13,11 @@ import json
 
 import click
 
-from memory_platform.cli.common import platform_connection
+from memory_platform.cli.common import PlatformGroup, platform_connection
 from memory_platform.settings import get_settings
 
 
-@click.group()
+@click.group(cls=PlatformGroup)
 def users() -> None:
     """People of an instance: the registry, sharing preference, erasure."""
 
@@ -58,16 +58,12 @@ def users_list(instance: str | None, as_json: bool) -> None:
 def users_share(user_id: str, share: bool, instance: str | None) -> None:
     """Set USER_ID's share-with-team choice (registers the user if needed). Only future
     default-scope writes change; existing memories keep their audience."""
-    from memory_platform.errors import MemoryPlatformError
     from memory_platform.users import set_sharing
 
     settings = get_settings()
     key = instance or settings.instance_key
-    try:
-        with platform_connection(settings) as conn, conn.transaction():
-            set_sharing(conn, key, user_id, share, changed_by="cli")
-    except MemoryPlatformError as exc:
-        raise click.ClickException(exc.message) from exc
+    with platform_connection(settings) as conn, conn.transaction():
+        set_sharing(conn, key, user_id, share, changed_by="cli")
     state = "now shares memories with the team" if share else "now keeps memories private"
     click.echo(f"{user_id!r} {state} in instance {key!r} (existing memories unchanged)")
 
@@ -85,7 +81,6 @@ def users_erase(user_id: str, instance: str | None, as_json: bool, yes: bool,
     """Erase USER_ID: their sessions, sources, memories, assertions only they support, their
     private knowledge graph, profile, feedback, memberships and API keys. Cannot be undone.
     Runs as a Dagster run of erase_user_job (visible in the UI) unless --direct."""
-    from memory_platform.errors import MemoryPlatformError
     from memory_platform.maintenance.erasure import checked_id, erase_user
 
     settings = get_settings()
@@ -94,19 +89,16 @@ def users_erase(user_id: str, instance: str | None, as_json: bool, yes: bool,
         click.confirm(f"Erase every row of user {user_id!r} in instance {key!r}? "
                       "This cannot be undone", abort=True)
     run_id = None
-    try:
-        if direct:
-            with platform_connection(settings) as conn:
-                report = erase_user(conn, settings, key, user_id, requested_by="cli").as_dict()
-        else:
-            from memory_platform.launch import execute_erasure
+    if direct:
+        with platform_connection(settings) as conn:
+            report = erase_user(conn, settings, key, user_id, requested_by="cli").as_dict()
+    else:
+        from memory_platform.launch import execute_erasure
 
-            checked_id(key, "instance")
-            checked_id(user_id, "user")
-            platform_connection(settings).close()   # refuses an out-of-date schema first
-            run_id, report = execute_erasure(settings, key, user_id, requested_by="cli")
-    except MemoryPlatformError as exc:
-        raise click.ClickException(exc.message) from exc
+        checked_id(key, "instance")
+        checked_id(user_id, "user")
+        platform_connection(settings).close()   # refuses an out-of-date schema first
+        run_id, report = execute_erasure(settings, key, user_id, requested_by="cli")
     from memory_platform.orchestration.erasure import describe, erase_person_from_dagster
 
     # After the platform erasure committed: Dagster's runs and partition that name the person

@@ -8,11 +8,11 @@ import sys
 
 import click
 
-from memory_platform.cli.common import platform_connection
+from memory_platform.cli.common import PlatformCommand, PlatformGroup, platform_connection
 from memory_platform.settings import get_settings
 
 
-@click.group()
+@click.group(cls=PlatformGroup)
 def workspace() -> None:
     """The workspace's file-based memory (memory/**/*.md and the bootstrap files)."""
 
@@ -27,16 +27,12 @@ def workspace_sync(directory: str, instance: str | None, as_json: bool) -> None:
     """Synchronise the workspace's memory files into workspace memories now: new files are
     written, changed ones replaced (re-chunked, re-embedded), rows of vanished files deleted.
     Idempotent. Exit status 1 when a file was refused."""
-    from memory_platform.errors import InvalidInput
     from memory_platform.maintenance.workspace import sync_workspace
 
     settings = get_settings()
     instance_key = instance or settings.instance_key
     with platform_connection(settings) as conn:
-        try:
-            result = sync_workspace(conn, settings, instance_key, directory)
-        except InvalidInput as exc:
-            raise click.ClickException(str(exc)) from exc
+        result = sync_workspace(conn, settings, instance_key, directory)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2))
     else:
@@ -51,7 +47,7 @@ def workspace_sync(directory: str, instance: str | None, as_json: bool) -> None:
         sys.exit(1)
 
 
-@click.command("import-transcripts")
+@click.command("import-transcripts", cls=PlatformCommand)
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
 @click.option("--instance", default=None, help="Instance (default MEMORY_INSTANCE_KEY).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -60,16 +56,12 @@ def import_transcripts_command(directory: str, instance: str | None, as_json: bo
     scope when sessions.json names the transcript's sessionKey, else workspace). A migration
     path: safe to repeat (lines already imported are skipped). Malformed lines are counted
     and skipped. Exit status 1 when any line was malformed or rejected."""
-    from memory_platform.errors import InvalidInput
     from memory_platform.maintenance.legacy import import_transcripts
 
     settings = get_settings()
     instance_key = instance or settings.instance_key
     with platform_connection(settings) as conn:
-        try:
-            result = import_transcripts(conn, settings, instance_key, directory)
-        except InvalidInput as exc:
-            raise click.ClickException(str(exc)) from exc
+        result = import_transcripts(conn, settings, instance_key, directory)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2))
     else:
