@@ -39,6 +39,7 @@ FOUNDATION: dict[str, tuple[str, ...]] = {
     "settings": (),
     "errors": (),
     "text": (),
+    "language": (),
     "tracing": (),
     "secrets": ("errors",),
     "db": ("settings",),

@@ -45,6 +45,12 @@ from memory_platform.dreaming.contract import (
     WIKI_BODY_MAX_CHARS,
 )
 from memory_platform.dreaming.grounding import informative_excerpt
+from memory_platform.language import (
+    NAME_STOPWORDS,
+    cut_at_word,
+    is_german,
+    split_sentences,
+)
 from memory_platform.llm.base import Completion, JsonRequest, ModelError
 from memory_platform.llm.selection import OFFLINE_MODEL
 from memory_platform.settings import Settings
@@ -116,28 +122,11 @@ _GREETING = re.compile(
 _QUESTION_END = re.compile(r"\?[\"'»“”)\]]*$")
 _SECRETISH = re.compile(r"sk-[A-Za-z0-9_-]{8,}|(?:password|passwort|api[ _-]?key|token)\s*[:=]",
                         _I)
-_LIST_MARKER = re.compile(r"^\s*(?:[-*•+>]\s+|\d{1,3}[.)]\s+|#{1,6}\s+)")
-# Possessive and anchored at the start of a punctuation run: linear on a run of '!!!!'.
-_BOUNDARY = re.compile(r"(?<![.!?…])[.!?…]++[\"'»“”)\]]*+\s+(?=[\"'„“«(\[]?[A-ZÄÖÜ0-9])")
-_ABBREVIATIONS = ("e.g.", "i.e.", "z.B.", "z. B.", "d.h.", "d. h.", "Dr.", "Mr.", "Mrs.",
-                  "Ms.", "Prof.", "bzw.", "ca.", "vs.", "Nr.", "No.", "usw.", " z.", " d.")
 _WORD = re.compile(r"[^\W_][\w.+#/-]*")
-_STOPWORDS = frozenset(
-    "a an the and or but if then we i you he she it they our my your this that these those "
-    "there here when where what who how why which for of to in on at by with from as is are "
-    "was were be been has have had do does did not no yes all any some every each also only "
-    "der die das den dem des ein eine einen einem einer eines und oder aber wenn dann wir ich "
-    "du er sie es ihr unser unsere mein meine dein dies diese dieser dieses hier dort wann wo "
-    "was wer wie warum welche für von zu im in an am auf bei mit aus als ist sind war hat "
-    "haben nicht kein keine alle jede jeder jedes auch nur bitte".split())
 _CUE_WORDS = frozenset("first then next zuerst erst zunächst dann danach anschließend "
                        "always never immer nie niemals stets ab sofort".split())
 _ARTICLES = frozenset("der die das den dem des ein eine einen einem einer eines kein keine "
                       "keinen keinem keiner the a an".split())
-_GERMAN_HINTS = frozenset("der die das und ist sind nicht mit wir ich für auf ein eine dass "
-                          "zu im von bei hat haben wird werden auch".split())
-_ENGLISH_HINTS = frozenset("the and is are not with we for on a an that to of in has have "
-                           "will be also".split())
 
 
 @dataclass
@@ -154,56 +143,13 @@ class _Candidate:
     evidence: list[tuple[str, str]] = field(default_factory=list)
 
 
-def split_sentences(content: str) -> list[str]:
-    """The sentences of ``content``, each an exact substring (list markers stripped)."""
-    sentences: list[str] = []
-    for line in re.finditer(r"[^\n]+", content):
-        text = line.group()
-        start = 0
-        for boundary in _BOUNDARY.finditer(text):
-            head = text[start: boundary.start() + 1]
-            if head.rstrip().endswith(_ABBREVIATIONS):
-                continue
-            sentences.append(text[start: boundary.end()])
-            start = boundary.end()
-        sentences.append(text[start:])
-    out = []
-    for sentence in sentences:
-        marker = _LIST_MARKER.match(sentence)
-        if marker:
-            sentence = sentence[marker.end():]
-        sentence = sentence.strip()
-        if sentence:
-            out.append(sentence)
-    return out
-
-
-def cut_at_word(text: str, limit: int) -> str:
-    """A prefix of ``text`` of at most ``limit`` chars ending at a word boundary."""
-    if len(text) <= limit:
-        return text
-    head = text[:limit]
-    if not text[limit].isspace():
-        space = max(head.rfind(" "), head.rfind("\t"))
-        if space > 0:
-            head = head[:space]
-    return head.rstrip()
-
-
-def _is_german(words: list[str]) -> bool:
-    lowered = [w.lower() for w in words]
-    german = sum(w in _GERMAN_HINTS for w in lowered)
-    english = sum(w in _ENGLISH_HINTS for w in lowered)
-    return german > english
-
-
 def _entities(sentence: str) -> list[tuple[str, int]]:
     """Named-entity guesses with their offsets: digits, ACRONYMS, CamelCase, capitalised
     non-stopwords (in German only when no article precedes them, since every German noun
     is capitalised)."""
     matches = list(_WORD.finditer(sentence))
     tokens = [m.group().rstrip(".") for m in matches]
-    german = _is_german(tokens)
+    german = is_german(tokens)
     found: list[tuple[str, int]] = []
     run: list[str] = []
     run_start = 0
@@ -214,7 +160,7 @@ def _entities(sentence: str) -> list[tuple[str, int]]:
             any(c.isdigit() for c in token)
             or (len(token) >= 2 and token.isupper())
             or any(c.isupper() for c in token[1:])
-            or (token[0].isupper() and lower not in _STOPWORDS
+            or (token[0].isupper() and lower not in NAME_STOPWORDS
                 and not (german and previous in _ARTICLES))
         )
         if named:

@@ -65,6 +65,7 @@ from memory_platform.graph.contract import (
     VALUE_MAX_CHARS,
 )
 from memory_platform.graph.types import GraphBatch, GraphSource
+from memory_platform.language import NAME_STOPWORDS, cut_at_word, is_german
 from memory_platform.settings import Settings
 from memory_platform.text import normalise
 
@@ -100,20 +101,6 @@ _RELATIONS = [
     ("owns", re.compile(r"\b(?:owns?|besitz\w*|gehört)\b", _I)),
     ("uses", re.compile(r"\b(?:uses?|using|nutz\w*|verwende\w*|setz\w* \w+ ein)\b", _I)),
 ]
-_STOPWORDS = frozenset("""
-a an the and or but if then so we i you he she it they them us our my your his her its their
-this that these those there here when where what who whom how why which for of to in on at by
-with from as is are was were be been has have had do does did not no yes all any some every
-each also only please first next always never after before while because until since about
-into over under per via however therefore note ok okay
-der die das den dem des ein eine einen einem einer eines und oder aber wenn dann wir ich du
-er sie es ihr ihm ihn uns euch unser unsere unserem unseren unserer mein meine dein deine sein
-seine dies diese dieser dieses diesem diesen hier dort wann wo was wer wie warum welche welcher
-welches für von zu zum zur im in an am auf bei beim mit aus als ist sind war waren hat haben
-nicht kein keine keinen alle jede jeder jedes auch nur bitte zuerst erst zunächst danach
-anschließend immer nie niemals stets ab sofort bis nach vor seit über unter ohne gegen durch
-um vom ins man jetzt dass daher deshalb also außerdem bzw ja nein
-""".split())
 _PERSON_VERBS = frozenset("""
 prefers preferred likes wants decided agreed said says asked works manages leads owns
 bevorzugt bevorzugte möchte mag mochte wünscht entschied entscheidet sagt sagte arbeitet
@@ -133,13 +120,6 @@ _TITLE_TYPES = {
     "company": "organization", "aufgabe": "task", "task": "task", "ticket": "task",
 }
 _LEGAL_FORMS = frozenset("gmbh ag kg ohg ug se inc ltd llc plc corp co".split())
-_GERMAN_HINTS = frozenset("der die das und ist sind nicht mit wir ich für auf ein eine dass "
-                          "zu im von bei hat haben wird werden auch den dem des muss müssen "
-                          "soll sollen darf dürfen kann können immer nie oder zum zur am "
-                          "bevorzugt bevorzugte möchte mag wünscht sagt arbeitet betreut "
-                          "leitet entschied entschieden".split())
-_ENGLISH_HINTS = frozenset("the and is are not with we for on a an that to of in has have "
-                           "will be also".split())
 
 
 @dataclass(frozen=True)
@@ -152,19 +132,10 @@ class Name:
     entity_type: str
 
 
-def _is_german(words: list[str]) -> bool:
-    lowered = [w.casefold() for w in words]
-    german = sum(w in _GERMAN_HINTS for w in lowered)
-    english = sum(w in _ENGLISH_HINTS for w in lowered)
-    if german == english == 0:
-        return any(c in "äöüß" for w in lowered for c in w)
-    return german > english
-
-
 def _strong(token: str) -> bool:
     """An ACRONYM, CamelCase ("PostgreSQL", "GmbH"; not "E-Mail") or a word that starts
     with a letter and holds digits ("T-1234", "v2"; not "10th"): a name in any language."""
-    if not token[0].isalpha() or token.casefold() in _STOPWORDS:
+    if not token[0].isalpha() or token.casefold() in NAME_STOPWORDS:
         return False
     return (any(c.isdigit() for c in token) and not _ORDINAL.fullmatch(token)) \
         or (len(token) >= 2 and token.isupper()) \
@@ -172,7 +143,7 @@ def _strong(token: str) -> bool:
 
 
 def _capitalised(token: str) -> bool:
-    return token[0].isupper() and token.casefold() not in _STOPWORDS
+    return token[0].isupper() and token.casefold() not in NAME_STOPWORDS
 
 
 def _type_of(tokens: list[str], person_verb: bool) -> str:
@@ -188,7 +159,7 @@ def find_names(text: str) -> list[Name]:
     """The names written in ``text`` (see the module docstring), in text order."""
     matches = list(_TOKEN.finditer(text))
     tokens = [m.group() for m in matches]
-    german = _is_german(tokens)
+    german = is_german(tokens)
     names: list[Name] = []
     i = 0
     while i < len(matches):
@@ -230,16 +201,6 @@ def _joins(text: str, previous: re.Match[str], following: re.Match[str]) -> bool
     if previous.group().casefold() in _TITLES and gap.startswith("."):
         gap = gap[1:]
     return bool(gap) and not gap.strip(" \t")
-
-
-def cut_at_word(text: str, limit: int) -> str:
-    """A prefix of ``text`` of at most ``limit`` characters ending at a word boundary."""
-    if len(text) <= limit:
-        return text
-    head = text[:limit]
-    if not text[limit].isspace() and " " in head:
-        head = head[: head.rfind(" ")]
-    return head.rstrip()
 
 
 # --- the answer under construction -----------------------------------------------------------

@@ -2,7 +2,7 @@
 
 A word is a run of letters and digits (``[^\\W_]+``): punctuation, white space and ``_``
 separate words. Chunk search, assertion search, the context facade and the ``cited`` sensor
-all split text with :func:`words`.
+all split text with :func:`words` (``memory_platform.language.words``, imported here).
 
 The full-text columns index German and English lexemes, so a question's terms are OR-ed over
 both configurations: AND semantics matched nothing for most natural questions.
@@ -10,24 +10,17 @@ both configurations: AND semantics matched nothing for most natural questions.
 
 from __future__ import annotations
 
-import re
-
 from psycopg import sql
 
+from memory_platform.language import words
 from memory_platform.retrieval.stopwords import ALL as STOPWORDS
 
-_WORD = re.compile(r"[^\W_]+")
 MAX_TERMS = 24
 # PostgreSQL's limit of a lexeme is 2,047 bytes, checked before it lower-cases a word (which
 # can grow it: "Ⱥ" is 2 bytes, "ⱥ" 3); some minor versions then fail the query or store a
 # malformed tsvector. No real word is longer than this: a longer one is a blob, never a term.
 MAX_TERM_BYTES = 255
 _TSQUERY = "(to_tsquery('english', {t}) || to_tsquery('german', {t}))"
-
-
-def words(text: str) -> list[str]:
-    """The words of ``text``, in order (case and spelling as given)."""
-    return _WORD.findall(text)
 
 
 def query_terms(query: str) -> list[str]:

@@ -13,7 +13,7 @@ import psycopg
 from psycopg import sql
 
 from memory_platform.access import history_visibility
-from memory_platform.dreaming.extractive import split_sentences
+from memory_platform.language import split_sentences
 from memory_platform.sessions.runs import SessionRun
 from memory_platform.text import normalise
 
@@ -52,7 +52,6 @@ _LEAD = re.compile(
     rf"^(?:(?:please|bitte)[\s,]+)?(?:{_REMEMBER_WORDS}|{_PRIVATE_WORDS})(?![\w-])"
     r"(?:\s+(?:please|bitte))?(?:[\s,:;\u2013\u2014-]+(?:that|this|dass|das)(?![\w-]))?"
     r"[\s,:;\u2013\u2014-]*", _I)
-WORDS = re.compile(r"[^\W_]+")
 # What an assistant offers, plans or suggests is not settled: of its turns only what it
 # states as done or decided is kept (offline extraction).
 TENTATIVE_CUE = _cue(

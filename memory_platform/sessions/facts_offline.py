@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory_platform.dreaming.extractive import classify, cut_at_word, skip_reason, split_sentences
+from memory_platform.dreaming.extractive import classify, skip_reason
+from memory_platform.language import cut_at_word, split_sentences, words
 from memory_platform.secrets import find_secret
 from memory_platform.sessions.fact_rules import (
     CONFIRMED_CONFIDENCE,
@@ -20,7 +21,6 @@ from memory_platform.sessions.fact_rules import (
     TENTATIVE_CUE,
     TEXT_MAX_CHARS,
     USER_ROLES,
-    WORDS,
     Fact,
     FactExtraction,
     TurnItem,
@@ -47,7 +47,7 @@ class _Candidate:
 def _remembered_skip(text: str) -> str | None:
     """Why a sentence said after a remember intent is still not kept (the person asked for
     it, so only the hard filters of :func:`skip_reason` apply, with a lower minimum)."""
-    if len(text) < REMEMBERED_MIN_CHARS or len(WORDS.findall(text)) < REMEMBERED_MIN_WORDS:
+    if len(text) < REMEMBERED_MIN_CHARS or len(words(text)) < REMEMBERED_MIN_WORDS:
         return "too_short"
     reason = skip_reason(text)
     return reason if reason in ("too_long", "question", "greeting", "transient",

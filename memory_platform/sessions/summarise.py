@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from memory_platform.dreaming.extractive import cut_at_word, split_sentences
+from memory_platform.language import NAME_STOPWORDS, cut_at_word, split_sentences
 from memory_platform.llm.base import Completion, JsonRequest, ModelError
 from memory_platform.secrets import find_secret
 from memory_platform.sessions.tokens import chars_for_tokens, estimate_tokens
@@ -69,15 +69,6 @@ AUTHOR_MAX_CHARS = 40
 CREDENTIAL_WITHHELD = "[credential withheld]"
 
 _TRIM = ".,;:!?\"'()[]{}<>«»„“”‚‘’*_`|"
-_STOPWORDS = frozenset(
-    "a an the and or but if then so we i you he she it they our my your this that these "
-    "those there here when where what who how why which for of to in on at by with from as "
-    "is are was were be not no yes all any some every each also only ok okay please thanks "
-    "hi hello hey sure der die das den dem des ein eine einen einem einer eines und oder "
-    "aber wenn dann wir ich du er sie es ihr unser unsere mein meine dein dies diese dieser "
-    "dieses hier dort wann wo was wer wie warum welche für von zu im in an am auf bei mit "
-    "aus als ist sind war hat haben nicht kein keine alle jede jeder jedes auch nur bitte "
-    "danke hallo ja nein gut".split())
 
 
 # --- inputs ----------------------------------------------------------------------------------
@@ -171,7 +162,7 @@ def anchors(text: str, limit: int = ANCHORS_CHECKED) -> list[str]:
             folded = token.casefold()
             if any(c.isdigit() for c in token):
                 (numbers if len(token) > 1 else digits).setdefault(folded, token)
-            elif token[0].isupper() and len(token) > 1 and folded not in _STOPWORDS:
+            elif token[0].isupper() and len(token) > 1 and folded not in NAME_STOPWORDS:
                 if token.isupper() or any(c.isupper() for c in token[1:]):
                     strong.setdefault(folded, token)
                 elif not sentence_start:
