@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import sys
 import time
@@ -229,13 +230,34 @@ def ask_all(caller: Any, settings: Settings, corpus: Sequence[Conversation],
     return results, (time.perf_counter() - started) / max(1, len(questions))
 
 
+def ask_off_topic(caller: Any, settings: Settings, corpus: Sequence[Conversation],
+                  folds: dict[str, str], variant: Variant,
+                  echo: Callable[[str], None]) -> dict[str, Any]:
+    """Every question as the NEXT conversation's user under ``variant``: the share of them
+    that answers anything (overall and per fold of the question's conversation)."""
+    tuned = variant.apply(settings)
+    answered: dict[str, list[bool]] = {"all": []}
+    for position, conversation in enumerate(corpus):
+        other = corpus[(position + 1) % len(corpus)]
+        for question in conversation.questions:
+            hit = bool(caller.ask(evaluate.user_of(other), question.text, tuned))
+            answered["all"].append(hit)
+            answered.setdefault(f"fold {folds[conversation.key]}", []).append(hit)
+    echo(f"  {variant.name}: {len(answered['all'])} off-topic questions asked")
+    return {name: {"questions": len(hits), "answered": round(sum(hits) / max(1, len(hits)), 4)}
+            for name, hits in answered.items()}
+
+
 def _set(text: str) -> tuple[str, Any]:
     key, equals, raw = text.partition("=")
     if not equals:
         raise argparse.ArgumentTypeError(f"{text!r}: write name=value")
-    from memory_platform.benchmarks.conversations.variants import _scalar
     try:
-        return key.strip(), checked_value(key.strip(), _scalar(raw.strip()))
+        value = json.loads(raw.strip())  # numbers, booleans, lists ([0.78, 0.85])
+    except json.JSONDecodeError:
+        value = raw.strip()
+    try:
+        return key.strip(), checked_value(key.strip(), value)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -268,6 +290,10 @@ def _parser() -> argparse.ArgumentParser:
                         metavar="NAME=KEY:VALUE,...",
                         help="library: a search-time settings variant the seeded corpus is "
                         "asked under (repeatable; default: the settings as they are)")
+    parser.add_argument("--off-topic", action="store_true",
+                        help="also ask every question as the next conversation's user (whose "
+                        "memories are another conversation) and report the share that "
+                        "answers anything: scores above minScore (docs/retrieval-scores.md)")
     parser.add_argument("--no-captions", action="store_true",
                         help="leave out the captions of shared photos (default: appended to "
                         "the turn in brackets)")
@@ -302,6 +328,7 @@ def _database(args: argparse.Namespace) -> contextlib.AbstractContextManager[str
 def _server_settings(overrides: dict[str, Any]) -> Iterator[None]:
     """``--set`` values in this process's environment while the API subprocess starts."""
     names = {f"MEMORY_{key.upper()}": str(value).lower() if isinstance(value, bool)
+             else json.dumps(list(value)) if isinstance(value, (list, tuple))
              else str(value) for key, value in overrides.items()}
     saved = {name: os.environ.get(name) for name in names}
     os.environ.update(names)
@@ -382,9 +409,13 @@ def main(argv: list[str] | None = None, echo: Callable[[str], None] = print) -> 
                 lexicon.forget()
             per_variant: dict[str, list[Ranked]] = {}
             timings: dict[str, float] = {}
+            off_topic: dict[str, dict[str, Any]] = {}
             for variant in variants:
                 per_variant[variant.name], timings[variant.name] = ask_all(
                     caller, settings, corpus, folds, turns_of, variant, echo)
+                if args.off_topic and len(corpus) > 1:
+                    off_topic[variant.name] = ask_off_topic(caller, settings, corpus, folds,
+                                                            variant, echo)
         finally:
             if not keep:
                 echo(f"deleted {evaluate.cleanup(conn, instance_key)} benchmark memories")
@@ -394,7 +425,9 @@ def main(argv: list[str] | None = None, echo: Callable[[str], None] = print) -> 
     for variant in variants:
         body = summary(per_variant[variant.name])
         summaries.append({"variant": variant.name, "overrides": variant.overrides, **body,
-                          "ms_per_query": round(timings[variant.name] * 1000, 2)})
+                          "ms_per_query": round(timings[variant.name] * 1000, 2),
+                          **({"off_topic": off_topic[variant.name]}
+                             if variant.name in off_topic else {})})
         extra = f" {variant.overrides}" if variant.overrides else ""
         echo(f"\n{variant.name}{extra} ({timings[variant.name] * 1000:.1f} ms/question)\n"
              f"{markdown_table(per_variant[variant.name])}")
@@ -402,6 +435,10 @@ def main(argv: list[str] | None = None, echo: Callable[[str], None] = print) -> 
     echo(f"\nBM25 over the same turns\n{markdown_table(bm25)}\n")
     for entry in summaries:
         echo(_row(entry["variant"], entry))
+        if "off_topic" in entry:
+            shares = ", ".join(f"{name} {body['answered']:.3f}"
+                               for name, body in entry["off_topic"].items())
+            echo(f"  off topic, share answering anything: {shares}")
     echo(_row("BM25", bm25_body))
     folded = cross_validated(per_variant, args.select_by) if args.folds else None
     if folded:

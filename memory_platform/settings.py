@@ -11,10 +11,10 @@ import os
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -26,6 +26,13 @@ class ModelPrice(BaseModel):
     model_config = ConfigDict(extra="forbid")
     input_per_1k: float = Field(ge=0.0)
     output_per_1k: float = Field(ge=0.0)
+
+
+def _similarity_scale(value: tuple[float, float] | None) -> tuple[float, float] | None:
+    if value is not None and not -1.0 <= value[0] < value[1] <= 1.0:
+        raise ValueError("a similarity scale is [unrelated, clear match] with "
+                         "-1 <= unrelated < clear match <= 1, e.g. [0.78, 0.85]")
+    return value
 
 
 class Settings(BaseSettings):
@@ -120,7 +127,16 @@ class Settings(BaseSettings):
 
     # --- retrieval ------------------------------------------------------------------------
     retrieval_top_k: int = Field(6, ge=1, le=100)
-    retrieval_min_score: float = Field(0.12, ge=0.0, le=1.0)
+    retrieval_min_score: float = Field(
+        0.12, ge=0.0, le=1.0, description="Least score a hit needs (a request's minScore "
+        "overrides it). Scores are comparable across questions (retrieval/scores.py): a "
+        "question the memories cannot answer scores below 0.12.")
+    retrieval_similarity_scale: Annotated[tuple[float, float] | None,
+                                          AfterValidator(_similarity_scale)] = Field(
+        None, description="The embedding model's similarity of unrelated texts and of a "
+        "clear match, as a JSON list ([0.78, 0.85] for e5-small), which makes scores "
+        "comparable across questions (retrieval/scores.py). Unset: the model's own (measured "
+        "for e5-small; other models keep scores relative to each question's best hit).")
     retrieval_vector_weight: float = Field(0.8, ge=0.0, le=1.0)
     retrieval_keyword_weight: float = Field(0.2, ge=0.0, le=1.0)
     retrieval_keyword_match_cap: int = Field(
@@ -164,6 +180,10 @@ class Settings(BaseSettings):
         0.0, ge=0.0, le=1.0, description="How much more a memory that states a time "
         "('yesterday', 'last Friday', 'in 2022') counts in the order when the question asks "
         "when ('When did ...?', 'What year ...?'; retrieval/when.py); 0: off.")
+    retrieval_session_diversity: float = Field(
+        0.0, ge=0.0, lt=1.0, description="How much less a conversation turn counts for each "
+        "turn of its session already among the results (0: off): an answer spread over "
+        "several sessions is not crowded out by one session.")
     retrieval_keyword_idf: bool = Field(
         True, description="Weigh each question word's keyword rank by its rarity.")
     retrieval_exact_scan_max: int = Field(

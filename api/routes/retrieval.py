@@ -22,7 +22,7 @@ async def search(request: Request, params: SearchParams) -> SearchResponse:
         lambda conn, ctx: search_memories(
             conn, state.settings, ctx, params.query, limit=params.limit,
             scopes=(params.scope,) if params.scope else None, question=question,
-            stamper=state.stamper, criteria=criteria))
+            stamper=state.stamper, criteria=criteria, min_score=params.min_score))
     return SearchResponse(results=[memory_out(h) for h in hits])
 
 

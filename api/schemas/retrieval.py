@@ -20,6 +20,11 @@ class SearchParams(CallerContext, TimeRanges):
     limit: int | None = Field(None, ge=1, le=50,
                               description="Most results (default: MEMORY_RETRIEVAL_TOP_K).")
     scope: AudienceKind | None = Field(None, description="Only this visibility scope.")
+    min_score: float | None = Field(
+        None, alias="minScore", ge=0.0, le=1.0,
+        description="Least score a result needs (default: MEMORY_RETRIEVAL_MIN_SCORE). Scores "
+        "mean the same for every question (docs/retrieval-scores.md): a question the memories "
+        "cannot answer scores below the default.")
     filter: str | None = Field(
         None, min_length=1, max_length=8192,
         description="A filter over metadata and subject refs, as JSON (docs/search-filters.md),"

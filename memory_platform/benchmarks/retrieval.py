@@ -3,7 +3,10 @@
 Seeds labelled German/English fixture memories through the normal write path (chunking,
 embedding, dedup), asks one paraphrased question per fixture through ``search_memories``
 as the right user, and reports per-query ranks, Precision@1, Recall@3, Recall@6 and MRR;
-then the same ranking under other vector/keyword weights. Fixtures are deleted afterwards
+then the same ranking under other vector/keyword weights, and how many off-topic questions
+(the generated conversations suite's, about people's lives, asked of this tax-advisory
+workspace) answer anything above ``minScore`` (docs/retrieval-scores.md). Fixtures are
+deleted afterwards
 unless kept. By default it runs in its own instance per provider, so switching the embedding
 model for the benchmark never touches a real instance's active generation; ``--instance``
 runs it among real memories instead, which is what production retrieval competes with.
@@ -46,6 +49,7 @@ class Report:
     weights: tuple[float, float]
     results: list[QueryResult] = field(default_factory=list)
     seconds_per_query: float = 0.0
+    off_topic: dict[str, Any] | None = None  # {"questions", "answered": share}
 
     def metric(self, name: str) -> float:
         ranks = [r.rank for r in self.results]
@@ -67,6 +71,7 @@ class Report:
             **{m: round(self.metric(m), 4) for m in ("precision@1", "recall@3", "recall@6",
                                                       "mrr")},
             "ms_per_query": round(self.seconds_per_query * 1000, 2),
+            **({"off_topic": self.off_topic} if self.off_topic is not None else {}),
         }
 
 
@@ -132,6 +137,19 @@ def evaluate(conn: psycopg.Connection, settings: Settings, instance_key: str,
     return report
 
 
+def off_topic(conn: psycopg.Connection, settings: Settings, instance_key: str,
+              provider: EmbeddingProvider, limit: int = 6) -> dict[str, Any]:
+    """The generated conversations' questions asked as a team member of the fixtures'
+    workspace: the share that answers anything (scores above ``minScore``)."""
+    from memory_platform.benchmarks.conversations.generate import generate
+    questions = [q.text for c in generate() for q in c.questions]
+    ctx = AccessContext(instance_key, user_id=TEAM_MEMBER)
+    answered = sum(bool(search_memories(conn, settings, ctx, text, limit=limit,
+                                        embedder=provider, stamp=False))
+                   for text in questions)
+    return {"questions": len(questions), "answered": round(answered / len(questions), 4)}
+
+
 def run(conn: psycopg.Connection, settings: Settings, provider: EmbeddingProvider, *,
         instance_key: str | None = None, keep: bool = False,
         echo: Callable[[str], None] = print) -> list[Report]:
@@ -146,6 +164,7 @@ def run(conn: psycopg.Connection, settings: Settings, provider: EmbeddingProvide
     try:
         reports = [evaluate(conn, settings, instance_key, fixtures, ids, provider, w)
                    for w in WEIGHTINGS]
+        reports[0].off_topic = off_topic(conn, settings, instance_key, provider)
     finally:
         if not keep:
             echo(f"deleted {cleanup(conn, instance_key)} fixture memories")

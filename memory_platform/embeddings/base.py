@@ -38,6 +38,9 @@ class EmbeddingProvider(Protocol):
     # Cosine similarity that unrelated texts reach with this model: below it, a vector match
     # is noise (retrieval's inclusion gate). Models differ a lot (hash ~0, e5 ~0.75).
     similarity_floor: float
+    # (what unrelated texts reach, a clear match): the scale search scores are measured on
+    # (retrieval/scores.py); None when not measured for the model (scores stay relative).
+    similarity_scale: tuple[float, float] | None
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
 

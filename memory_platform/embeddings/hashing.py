@@ -163,6 +163,7 @@ class HashEmbeddingProvider:
     preprocessing = PREPROCESSING
     strategy = "hash"
     similarity_floor = 0.1
+    similarity_scale = None  # word overlap, not meaning: scores stay relative
 
     def __init__(self, dimensions: int) -> None:
         self.dimensions = dimensions

@@ -134,6 +134,11 @@ def _engine(spec: LocalModel) -> tuple[Any, threading.Lock]:
 # Similarity of unrelated texts per model (measured on the retrieval fixtures): e5 packs
 # everything into 0.7-0.9, USE spreads from about 0.
 _SIMILARITY_FLOORS = {"e5-small": 0.75, "use": 0.15}
+# The similarity unrelated texts reach and that of a clear match, which scores are measured
+# on (retrieval/scores.py): e5 measured on LoCoMo's questions asked on and off topic
+# (docs/benchmarks.md); USE not measured (None: scores stay relative).
+_SIMILARITY_SCALES: dict[str, tuple[float, float] | None] = {"e5-small": (0.78, 0.85),
+                                                              "use": None}
 
 
 class LocalEmbeddingProvider:
@@ -146,6 +151,7 @@ class LocalEmbeddingProvider:
         self.model = self._spec.model
         self.dimensions = self._spec.dimensions
         self.similarity_floor = _SIMILARITY_FLOORS[name]
+        self.similarity_scale = _SIMILARITY_SCALES[name]
         # Load now: fail at start-up, not on the first write.
         self._engine, self._lock = _engine(self._spec)
 

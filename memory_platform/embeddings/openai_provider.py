@@ -38,6 +38,9 @@ class OpenAIEmbeddingProvider:
     preprocessing = PREPROCESSING
     strategy = "openai"
     similarity_floor = 0.15  # text-embedding-3: unrelated texts mostly score below this
+    # Any model behind an OpenAI-compatible endpoint: not measured here, so scores stay
+    # relative unless MEMORY_RETRIEVAL_SIMILARITY_SCALE names the model's scale.
+    similarity_scale = None
 
     def __init__(
         self,

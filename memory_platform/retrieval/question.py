@@ -28,6 +28,7 @@ class QueryVector:
     dimensions: int
     similarity_floor: float
     vector: np.ndarray | None
+    similarity_scale: tuple[float, float] | None = None  # the provider's (retrieval/scores.py)
 
 
 def embed_question(provider: EmbeddingProvider, query: str) -> QueryVector:
@@ -39,7 +40,8 @@ def embed_question(provider: EmbeddingProvider, query: str) -> QueryVector:
             vector = provider.embed_query(query)
         except EmbeddingError as exc:
             log.warning("query embedding failed; keyword-only results: %s", exc)
-    return QueryVector(key_of(provider), provider.dimensions, provider.similarity_floor, vector)
+    return QueryVector(key_of(provider), provider.dimensions, provider.similarity_floor, vector,
+                       getattr(provider, "similarity_scale", None))
 
 
 def vector_of(question: QueryVector, active_generation_key: str | None) -> np.ndarray | None:

@@ -484,11 +484,13 @@ def test_the_body_limit_follows_the_setting(database_url, tmp_path, alice):
     "query=on-call&limit=", "query=a&query=b", "query=on-call&limit=1&limit=2",
     "query=on-call&user=bob", "query=on-call&scope=public", "query=x%00y",
     "query=on-call&sessionKey=%00", "query=on-call&%00=1", "query=on-call&sessionKey=",
-    "query=" + "q" * 2001,
+    "query=" + "q" * 2001, "query=on-call&minScore=2", "query=on-call&minScore=-0.1",
+    "query=on-call&minScore=abc",
 ], ids=["missing-query", "only-limit", "empty-query", "blank-query", "limit-0", "limit-51",
         "limit-negative", "limit-abc", "limit-float", "limit-empty", "query-twice",
         "limit-twice", "unknown-param", "bad-scope", "nul-in-query", "nul-in-session",
-        "nul-in-name", "empty-session", "query-too-long"])
+        "nul-in-name", "empty-session", "query-too-long", "min-score-2",
+        "min-score-negative", "min-score-abc"])
 def test_bad_search_parameters_are_400(rejected, query):
     rejected("GET", f"/api/v1/memory?{query}", 400)
 

@@ -80,3 +80,20 @@ def test_every_context_item_is_marked_untrusted(client, alice, database_url):
                           headers=alice).json()["results"]
     assert len(results) >= 3
     assert {r["trust"] for r in results} == {"untrusted-data"}
+
+
+def test_one_fact_found_several_ways_is_one_result(client, alice, database_url):
+    """The same fact as an assertion (found by the assertion and the memory arm) and as a
+    session message saying the same: one result, every source that found it, and the other
+    id it was found as."""
+    created = store(client, alice, FACT)
+    message = add_message(database_url, session="s-1", user="alice", content=FACT)
+    response = client.post("/api/v1/context/search",
+                           json={"query": "payroll export accounting",
+                                 "context": {"sessionKey": "s-1"}}, headers=alice)
+    assert response.status_code == 200
+    results = response.json()["results"]
+    assert [r["id"] for r in results] == [f"assertion:{created['assertionId']}"]
+    (item,) = results
+    assert set(item["foundBy"]) == {"assertions", "memories", "history"}
+    assert item["details"]["alsoFoundAs"] == [f"message:{message}"]

@@ -108,6 +108,20 @@ def test_search_honours_limit_and_scope(client, alice):
     assert [r["visibility"] for r in team] == ["team"]
 
 
+def test_search_honours_min_score(client, alice):
+    """``minScore`` gates the scores a search answers (the default is the setting's)."""
+    store(client, alice, "Deploys to production need two approvals.")
+    store(client, alice, "Deploys to staging need one approval and a green build.")
+    params = {"query": "deploys production approvals"}
+    every = client.get("/api/v1/memory", params={**params, "minScore": "0"},
+                       headers=alice).json()["results"]
+    assert len(every) == 2
+    cut = sorted(r["score"] for r in every)[0] + 1e-6
+    strict = client.get("/api/v1/memory", params={**params, "minScore": str(cut)},
+                        headers=alice).json()["results"]
+    assert [r["id"] for r in strict] == [every[0]["id"]] and strict[0]["score"] >= cut
+
+
 def test_get_returns_the_memory_wrapped_as_untrusted_data(client, alice):
     created = store(client, alice, FACT, subjectRefs={"documentId": "D-1"})
     response = client.get(f"/api/v1/memory/{created['id']}", headers=alice)

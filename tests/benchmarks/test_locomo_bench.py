@@ -256,3 +256,19 @@ def test_variants_need_the_library(tmp_path, capsys):
         locomo.main(["--data", str(_as_zip(tmp_path / "d.zip")), "--via", "api", "--variant",
                      "x=retrieval_turn_vector_weight:0.5"])
     assert exited.value.code == 2 and "--via library" in capsys.readouterr().err
+
+
+def test_off_topic_questions_are_asked_as_the_next_conversations_user(database_url, tmp_path):
+    """--off-topic: each question also as the other conversation's user; with a similarity
+    scale (scores comparable across questions) fewer of them answer anything than without."""
+    data = _as_zip(tmp_path / "locomo10.zip")
+    relative = _run(database_url, data, tmp_path, "--via", "library", "--off-topic")
+    scaled = _run(database_url, data, tmp_path, "--via", "library", "--off-topic",
+                  "--set", "retrieval_similarity_scale=[0.1, 0.5]")
+    for written in (relative, scaled):
+        off = written["summaries"][0]["off_topic"]
+        assert off["all"]["questions"] == 7
+        assert off["fold A"]["questions"] == 5 and off["fold B"]["questions"] == 2
+        assert "off topic, share answering anything" in written["printed"]
+    assert (scaled["summaries"][0]["off_topic"]["all"]["answered"]
+            < relative["summaries"][0]["off_topic"]["all"]["answered"])

@@ -1,0 +1,53 @@
+"""Context search answers each fact once (memory_platform/context.py, ``same_facts`` and
+``fuse``): the ways one fact is found (an assertion, the memory projecting it, a graph claim
+drawn from it, a session message saying it) are one result with every source that found it.
+Real PostgreSQL; the claim is a graph row citing the assertion in its source refs."""
+
+from __future__ import annotations
+
+import uuid
+
+from psycopg.types.json import Jsonb
+
+from memory_platform.context import ContextItem, fuse, same_facts
+from tests.graph import knowledge_rows as kr
+
+
+def _item(item_id: str, content: str) -> ContextItem:
+    return ContextItem(item_id, item_id.split(":", 1)[0], content)  # type: ignore[arg-type]
+
+
+def test_a_claim_drawn_from_a_found_assertion_is_that_assertion(db):
+    instance = f"facts-{uuid.uuid4().hex[:8]}"
+    assertion = uuid.uuid4()
+    subject = kr.entity(db, instance, "Payroll")
+    drawn = kr.claim(db, instance, subject, "Payroll export: every Monday",
+                     source_refs=Jsonb([{"memoryId": str(uuid.uuid4()),
+                                         "assertionId": str(assertion)}]))
+    other = kr.claim(db, instance, subject, "Payroll runs on the 25th")
+    sources = {
+        "assertions": [_item(f"assertion:{assertion}", "The payroll export runs every Monday.")],
+        "graph": [_item(f"claim:{drawn}", "Payroll export: every Monday"),
+                  _item(f"claim:{other}", "Payroll runs on the 25th")],
+    }
+    aliases = same_facts(db, instance, sources)
+    assert aliases == {f"claim:{drawn}": f"assertion:{assertion}"}
+    fused = fuse(sources, 10, aliases)
+    assert [i.id for i in fused] == [f"assertion:{assertion}", f"claim:{other}"]
+    first = fused[0]
+    assert first.found_by == ["assertions", "graph"]
+    assert first.details["alsoFoundAs"] == [f"claim:{drawn}"]
+    # Another instance's claim with the same refs is never read.
+    assert same_facts(db, "another-" + instance, sources) == {}
+
+
+def test_items_saying_the_same_text_are_one_fact(db):
+    sources = {"memories": [_item("memory:1", "Anna moved to Porto.")],
+               "history": [_item("message:2", "anna  moved to PORTO."),
+                           _item("message:3", "Anna moved to Lisbon.")]}
+    aliases = same_facts(db, "no-instance", sources)
+    assert aliases == {"message:2": "memory:1"}
+    fused = fuse(sources, 10, aliases)
+    assert sorted(i.id for i in fused) == ["memory:1", "message:3"]
+    merged = next(i for i in fused if i.id == "memory:1")
+    assert merged.found_by == ["memories", "history"]
