@@ -49,7 +49,7 @@ from memory_platform.embeddings.generations import (
 )
 from memory_platform.embeddings.hashing import HashEmbeddingProvider
 from memory_platform.graph.search import knowledge_search
-from memory_platform.retrieval.lexicon import generating_terms
+from memory_platform.retrieval.lexicon import generating_terms, rarity
 from memory_platform.retrieval.question import embed_question
 from memory_platform.retrieval.terms import or_tsquery, query_terms
 from memory_platform.settings import Settings
@@ -191,8 +191,7 @@ def bare_lexical(conn: psycopg.Connection, settings: Settings, ctx: AccessContex
     from memory_platform.access import graph_predicate
 
     terms = query_terms(query)
-    generating = generating_terms(conn, terms, settings.retrieval_keyword_common_share,
-                                  settings.retrieval_common_terms_fallback)
+    generating = generating_terms(rarity(conn, ctx.instance_key, terms), settings)
     if not generating:
         return 0
     return len(conn.execute(sql.SQL("""

@@ -38,7 +38,7 @@ from memory_platform.graph.search import knowledge_search
 from memory_platform.retrieval.assertions import recallable_assertion, search_assertions
 from memory_platform.retrieval.criteria import Criteria
 from memory_platform.retrieval.fusion import reciprocal_rank
-from memory_platform.retrieval.lexicon import generating_terms
+from memory_platform.retrieval.lexicon import generating_terms, rarity
 from memory_platform.retrieval.memories import get_memory, parse_uuid
 from memory_platform.retrieval.question import QueryVector, embed_question
 from memory_platform.retrieval.search import search_memories
@@ -162,7 +162,7 @@ def context_search(
             sources = {"memories": _source("memories", lambda: _memory_items(
                 conn, settings, ctx, query, per_source, question, stamper, criteria))}
         else:
-            terms = _lexical_terms(conn, settings, query)
+            terms = _lexical_terms(conn, settings, ctx, query)
             sources = {
                 "assertions": _source("assertions", lambda: [
                     ContextItem(f"assertion:{h.id}", "assertion", h.text,
@@ -218,10 +218,9 @@ class _LexicalTerms:
     scan_cap: int
 
 
-def _lexical_terms(conn, settings: Settings, query: str) -> _LexicalTerms:
+def _lexical_terms(conn, settings: Settings, ctx: AccessContext, query: str) -> _LexicalTerms:
     terms = query_terms(query)
-    generating = generating_terms(conn, terms, settings.retrieval_keyword_common_share,
-                                  settings.retrieval_common_terms_fallback)
+    generating = generating_terms(rarity(conn, ctx.instance_key, terms), settings)
     return _LexicalTerms(generating, terms, settings.retrieval_lexical_scan_cap)
 
 

@@ -55,7 +55,7 @@ from memory_platform.embeddings.generations import (
 )
 from memory_platform.errors import InvalidInput
 from memory_platform.graph.edges import edges_around
-from memory_platform.retrieval.lexicon import CLAIM_TEXT, generating_terms
+from memory_platform.retrieval.lexicon import CLAIMS, generating_terms, rarity
 from memory_platform.retrieval.planner import bounded_count, planner_settings
 from memory_platform.retrieval.question import QueryVector, embed_question
 from memory_platform.retrieval.statements import ShapeCache
@@ -416,8 +416,7 @@ def knowledge_search(
     if question is None:
         question = embed_question(embedder or get_provider(settings), query)
     terms = query_terms(query)
-    generating = generating_terms(conn, terms, settings.retrieval_keyword_common_share,
-                                  settings.retrieval_common_terms_fallback, CLAIM_TEXT)
+    generating = generating_terms(rarity(conn, ctx.instance_key, terms, CLAIMS), settings)
     key = _vector_key(conn, ctx, question)
     plan = _Plan(lexical=bool(generating), key=key, dims=question.dimensions,
                  cap=max(settings.graph_search_candidates, limit),

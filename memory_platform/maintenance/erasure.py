@@ -27,7 +27,8 @@ with a random salt per erasure, never stored):
     consolidation audit rows about removed rows;
   - their profile, preferences, registry row, storage counter, memberships, participation,
     API keys, retrieval feedback and feedback runs; events naming them or a removed row
-    (the report's own ``user.erased`` event names nobody);
+    (the report's own ``user.erased`` event names nobody); the word counts (0033) of
+    words only removed chunks and claims held;
   - their note or reason on a decision that stays.
 
 **keep, their part withdrawn**: an assertion other people's evidence still supports (their
@@ -164,6 +165,10 @@ def erase_user(conn: psycopg.Connection, settings: Settings, instance_key: str,
                               "again when it has finished")
         started = conn.execute("SELECT clock_timestamp()").fetchone()[0]
         conn.execute("SELECT set_config('memory.erasure', 'on', true)")
+        # The instance's word counts (0033) change only with the rows deleted below: their
+        # turn is taken now, so what went is what the counts lost.
+        conn.execute("SELECT memory_lexemes_lock(%(i)s)", params)
+        lexemes = _lexeme_rows(conn, params)
         # The store's lock of every graph partition touched below: the private one, then
         # (inside retract) those of the withdrawn refs.
         retract.lock_partitions(conn, instance_key, [("private", user_id)])
@@ -237,6 +242,8 @@ def erase_user(conn: psycopg.Connection, settings: Settings, instance_key: str,
         report.removed["agent_storage_usage"] = conn.execute(
             "DELETE FROM agent_storage_usage WHERE instance_key = %(i)s AND user_id = %(u)s",
             params).rowcount
+        # The words only the deleted chunks and claims held (their counts reached zero).
+        report.removed["agent_memory_lexemes"] = lexemes - _lexeme_rows(conn, params)
         report.updated["graph.refs_removed"] = changes.refs_removed
         report.updated["agent_knowledge_claims.superseded"] = changes.claims_retracted
         report.updated["agent_knowledge_edges.superseded"] = changes.edges_retracted
@@ -249,6 +256,11 @@ def erase_user(conn: psycopg.Connection, settings: Settings, instance_key: str,
             (instance_key, report.subject_hash, requested_by, Jsonb(report.removed),
              Jsonb(report.updated), report.total_removed, started)).fetchone()[0]
     return report
+
+
+def _lexeme_rows(conn: psycopg.Connection, params: dict[str, str]) -> int:
+    return conn.execute("SELECT count(*) FROM agent_memory_lexemes WHERE instance_key = %(i)s",
+                        params).fetchone()[0]
 
 
 def _fill_ledger(conn: psycopg.Connection, params: dict[str, str]) -> None:

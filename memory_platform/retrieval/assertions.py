@@ -36,7 +36,7 @@ from memory_platform.embeddings.generations import (
 from memory_platform.retrieval.feedback.ranking import feedback_multiplier
 from memory_platform.retrieval.filters import CURRENT_APPROVED_ASSERTION
 from memory_platform.retrieval.fusion import reciprocal_rank
-from memory_platform.retrieval.lexicon import generating_terms
+from memory_platform.retrieval.lexicon import generating_terms, rarity
 from memory_platform.retrieval.planner import bounded_count, gate, planner_settings
 from memory_platform.retrieval.question import QueryVector, embed_question, vector_of
 from memory_platform.retrieval.statements import parameter_safe
@@ -167,8 +167,7 @@ def search_assertions(
     limit = limit or settings.retrieval_top_k
     cap = max(limit * 4, 24)
     terms = query_terms(query)
-    generating = generating_terms(conn, terms, settings.retrieval_keyword_common_share,
-                                  settings.retrieval_common_terms_fallback)
+    generating = generating_terms(rarity(conn, ctx.instance_key, terms), settings)
     lexical = ([r[0] for r in conn.execute(
         _lexical(ctx, generating, terms, cap, settings.retrieval_lexical_scan_cap))]
                if generating else [])

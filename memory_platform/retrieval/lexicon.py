@@ -1,73 +1,129 @@
-"""Which words of a question are selective enough to generate keyword candidates.
+"""How common each word of a question is in the caller's instance: which words generate
+keyword candidates, and how much each weighs in the keyword score.
 
 A word that occurs in a large share of all chunks ("gmbh" in a tax-advisory workspace)
 matches thousands of rows: its GIN posting list alone costs milliseconds to read, and the
 first few hundred matches the keyword arm may rank are an arbitrary sample, not the best.
 Such words still count in every candidate's keyword score; they only stop generating
 candidates (the idea of Lucene's "common terms" query). The vector arm and the selective
-words find the candidates.
+words find the candidates. A word is common when it is in more than
+``retrieval_keyword_common_share`` of the instance's chunks *and* in more than the
+``retrieval_keyword_match_cap`` the keyword arm ranks: below that the arm ranks every match,
+so a small instance keeps all its words. When every word of a question is common, the arms
+that have no other source of candidates let the least common few generate them
+(:func:`generating_terms`); every lexical arm reads a bounded number of matches
+(``retrieval_lexical_scan_cap``) before it filters them by audience. The rarity weight is
+``log(1 + rows / documents)`` (:func:`term_weights`).
 
-Document frequencies come from the planner statistics PostgreSQL keeps for the chunk
-tsvector column (``pg_stats.most_common_elems``, refreshed by ANALYZE/autovacuum): lexemes
-not in that list are rarer than all of it. Without statistics every word is selective.
-When every word of a question is common, the arms that have no other source of candidates
-let the least common few generate them (:func:`generating_terms`); every lexical arm reads a
-bounded number of matches (``retrieval_lexical_scan_cap``) before it filters them by audience.
-Both lookups are cached per process: the statistics for a few minutes, a word's stems
-(English and German, as the column is indexed) until evicted.
+The counts are exact and the same for every process: migration 0033 keeps, per instance and
+corpus (:data:`CHUNKS`, :data:`CLAIMS`), how many rows hold each lexeme and how many rows
+there are, in the writing transaction (statement triggers). A question reads them with one
+index probe per lexeme (:func:`rarity`), in its own snapshot, and nothing of them is cached:
+a fresh process and one that has been up for an hour rank the same rows the same way, before
+and after any write or ANALYZE. They count the caller's instance only, so one tenant's
+vocabulary neither moves another's ranking nor shows through its scores; within an instance
+they count every row, whoever may read it (as the old planner statistics did). Only a word's
+stems (English and German, as the columns are indexed) are cached per process, until
+evicted: they depend on the text search configuration alone.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-import time
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import psycopg
 
-from memory_platform.db.connection import database_identity
+from memory_platform.settings import Settings
 
-STATS_TTL_SECONDS = 300.0
 _STEM_CACHE_SIZE = 20_000
 
-_STATS = """
-    SELECT most_common_elems::text::text[], most_common_elem_freqs
-      FROM pg_stats
-     WHERE schemaname = current_schema() AND tablename = %s AND attname = %s
+# Whose words: the rows whose counts say how common a word is. Chunk search asks the chunks
+# (agent_memory_chunks.content_tsv); graph search the claim texts
+# (agent_knowledge_claims.claim_tsv): a word common in conversation may be rare among claims,
+# and the other way round.
+CHUNKS = "chunks"
+CLAIMS = "claims"
+_ROWS = ""  # the lexeme under which migration 0033 counts the corpus' rows
+
+_COUNTS = """
+    SELECT lexeme, documents
+      FROM agent_memory_lexemes
+     WHERE instance_key = %s AND corpus = %s AND lexeme = ANY(%s::text[])
 """
-# Whose words: the text column whose planner statistics say how common a word is. Chunk
-# search asks the chunks; graph search the claim texts (a word common in conversation may be
-# rare among claims, and the other way round).
-CHUNK_TEXT = ("agent_memory_chunks", "content_tsv")
-CLAIM_TEXT = ("agent_knowledge_claims", "claim_tsv")
 _STEMS = """
     SELECT w, tsvector_to_array(to_tsvector('english', w) || to_tsvector('german', w))
       FROM unnest(%s::text[]) AS w
 """
 
 _lock = threading.Lock()
-_frequencies: dict[tuple, tuple[float, dict[str, float]]] = {}
 _stems: OrderedDict[str, tuple[str, ...]] = OrderedDict()
 
 
-def lexeme_frequencies(conn: psycopg.Connection,
-                       column: tuple[str, str] = CHUNK_TEXT) -> dict[str, float]:
-    """Share of rows of ``column`` (table, tsvector column) containing each common lexeme
-    (empty without statistics)."""
-    key = (*database_identity(conn), *column)
-    now = time.monotonic()
-    with _lock:
-        cached = _frequencies.get(key)
-    if cached and now - cached[0] < STATS_TTL_SECONDS:
-        return cached[1]
-    row = conn.execute(_STATS, column).fetchone()
-    frequencies: dict[str, float] = {}
-    if row and row[0] and row[1]:
-        frequencies = dict(zip(row[0], row[1], strict=False))  # freqs end with min/max/null
-    with _lock:
-        _frequencies[key] = (now, frequencies)
-    return frequencies
+@dataclass(frozen=True)
+class Rarity:
+    """How common the terms of one question are in one instance's corpus."""
+
+    terms: tuple[str, ...]  # the question's terms, in its order
+    rows: int  # the corpus' rows in the instance
+    documents: dict[str, int]  # term -> rows holding its most common lexeme; a term that
+    # stems to nothing (a stopword in both languages) is missing
+
+
+def rarity(conn: psycopg.Connection, instance_key: str, terms: list[str],
+           corpus: str = CHUNKS) -> Rarity:
+    """The exact counts of ``terms`` in ``corpus`` of ``instance_key`` (one round trip; none
+    without terms)."""
+    if not terms:
+        return Rarity((), 0, {})
+    lexemes = stems(conn, terms)
+    wanted = sorted({x for t in terms for x in lexemes.get(t, ())} | {_ROWS})
+    counts = dict(conn.execute(_COUNTS, (instance_key, corpus, wanted)).fetchall())
+    return Rarity(tuple(terms), counts.get(_ROWS, 0),
+                  {t: max(counts.get(x, 0) for x in lexemes[t])
+                   for t in terms if lexemes.get(t)})
+
+
+def _common(counts: Rarity, term: str, settings: Settings) -> bool:
+    documents = counts.documents[term]
+    return (documents > settings.retrieval_keyword_match_cap
+            and documents > settings.retrieval_keyword_common_share * counts.rows)
+
+
+def selective_terms(counts: Rarity, settings: Settings) -> list[str]:
+    """The terms that are not common (module docstring), in the question's order; a term
+    that stems to nothing is dropped."""
+    return [t for t in counts.terms
+            if t in counts.documents and not _common(counts, t, settings)]
+
+
+def generating_terms(counts: Rarity, settings: Settings) -> list[str]:
+    """The terms that generate lexical candidates where no other arm would: the selective
+    ones (:func:`selective_terms`); when none is, the
+    ``retrieval_common_terms_fallback`` least common terms (in the question's order), so a
+    question of common words only still finds its matches. A term that stems to nothing
+    never generates."""
+    selective = selective_terms(counts, settings)
+    if selective:
+        return selective
+    ranked = sorted((t for t in counts.terms if t in counts.documents),
+                    key=counts.documents.__getitem__)  # stable: ties in question order
+    rarest = set(ranked[:settings.retrieval_common_terms_fallback])
+    return [t for t in counts.terms if t in rarest]
+
+
+def term_weights(counts: Rarity) -> dict[str, float]:
+    """A rarity weight per term, ``log(1 + rows / documents)`` (an inverse document
+    frequency; ``documents`` of the term's most common lexeme, half a row for a term found
+    nowhere or stemming to nothing): ``ts_rank`` itself weighs every word of a question
+    alike, so the speaker's name that opens half of a conversation's turns would count as
+    much as the one rare word that matters. In an instance without rows every weight is 1."""
+    if not counts.rows:
+        return dict.fromkeys(counts.terms, 1.0)
+    return {t: math.log1p(counts.rows / max(counts.documents.get(t, 0), 0.5))
+            for t in counts.terms}
 
 
 def stems(conn: psycopg.Connection, words: list[str]) -> dict[str, tuple[str, ...]]:
@@ -96,56 +152,7 @@ def _has_digit(word: str) -> bool:
     return any(ch.isdigit() for ch in word)
 
 
-def selective_terms(conn: psycopg.Connection, terms: list[str], common_share: float
-                    ) -> list[str]:
-    """The terms none of whose lexemes occurs in more than ``common_share`` of all chunks
-    (a term that stems to nothing, e.g. a stopword in both languages, is dropped)."""
-    return generating_terms(conn, terms, common_share, fallback=0)
-
-
-def generating_terms(conn: psycopg.Connection, terms: list[str], common_share: float,
-                     fallback: int, column: tuple[str, str] = CHUNK_TEXT) -> list[str]:
-    """The terms that generate lexical candidates: the selective ones (see
-    :func:`selective_terms`); when none is, the ``fallback`` least common terms (in the
-    question's order), so a question of common words only still finds its matches where no
-    other arm would. A term that stems to nothing never generates. ``column`` is the text
-    whose statistics count (chunks by default)."""
-    if not terms:
-        return []
-    frequencies = lexeme_frequencies(conn, column)
-    if not frequencies:
-        return terms
-    lexemes = stems(conn, terms)
-    share = {t: max(frequencies.get(x, 0.0) for x in lexemes[t])
-             for t in terms if lexemes.get(t)}
-    selective = [t for t in share if share[t] <= common_share]
-    if selective or not fallback:
-        return selective
-    rarest = set(sorted(share, key=share.__getitem__)[:fallback])
-    return [t for t in share if t in rarest]
-
-
-def term_weights(conn: psycopg.Connection, terms: list[str]) -> dict[str, float]:
-    """A rarity weight per term, ``log(1 + 1 / share)`` (an inverse document frequency):
-    ``share`` is the largest share of chunks one of the term's lexemes occurs in, and a
-    lexeme missing from the statistics' common list counts as half as frequent as the
-    rarest listed one. ``ts_rank`` itself weighs every word of a question alike, so the
-    speaker's name that opens half of a conversation's turns would count as much as the one
-    rare word that matters. Without statistics every weight is 1."""
-    frequencies = lexeme_frequencies(conn)
-    if not frequencies or not terms:
-        return dict.fromkeys(terms, 1.0)
-    unlisted = min(frequencies.values()) / 2
-    lexemes = stems(conn, terms)
-    weights = {}
-    for term in terms:
-        share = max((frequencies.get(x, unlisted) for x in lexemes.get(term, ())),
-                    default=unlisted)
-        weights[term] = math.log1p(1.0 / max(share, 1e-6))
-    return weights
-
-
 def forget() -> None:
-    """Drop the cached statistics (tests, or after a large import)."""
+    """Drop the cached stems (tests). The counts are never cached."""
     with _lock:
-        _frequencies.clear()
+        _stems.clear()

@@ -61,7 +61,13 @@ from memory_platform.errors import InvalidInput
 from memory_platform.retrieval.criteria import Criteria, criteria_params, memory_condition
 from memory_platform.retrieval.feedback.ranking import feedback_multiplier
 from memory_platform.retrieval.filters import ASSERTION_JOIN, recallable_memory
-from memory_platform.retrieval.lexicon import generating_terms, selective_terms, term_weights
+from memory_platform.retrieval.lexicon import (
+    Rarity,
+    generating_terms,
+    rarity,
+    selective_terms,
+    term_weights,
+)
 from memory_platform.retrieval.planner import bounded_count, gate, planner_settings
 from memory_platform.retrieval.question import QueryVector, embed_question, vector_of
 from memory_platform.retrieval.stamping import RetrievalStamper
@@ -497,10 +503,9 @@ def _search(conn: psycopg.Connection, settings: Settings, ctx: AccessContext, qu
     vector = vector_of(question, active.generation_key if active else None)
     # With a query vector, common words only score. Without one the keyword arm is the only
     # source: the least common words generate candidates when no word is selective.
-    generating = (selective_terms(conn, terms, settings.retrieval_keyword_common_share)
-                  if vector is not None else
-                  generating_terms(conn, terms, settings.retrieval_keyword_common_share,
-                                   settings.retrieval_common_terms_fallback))
+    counts = rarity(conn, ctx.instance_key, terms)
+    generating = (selective_terms(counts, settings) if vector is not None else
+                  generating_terms(counts, settings))
     if not generating and vector is None:
         return []
     # Keyword candidates are cheap (GIN). Every vector candidate is HNSW work: a filtered walk
@@ -524,7 +529,7 @@ def _search(conn: psycopg.Connection, settings: Settings, ctx: AccessContext, qu
               "keyword_cap": keyword_cap,
               "context_weight": settings.retrieval_context_keyword_weight,
               "terms_list": terms, "generating_list": generating,
-              **_weights(conn, settings, terms, generating),
+              **_weights(counts, settings, terms, generating),
               **(criteria_params(criteria) if criteria is not None else {})}
     params = statement.params(values)
     with planner_settings(conn, max(settings.retrieval_hnsw_ef_search, vector_cap)):
@@ -578,13 +583,13 @@ def _arm_spans(rows: list[_Candidate], shape: _Shape, keyword_cap: int, terms: i
         arm.end(end_time=ended)
 
 
-def _weights(conn: psycopg.Connection, settings: Settings, terms: list[str],
+def _weights(counts: Rarity, settings: Settings, terms: list[str],
              generating: list[str]) -> dict[str, list[float]]:
     """The rarity weight of each word, aligned with the two word lists (all 1 when
     ``retrieval_keyword_idf`` is off)."""
     if not settings.retrieval_keyword_idf:
         return {"terms_weights": [1.0] * len(terms), "generating_weights": [1.0] * len(generating)}
-    weights = term_weights(conn, terms)
+    weights = term_weights(counts)
     return {"terms_weights": [weights[t] for t in terms],
             "generating_weights": [weights[t] for t in generating]}
 

@@ -200,6 +200,16 @@ GUARD_TRIGGERS = [
     "agent_context_messages_usage_update",
     "agent_context_messages_usage_delete",
     "agent_context_messages_usage_truncate",
+    # The exact word counts of chunks and claims (0033); cases in
+    # tests/retrieval/test_rarity_counts.py.
+    "agent_memory_chunks_lexemes_insert",
+    "agent_memory_chunks_lexemes_delete",
+    "agent_memory_chunks_lexemes_update",
+    "agent_memory_chunks_lexemes_truncate",
+    "agent_knowledge_claims_lexemes_insert",
+    "agent_knowledge_claims_lexemes_delete",
+    "agent_knowledge_claims_lexemes_update",
+    "agent_knowledge_claims_lexemes_truncate",
     # A user's first key registers them (0023); cases in tests/test_users.py.
     "api_keys_register_user",
     # Events from the ledger's own writes, append-only, and their webhook deliveries

@@ -1,7 +1,7 @@
 """Common words score candidates but do not generate them (retrieval/lexicon.py).
 
-Real planner statistics: the test writes chunks where one word is in every row, runs
-ANALYZE, and checks which words still generate keyword candidates, and that search keeps
+The instance's exact counts (migration 0033): the test writes chunks where one word is in
+every row, checks which words still generate keyword candidates, and that search keeps
 finding what the selective words and the vectors find.
 """
 
@@ -25,7 +25,10 @@ COMMON = "quarterly"
 
 @pytest.fixture
 def settings(database_url: str, tmp_path) -> Settings:
-    return hash_embedding_settings(database_url, data_dir=tmp_path / "state")
+    # A word in at most retrieval_keyword_match_cap chunks always generates: 10 (the least
+    # allowed) lets the 60 chunks below hold common words.
+    return hash_embedding_settings(database_url, data_dir=tmp_path / "state",
+                                   retrieval_keyword_match_cap=10)
 
 
 @pytest.fixture
@@ -35,30 +38,30 @@ def ctx() -> AccessContext:
 
 @pytest.fixture
 def corpus(conn, settings, ctx) -> dict[int, uuid.UUID]:
-    """60 memories that all say COMMON; each also names its own ticket number."""
+    """60 memories that all say COMMON, every other one "urgent"; each also names its own
+    ticket number."""
     ids = {}
     for n in range(60):
-        text = f"The {COMMON} report of team {n % 7} mentions ticket T{4000 + n} once."
+        text = (f"The {COMMON} report of team {n % 7} mentions ticket T{4000 + n} once"
+                f"{' (urgent)' if n % 2 else ''}.")
         ids[n] = store_memory(conn, settings, ctx, MemoryWrite(text, source_type="manual",
                                                                visibility="team")).id
-    conn.execute("ANALYZE agent_memory_chunks")
-    lexicon.forget()
     return ids
 
 
-def test_without_statistics_every_word_is_selective(conn):
-    # A fresh database has no statistics for the chunk tsvector yet.
-    lexicon.forget()
-    assert lexicon.lexeme_frequencies(conn) == {}
-    assert lexicon.selective_terms(conn, ["quarterly", "t4007"], 0.05) == [
-        "quarterly", "t4007"]
+def test_without_rows_every_word_is_selective(conn, settings, ctx):
+    # An instance without chunks has nothing to count yet.
+    counts = lexicon.rarity(conn, ctx.instance_key, ["quarterly", "t4007"])
+    assert counts.rows == 0
+    assert lexicon.selective_terms(counts, settings) == ["quarterly", "t4007"]
 
 
-def test_a_word_in_every_chunk_does_not_generate_candidates(conn, corpus):
-    frequencies = lexicon.lexeme_frequencies(conn)
-    assert frequencies.get("quarter", 0) > 0.9  # the English stem, in every chunk
-    assert lexicon.selective_terms(conn, [COMMON, "t4007", "report"], 0.05) == ["t4007"]
-    assert lexicon.selective_terms(conn, [COMMON, "t4007"], 1.0) == [COMMON, "t4007"]
+def test_a_word_in_every_chunk_does_not_generate_candidates(conn, settings, ctx, corpus):
+    counts = lexicon.rarity(conn, ctx.instance_key, [COMMON, "t4007", "report"])
+    assert counts.rows == counts.documents[COMMON] == 60  # the stem "quarter", in every chunk
+    assert lexicon.selective_terms(counts, settings) == ["t4007"]
+    everything = settings.model_copy(update={"retrieval_keyword_common_share": 1.0})
+    assert lexicon.selective_terms(counts, everything) == [COMMON, "t4007", "report"]
 
 
 def test_the_selective_word_finds_its_memory_and_common_words_still_score(
@@ -86,29 +89,33 @@ def test_a_word_with_a_digit_is_its_own_lexeme_as_the_server_says(conn, word):
     assert lexicon.stems(conn, [word]) == {word: tuple(server)}
 
 
-def test_f9_when_every_word_is_common_only_the_least_common_few_generate(conn, corpus):
+def test_f9_when_every_word_is_common_only_the_least_common_few_generate(
+        conn, settings, ctx, corpus):
     """Keyword-only mode and the arms without vectors: a selective word alone generates;
-    when none is, the `fallback` least common words do (never all 24)."""
-    assert lexicon.generating_terms(conn, [COMMON, "t4007", "report"], 0.05, 1) == ["t4007"]
-    frequencies = lexicon.lexeme_frequencies(conn)
-    assert frequencies["quarter"] > frequencies["3"] > 0.05  # "team 3": a seventh of them
-    assert lexicon.generating_terms(conn, [COMMON, "3", "report"], 0.05, 1) == ["3"]
-    assert lexicon.generating_terms(conn, [COMMON, "3", "report"], 0.05, 0) == []
+    when none is, the `retrieval_common_terms_fallback` least common words do (never all
+    24)."""
+    one = settings.model_copy(update={"retrieval_common_terms_fallback": 1})
+    counts = lexicon.rarity(conn, ctx.instance_key, [COMMON, "t4007", "report"])
+    assert lexicon.generating_terms(counts, one) == ["t4007"]
+    counts = lexicon.rarity(conn, ctx.instance_key, [COMMON, "urgent", "report"])
+    assert counts.documents[COMMON] > counts.documents["urgent"] == 30  # every other one
+    assert lexicon.generating_terms(counts, one) == ["urgent"]
+    assert lexicon.selective_terms(counts, one) == []
 
 
-def test_a_rare_word_weighs_more_than_a_common_one(conn, corpus):
-    weights = lexicon.term_weights(conn, [COMMON, "team", "t4007", "unseen"])
+def test_a_rare_word_weighs_more_than_a_common_one(conn, ctx, corpus):
+    weights = lexicon.term_weights(lexicon.rarity(conn, ctx.instance_key,
+                                                  [COMMON, "team", "t4007", "unseen"]))
     # "quarterly" is in every chunk, "team" too; the ticket number in one, "unseen" in none
-    # (an unlisted lexeme counts as half as frequent as the rarest listed one).
+    # (it counts as half a chunk).
     assert weights["unseen"] > weights["t4007"] > 2 * weights[COMMON]
-    assert weights["t4007"] == pytest.approx(math.log(61), rel=0.05)
-    assert weights[COMMON] == pytest.approx(math.log(2), rel=0.05)
+    assert weights["t4007"] == pytest.approx(math.log(61))
+    assert weights[COMMON] == pytest.approx(math.log(2))
 
 
-def test_without_statistics_every_word_weighs_the_same(conn):
-    lexicon.forget()
-    assert lexicon.term_weights(conn, ["quarterly", "t4007"]) == {"quarterly": 1.0,
-                                                                  "t4007": 1.0}
+def test_without_rows_every_word_weighs_the_same(conn, ctx):
+    assert lexicon.term_weights(lexicon.rarity(conn, ctx.instance_key, ["quarterly", "t4007"])
+                                ) == {"quarterly": 1.0, "t4007": 1.0}
 
 
 def test_the_rare_word_outranks_common_words(conn, settings, ctx, corpus):
@@ -119,7 +126,7 @@ def test_the_rare_word_outranks_common_words(conn, settings, ctx, corpus):
         "Ticket T9999 was closed on Friday.", source_type="manual", visibility="team")).id
     keyword_only = settings.model_copy(update={
         "retrieval_vector_weight": 0.0, "retrieval_keyword_weight": 1.0,
-        "retrieval_keyword_common_share": 1.0})
+        "retrieval_keyword_common_share": 1.0, "retrieval_keyword_match_cap": 100})
 
     def first(tuned: Settings) -> uuid.UUID:
         return search_memories(conn, tuned, ctx, f"{COMMON} report T9999", stamp=False,

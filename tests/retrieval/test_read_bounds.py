@@ -142,7 +142,7 @@ def test_f9_assertion_lexical_arm_reads_at_most_the_scan_cap(db, bounded, crowde
 
 def test_f9_history_and_graph_arms_read_at_most_the_scan_cap(db, bounded, crowded, stranger):
     explaining = Explaining(db)
-    terms = context._lexical_terms(db, bounded, TEXT)
+    terms = context._lexical_terms(db, bounded, stranger, TEXT)
     assert context._search_history(explaining, stranger, terms, 40) == []
     [history] = explaining.plans
     for table in ("agent_context_messages", "agent_context_summaries"):
