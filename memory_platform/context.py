@@ -9,9 +9,13 @@ One query searches every recall surface the caller may see and merges them:
 * the knowledge graph: claims and entities of the hybrid graph search
   (:mod:`graph.search`).
 
-Results are fused with reciprocal-rank fusion over canonical identities (a memory that
-projects an assertion counts as that assertion), plus a small confidence contribution, and
-every contributing source keeps at least one slot before the final limit. Ids are typed
+Results are fused with reciprocal-rank fusion over facts, plus a small confidence
+contribution, and every contributing source keeps at least one slot before the final limit.
+One fact is one result, with every source that found it (``foundBy``) and the ids it was
+found as (``details.alsoFoundAs``): a memory that projects an assertion is that assertion, a
+graph claim drawn from an assertion found here is that assertion, a session message a found
+memory was extracted from (``metadata.sourceMessageId``) is that memory, and items saying
+the same text (normalised) are one (:func:`same_facts`). Ids are typed
 (``assertion:<uuid>``, ``memory:<uuid>``, ``message:<uuid>``, ``summary:<uuid>``,
 ``claim:<uuid>``, ``entity:<uuid>``) so ``context_get`` can fetch the item with its
 provenance (a claim with its source refs and evidence, an entity with its claims and edges).
@@ -46,6 +50,7 @@ from memory_platform.retrieval.stamping import RetrievalStamper
 from memory_platform.retrieval.statements import parameter_safe
 from memory_platform.retrieval.terms import or_tsquery, query_terms
 from memory_platform.settings import Settings
+from memory_platform.text import content_hash
 
 CONFIDENCE_WEIGHT = 0.002  # a tie-breaker, far below one rank step of RRF
 ItemKind = Literal["assertion", "memory", "message", "summary", "claim", "entity"]
@@ -180,7 +185,7 @@ def context_search(
                     conn, settings, ctx, query, question, per_source)),
             }
         with tracing.span("search.fusion", **{"memory.search.sources": len(sources)}):
-            fused = fuse(sources, limit)
+            fused = fuse(sources, limit, same_facts(conn, ctx.instance_key, sources))
         current.set_attribute("memory.search.hits", len(fused))
         return fused
 
@@ -234,24 +239,89 @@ def _memory_identity(assertion_id: UUID | None, memory_id: UUID) -> str:
     return f"assertion:{assertion_id}" if assertion_id else f"memory:{memory_id}"
 
 
-def fuse(sources: dict[str, list[ContextItem]], limit: int) -> list[ContextItem]:
-    """Reciprocal-rank fusion by item id, a small confidence term, one reserved slot per
-    contributing source."""
+# Which kind of id a fact found several ways is known by: the most durable first.
+_PRIMARY = {"assertion": 0, "memory": 1, "claim": 2, "summary": 3, "message": 4, "entity": 5}
+
+
+def same_facts(conn: psycopg.Connection, instance_key: str,
+               sources: dict[str, list[ContextItem]]) -> dict[str, str]:
+    """Item id -> the id of the fact it is, for the items that are another item's fact: a
+    claim drawn from a found assertion (its source refs), a message a found memory was
+    extracted from, an item saying a found item's text. The refs are read for the found
+    claims and messages only (two indexed reads); every id read is one the caller was shown."""
+    items = {i.id: i for found in sources.values() for i in found}
+    alias: dict[str, str] = {}
+    claims = [UUID(i.split(":", 1)[1]) for i in items if i.startswith("claim:")]
+    if claims:
+        for claim_id, assertion_id in conn.execute(
+                "SELECT k.id, r.ref ->> 'assertionId' FROM agent_knowledge_claims k"
+                " CROSS JOIN LATERAL jsonb_array_elements(k.source_refs) r(ref)"
+                " WHERE k.instance_key = %s AND k.id = ANY(%s)",
+                (instance_key, claims)).fetchall():
+            if f"assertion:{assertion_id}" in items:
+                alias.setdefault(f"claim:{claim_id}", f"assertion:{assertion_id}")
+    messages = [i.split(":", 1)[1] for i in items if i.startswith("message:")]
+    if messages:
+        for message_id, memory_id, assertion_id in conn.execute(
+                "SELECT m.metadata ->> 'sourceMessageId', m.id, m.assertion_id"
+                "  FROM agent_memories m WHERE m.instance_key = %s"
+                "   AND m.metadata ->> 'sourceMessageId' = ANY(%s)",
+                (instance_key, messages)).fetchall():
+            for found in (f"assertion:{assertion_id}", f"memory:{memory_id}"):
+                if found in items:
+                    alias.setdefault(f"message:{message_id}", found)
+                    break
+    by_text: dict[str, str] = {}
+    for item_id in sorted(items, key=lambda i: _PRIMARY.get(i.split(":", 1)[0], 9)):
+        if item_id in alias or items[item_id].kind == "entity":
+            continue
+        first = by_text.setdefault(content_hash(items[item_id].content), item_id)
+        if first != item_id:
+            alias[item_id] = first
+    return {item_id: _root(alias, item_id) for item_id in alias}
+
+
+def _root(alias: dict[str, str], item_id: str) -> str:
+    seen = {item_id}
+    while item_id in alias and alias[item_id] not in seen:
+        item_id = alias[item_id]
+        seen.add(item_id)
+    return item_id
+
+
+def fuse(sources: dict[str, list[ContextItem]], limit: int,
+         aliases: dict[str, str] | None = None) -> list[ContextItem]:
+    """Reciprocal-rank fusion by fact (an item's id, or the id ``aliases`` names for it: its
+    sources go to that fact, each source counting it once, at its best rank), a small
+    confidence term, one reserved slot per contributing source."""
+    aliases = aliases or {}
     merged: dict[str, ContextItem] = {}
+    counted: set[tuple[str, str]] = set()  # (fact, source): a source counts a fact once
     for name, items in sources.items():
         for rank, item in enumerate(items, start=1):
-            target = merged.setdefault(item.id, item)
+            fact = aliases.get(item.id, item.id)
+            target = merged.get(fact)
+            if target is None:
+                target = merged[fact] = item if fact == item.id else next(
+                    i for found in sources.values() for i in found if i.id == fact)
             if target is not item:
                 target.details = {**item.details, **target.details}
                 target.confidence = max(target.confidence, item.confidence)
-            target.score += reciprocal_rank(rank)
-            target.found_by.append(name)
+                if item.id != target.id:
+                    also = target.details.setdefault("alsoFoundAs", [])
+                    if item.id not in also:
+                        also.append(item.id)
+            if (fact, name) not in counted:  # its best rank in this source (items are ranked)
+                counted.add((fact, name))
+                target.score += reciprocal_rank(rank)
+                target.found_by.append(name)
     for item in merged.values():
         item.score = round(item.score + CONFIDENCE_WEIGHT * item.confidence, 6)
     ranked = sorted(merged.values(), key=lambda i: i.score, reverse=True)
     reserved: list[ContextItem] = []
     for items in sources.values():
-        best = next((merged[i.id] for i in items if merged[i.id] not in reserved), None)
+        best = next((merged[aliases.get(i.id, i.id)] for i in items
+                     if merged[aliases.get(i.id, i.id)] not in reserved), None)
         if best is not None and len(reserved) < limit:
             reserved.append(best)
     chosen = reserved + [i for i in ranked if i not in reserved][: max(0, limit - len(reserved))]

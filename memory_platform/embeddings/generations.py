@@ -56,8 +56,10 @@ def index_name(table: str, key: str, kind: str = "hnsw") -> str:
 
 def _distance(column: str, vector: str, alias: str, dimensions: int,
               query: sql.Composable) -> sql.Composable:
+    # ``column`` is one of this module's names, never input: written bare, as the indexes'
+    # expressions are (a plan matches an index by its expression).
     return sql.SQL("({alias}.{column}::{vector}({d}) <=> {q}::{vector}({d}))").format(
-        alias=sql.Identifier(alias), column=sql.Identifier(column), vector=sql.SQL(vector),
+        alias=sql.Identifier(alias), column=sql.SQL(column), vector=sql.SQL(vector),
         d=sql.Literal(dimensions), q=query)
 
 

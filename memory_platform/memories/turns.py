@@ -32,6 +32,8 @@ from memory_platform.access import AccessContext, Audience
 CONTEXT_TURNS = 2  # the turns before a turn that make its context
 CONTEXT_MAX_CHARS = 1000  # of their text: its end, where the question usually stands
 TURN_MEMORY_CLASS = "explicit"  # what an agent stores (API, MCP); derived memories are not turns
+# Turns a new turn follows: an agent's, and an imported conversation's (memories/bulk/turns.py).
+TURN_MEMORY_CLASSES = (TURN_MEMORY_CLASS, "import")
 
 _MONTHS_EN = ("January", "February", "March", "April", "May", "June", "July", "August",
               "September", "October", "November", "December")
@@ -44,7 +46,8 @@ _PREVIOUS_TURNS = """
      WHERE instance_key = %s AND session_key = %s
        AND visibility_scope = %s AND audience_key = %s
        AND occurred_at <= %s AND memory_state = 'active'
-       AND source_type = 'fact' AND metadata ->> 'memoryClass' = %s
+       AND source_type = 'fact' AND metadata ->> 'memoryClass' = ANY(%s)
+       AND NOT id = ANY(%s::uuid[])
      ORDER BY occurred_at DESC, created_at DESC
      LIMIT %s
 """
@@ -81,14 +84,31 @@ def turn_context(conn: psycopg.Connection, ctx: AccessContext, audience: Audienc
     look-up; a turn written late still finds the turns before it). Two turns, because an
     answer often follows a question that follows the news ("Back from Barcelona!" - "Who
     did you go with?" - "Caleb. The best part was the sea.")."""
-    rows = conn.execute(_PREVIOUS_TURNS, (ctx.instance_key, ctx.session_key, audience.kind,
-                                          audience.key, occurred_at, TURN_MEMORY_CLASS,
-                                          CONTEXT_TURNS)).fetchall()
-    date = date_words(occurred_at)
+    assert ctx.session_key is not None
+    rows = previous_turns(conn, ctx.instance_key, ctx.session_key, audience.kind, audience.key,
+                          occurred_at)
+    text = context_text(occurred_at, [content for _, content in reversed(rows)])
     if not rows:
-        return TurnContext(None, date)
-    before = "\n".join(content for _, content in reversed(rows))
-    return TurnContext(rows[0][0], f"{date}\n{_tail(before, CONTEXT_MAX_CHARS)}", rows[0][1])
+        return TurnContext(None, text)
+    return TurnContext(rows[0][0], text, rows[0][1])
+
+
+def previous_turns(conn: psycopg.Connection, instance_key: str, session_key: str,
+                   audience_kind: str, audience_key: str, occurred_at: datetime,
+                   exclude: list[uuid.UUID] | None = None) -> list[tuple[uuid.UUID, str]]:
+    """The last :data:`CONTEXT_TURNS` turns (id, text) of the session and audience at or
+    before ``occurred_at``, newest first (one index look-up), none of ``exclude``."""
+    return conn.execute(_PREVIOUS_TURNS, (instance_key, session_key, audience_kind,
+                                          audience_key, occurred_at, list(TURN_MEMORY_CLASSES),
+                                          exclude or [], CONTEXT_TURNS)).fetchall()
+
+
+def context_text(occurred_at: datetime, before: list[str]) -> str:
+    """A turn's context: the day, then the end of the turns before it (oldest first)."""
+    date = date_words(occurred_at)
+    if not before:
+        return date
+    return f"{date}\n{_tail(chr(10).join(before), CONTEXT_MAX_CHARS)}"
 
 
 def context_passage(previous: str, turn: str) -> str:

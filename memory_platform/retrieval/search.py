@@ -33,7 +33,7 @@ import re
 import time
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 from uuid import UUID
 
@@ -70,10 +70,11 @@ from memory_platform.retrieval.lexicon import (
 )
 from memory_platform.retrieval.planner import bounded_count, gate, planner_settings
 from memory_platform.retrieval.question import QueryVector, embed_question, vector_of
+from memory_platform.retrieval.scores import confidence, evidence
 from memory_platform.retrieval.stamping import RetrievalStamper
 from memory_platform.retrieval.statements import Numbered, ShapeCache
 from memory_platform.retrieval.terms import query_terms, tsquery, words
-from memory_platform.retrieval.when import Period, named_period
+from memory_platform.retrieval.when import Period, asks_when, named_period, states_time
 from memory_platform.settings import Settings
 
 SUBJECT_BOOST_PER_MATCH, SUBJECT_BOOST_MAX = 0.1, 1.3
@@ -128,6 +129,10 @@ class _Shape:
     # each turn's similarity is also taken with its neighbours' vectors added to its own
     # (settings.retrieval_turn_neighbour_vector_weight > 0; needs a query vector).
     neighbours: bool = False
+    # Conversation turns' context vectors (memories/turns.py): a second vector arm finds turns
+    # by them, and each turn's similarity mixes them in (settings.
+    # retrieval_turn_context_vector_weight > 0; needs a query vector).
+    context_vectors: bool = False
 
 
 _STATEMENTS = ShapeCache()
@@ -149,9 +154,12 @@ def _compose(shape: _Shape, ctx: AccessContext, scopes: tuple[str, ...] | None,
     if shape.keyword_arm:
         arms.append(_keyword_arm(visible, shape.match_cap, shape.scan_cap))
     if shape.key is not None:
-        arms.extend(_vector_arms(visible, shape.key, shape.dims, shape.vector_cap,
-                                 shape.exact_max,
-                                 _chunk_filter(ctx, scopes, criteria, semi_join=True)))
+        columns = ("embedding", "context_embedding") if shape.context_vectors else ("embedding",)
+        for column in columns:
+            arms.extend(_vector_arms(visible, shape.key, shape.dims, shape.vector_cap,
+                                     shape.exact_max,
+                                     _chunk_filter(ctx, scopes, criteria, semi_join=True),
+                                     column))
     return _search_statement(ctx, scopes, arms, shape,
                              _visible_count(ctx, scopes, shape.exact_max + 1, criteria),
                              criteria)
@@ -162,8 +170,8 @@ def _bound_tsquery(role: str) -> sql.Composable:
     return tsquery(sql.Placeholder(role))
 
 
-def _vector_expr(dims: int) -> sql.Composable:
-    return exact_distance("c", dims, sql.Placeholder("qv"))
+def _vector_expr(dims: int, column: str = "embedding") -> sql.Composable:
+    return exact_distance("c", dims, sql.Placeholder("qv"), column)
 
 
 def _chunk_filter(ctx: AccessContext, scopes: tuple[str, ...] | None,
@@ -243,6 +251,20 @@ def _keyword_rank(alias: str, role: str) -> sql.Composable:
         w=sql.Placeholder("context_weight"))
 
 
+def _matched_share(alias: str, role: str) -> sql.Composable:
+    """The share of the question's words (weighed by rarity) that the chunk ``alias``
+    contains, a word found only in its context counting ``context_weight`` of one: an
+    absolute measure of its keyword evidence, the same scale for every query (the keyword
+    *rank* is only comparable within one)."""
+    return sql.SQL("""(SELECT coalesce(sum(t.weight * CASE WHEN {a}.content_tsv @@ t.q THEN 1
+                                                          WHEN {a}.context_tsv @@ t.q
+                                                          THEN {w}::real ELSE 0 END)
+                                    / nullif(sum(t.weight), 0), 0)
+                         FROM {queries} t)""").format(
+        a=sql.Identifier(alias), queries=sql.Identifier(f"{role}_queries"),
+        w=sql.Placeholder("context_weight"))
+
+
 def _term_queries(role: str) -> sql.Composable:
     """The CTE ``{role}_queries``: one full-text query per word of parameter ``{role}_list``
     (German and English lexemes) with its weight from ``{role}_weights``."""
@@ -282,22 +304,27 @@ def _visible_count(ctx: AccessContext, scopes: tuple[str, ...] | None,
 
 def _vector_arms(visible: sql.Composable, key: str, dims: int, vector_cap: int,
                  exact_max: int, exact_visible: sql.Composable | None = None,
-                 ) -> list[sql.Composable]:
-    """The exact and the HNSW arm, of which :func:`planner.gate` runs exactly one
-    (``exact_visible``: the exact arm's filter, when it differs)."""
+                 column: str = "embedding") -> list[sql.Composable]:
+    """The exact and the HNSW arm over ``column`` (the chunks' vectors, or the turns'
+    context vectors), of which :func:`planner.gate` runs exactly one (``exact_visible``: the
+    exact arm's filter, when it differs)."""
     common = sql.SQL("""
         FROM agent_memory_chunks c
-       WHERE c.embedding_key = {key} AND c.instance_key = {instance} AND {visible}
+       WHERE c.embedding_key = {key} AND c.instance_key = {instance} AND {visible}{present}
     """)
+    present = sql.SQL(" AND c.{} IS NOT NULL").format(sql.Identifier(column)) \
+        if column != "embedding" else sql.SQL("")
     def where(condition: sql.Composable) -> sql.Composable:
         return common.format(key=sql.Literal(key),  # a literal: it selects the HNSW index
-                             instance=sql.Placeholder("instance"), visible=condition)
+                             instance=sql.Placeholder("instance"), visible=condition,
+                             present=present)
     cap = sql.Literal(vector_cap)
     arm = sql.SQL("SELECT c.id {common} AND {gate} ORDER BY {distance} LIMIT {cap}")
     exact = arm.format(common=where(exact_visible or visible), gate=gate(True, exact_max),
-                       cap=cap, distance=_vector_expr(dims))
+                       cap=cap, distance=_vector_expr(dims, column))
     approximate = arm.format(common=where(visible), gate=gate(False, exact_max), cap=cap,
-                             distance=indexed_distance("c", dims, sql.Placeholder("qv")))
+                             distance=indexed_distance("c", dims, sql.Placeholder("qv"),
+                                                       column))
     return [exact, approximate]
 
 
@@ -313,10 +340,15 @@ def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
     if shape.key is not None:
         vector_score = sql.SQL("CASE WHEN c.embedding_key = {key} THEN 1 - {d} END").format(
             key=sql.Literal(shape.key), d=_vector_expr(shape.dims))
+    context_score = sql.SQL("NULL::float8")
+    if shape.context_vectors and shape.key is not None:
+        context_score = sql.SQL("CASE WHEN c.embedding_key = {key} THEN 1 - {d} END").format(
+            key=sql.Literal(shape.key), d=_vector_expr(shape.dims, "context_embedding"))
     around_score, around_join = sql.SQL("NULL::float8"), sql.SQL("")
     if shape.neighbours and shape.key is not None:
         around_score, around_join = _around(shape.key, shape.dims)
     keyword_score = _keyword_rank("c", "terms") if shape.scored_terms else sql.SQL("0::real")
+    matched = _matched_share("c", "terms") if shape.scored_terms else sql.SQL("0::real")
     candidates = sql.SQL(" UNION ").join(sql.SQL("({})").format(arm) for arm in arms)
     visible = sql.SQL("{}{}{}").format(
         recallable_memory(ctx, placeholder), _scope_filter("m", scopes),
@@ -336,7 +368,9 @@ def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
                (c.metadata -> 'embedding')::text, m.created_at, m.occurred_at,
                m.previous_memory_id, c.context IS NOT NULL, length(c.content_tsv),
                coalesce(a.injected_count, 0), coalesce(a.cited_count, 0),
-               coalesce(a.corrected_count, 0), {around_score} AS around_score
+               coalesce(a.corrected_count, 0), {matched} AS matched, m.session_key,
+               {context_score} AS context_score,
+               {around_score} AS around_score
           FROM {source} candidates
           JOIN agent_memory_chunks c ON c.id = candidates.id
           JOIN agent_memories m ON m.instance_key = c.instance_key AND m.id = c.memory_id
@@ -346,6 +380,7 @@ def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
                 visible_count=visible_count, candidates=candidates,
                 vector_score=vector_score, keyword_score=keyword_score, join=ASSERTION_JOIN,
                 visible=visible, around_score=around_score, around_join=around_join,
+                context_score=context_score, matched=matched,
                 candidates_name=sql.Identifier("found" if neighbours else "candidates"),
                 expanded=expanded,
                 source=sql.Identifier("expanded" if neighbours else "candidates"))
@@ -425,6 +460,9 @@ class _Candidate(NamedTuple):
     injected: int  # the assertion's feedback counters (0 without an assertion)
     cited: int
     corrected: int
+    matched: float  # share of the question's words it contains (_matched_share)
+    session_key: str | None = None
+    context_similarity: float | None = None  # with its context vector (shape.context_vectors)
     around: float | None = None  # with the vectors of the turns around it (shape.neighbours)
 
 
@@ -454,6 +492,7 @@ def search_memories(
     stamper: RetrievalStamper | None = None,
     explain: list[str] | None = None,
     criteria: Criteria | None = None,
+    min_score: float | None = None,
 ) -> list[MemoryHit]:
     """The best ``limit`` (default ``retrieval_top_k``) visible memories for ``query``: one
     hit per memory (its best chunk). ``scopes`` narrows the visibility scopes searched (it
@@ -463,7 +502,9 @@ def search_memories(
     configured provider) before the first statement. Returned memories are stamped as
     retrieved: by ``stamper`` (deferred, batched) when given, else right away on ``conn``;
     ``stamp=False`` skips it (benchmarks). ``explain`` (a list) receives the EXPLAIN ANALYZE
-    plan of the search statement (benchmarks, tuning). ``criteria``
+    plan of the search statement (benchmarks, tuning). ``min_score``: the least score of a
+    hit (default ``retrieval_min_score``; scores mean the same in every search,
+    retrieval/scores.py). ``criteria``
     (:func:`~memory_platform.retrieval.criteria.parse_criteria`) narrows the search to
     memories meeting it, inside every arm of the statement: the top ``limit`` is taken among
     the matches, and the visibility rule still applies (a filter never widens)."""
@@ -476,7 +517,7 @@ def search_memories(
                                             "memory.search.scoped": bool(scopes)}) as current:
         hits = _search(conn, settings, ctx, query, limit=limit, subject_refs=subject_refs,
                        scopes=scopes, embedder=embedder, question=question, explain=explain,
-                       criteria=criteria)
+                       criteria=criteria, min_score=min_score)
         current.set_attribute("memory.search.hits", len(hits))
     if stamp and hits:
         ids = [h.memory_id for h in hits]
@@ -491,7 +532,7 @@ def _search(conn: psycopg.Connection, settings: Settings, ctx: AccessContext, qu
             limit: int | None, subject_refs: Mapping[str, str] | None,
             scopes: tuple[str, ...] | None, embedder: EmbeddingProvider | None,
             question: QueryVector | None, explain: list[str] | None,
-            criteria: Criteria | None) -> list[MemoryHit]:
+            criteria: Criteria | None, min_score: float | None = None) -> list[MemoryHit]:
     """:func:`search_memories` without the stamping, in spans: the query's embedding (when
     not given), the statement with a child span per arm, the fusion."""
     if question is None:
@@ -522,7 +563,8 @@ def _search(conn: psycopg.Connection, settings: Settings, ctx: AccessContext, qu
         scan_cap=settings.retrieval_lexical_scan_cap,
         exact_max=settings.retrieval_exact_scan_max,
         criteria=criteria.shape if criteria is not None else None,
-        neighbours=vector is not None and settings.retrieval_turn_neighbour_vector_weight > 0)
+        neighbours=vector is not None and settings.retrieval_turn_neighbour_vector_weight > 0,
+        context_vectors=vector is not None and settings.retrieval_turn_context_vector_weight > 0)
     statement = _statement(shape, ctx, scopes, criteria)
     values = {**context_params(ctx), "scopes": list(scopes or ()), "qv": vector,
               "generating": " | ".join(generating),
@@ -547,7 +589,11 @@ def _search(conn: psycopg.Connection, settings: Settings, ctx: AccessContext, qu
     with tracing.span("search.fusion", **{"memory.search.candidate_rows": len(rows)}) as current:
         hits = _rank(rows, settings, limit, subject_refs or {}, question.similarity_floor,
                      frozenset(words(query.lower())),
-                     named_period(query) if settings.retrieval_time_prior else None)
+                     named_period(query, datetime.now(UTC))
+                     if settings.retrieval_time_prior else None,
+                     bool(settings.retrieval_when_prior) and asks_when(query),
+                     settings.retrieval_similarity_scale or question.similarity_scale,
+                     settings.retrieval_min_score if min_score is None else min_score)
         current.set_attribute("memory.search.hits", len(hits))
     return hits
 
@@ -596,18 +642,26 @@ def _weights(counts: Rarity, settings: Settings, terms: list[str],
 
 def _rank(rows: list[_Candidate], settings: Settings, limit: int,
           wanted_refs: Mapping[str, str], similarity_floor: float,
-          named: frozenset[str] = frozenset(), period: Period | None = None
-          ) -> list[MemoryHit]:
+          named: frozenset[str] = frozenset(), period: Period | None = None,
+          when: bool = False, scale: tuple[float, float] | None = None,
+          min_score: float | None = None) -> list[MemoryHit]:
     """Score every candidate row, keep each memory's best chunk, let conversation turns
     lend each other score (:func:`_smooth`), answer the top ``limit``. Subject refs and
     provenance arrive as JSON text and are parsed only where needed (the boost, the
     returned hits): most candidates are dropped. ``named``: the question's words, lower
-    case (the speaker prior); ``period``: the time the question names (the time prior)."""
+    case (the speaker prior); ``period``: the time the question names (the time prior);
+    ``when``: the question asks when (memories that state a time count more); ``scale``:
+    the model's similarity scale, which makes the scores mean the same in every search
+    (retrieval/scores.py; None: they stay relative to the best hit); ``min_score``: the
+    gate (default ``retrieval_min_score``)."""
+    gate = settings.retrieval_min_score if min_score is None else min_score
     best_keyword = max((r.keyword_rank for r in rows), default=0.0) or 1.0
     around = settings.retrieval_turn_neighbour_vector_weight
-    similarity = [_similarity(r, around) for r in rows]
+    context = settings.retrieval_turn_context_vector_weight
+    similarity = [_similarity(r, around, context) for r in rows]
     known = [s for s in similarity if s is not None]
     low, high = (min(known), max(known)) if known else (0.0, 0.0)
+    certainty = _confidence(rows, similarity, settings, scale, best_keyword, similarity_floor)
     best: dict[UUID, _Scored] = {}
     for row, vec in zip(rows, similarity, strict=True):
         kw = row.keyword_rank
@@ -624,7 +678,8 @@ def _rank(rows: list[_Candidate], settings: Settings, limit: int,
         else:
             score = (settings.retrieval_vector_weight * (vector_score or 0.0)
                      + settings.retrieval_keyword_weight * keyword_score)
-        if score < settings.retrieval_min_score:
+        score *= certainty
+        if score < gate:
             continue  # the gate sees the original score only
         if row.memory_id not in best or score > best[row.memory_id].score:
             best[row.memory_id] = _Scored(score, vector_score, keyword_score, row)
@@ -632,13 +687,67 @@ def _rank(rows: list[_Candidate], settings: Settings, limit: int,
         best = _smooth(best, settings.retrieval_neighbour_weight)
     speaker_prior = settings.retrieval_turn_speaker_prior if named else 0.0
     time_prior = settings.retrieval_time_prior if period is not None else 0.0
+    when_prior = settings.retrieval_when_prior if when else 0.0
     ordered = sorted(((_order(s, settings, wanted_refs)
                        * (1.0 + speaker_prior * _names_speaker(s.row, named))
-                       * (1.0 + time_prior * _in_period(s.row, period)), s)
+                       * (1.0 + time_prior * _in_period(s.row, period))
+                       * (1.0 + when_prior * (when and states_time(s.row.content))), s)
                       for s in best.values()),
-                     key=lambda entry: entry[0], reverse=True)[:limit]
+                     key=lambda entry: entry[0], reverse=True)
+    ordered = _diversified(ordered, settings.retrieval_session_diversity, limit)
     return [_hit(s.row, round(order, 6), s.vector_score, s.keyword_score)
             for order, s in ordered]
+
+
+def _weights_of(row: _Candidate, settings: Settings) -> tuple[float, float]:
+    """The (vector, keyword) weights the row's score is fused with."""
+    if row.turn:
+        return settings.retrieval_turn_vector_weight, settings.retrieval_turn_keyword_weight
+    return settings.retrieval_vector_weight, settings.retrieval_keyword_weight
+
+
+def _confidence(rows: list[_Candidate], similarity: list[float | None], settings: Settings,
+                scale: tuple[float, float] | None, best_keyword: float,
+                similarity_floor: float) -> float:
+    """The search's confidence (retrieval/scores.py): from its best candidate's evidence on
+    the model's absolute ``scale``; 1 without a scale. Only candidates that are evidence at
+    all count (a keyword match, or a similarity above the noise floor). A search without
+    a question vector (the provider failed) has only its words: their share is its
+    strength."""
+    if scale is None:
+        return 1.0
+    if all(vec is None for vec in similarity):
+        return confidence(max((float(row.matched) for row in rows), default=0.0))
+    strength = max((evidence(vec, float(row.matched), *_weights_of(row, settings), scale)
+                    for row, vec in zip(rows, similarity, strict=True)
+                    if row.keyword_rank / best_keyword > 0.0
+                    or (vec is not None and vec > similarity_floor)), default=0.0)
+    return confidence(strength)
+
+
+def _diversified(ordered: list[tuple[float, _Scored]], diversity: float, limit: int
+                 ) -> list[tuple[float, _Scored]]:
+    """The top ``limit`` of ``ordered`` (best first), each conversation turn's order lowered
+    by ``diversity`` for every turn of its session already chosen (greedily): an answer
+    spread over several sessions is not crowded out by one session's neighbouring turns."""
+    if not diversity:
+        return ordered[:limit]
+    chosen: list[tuple[float, _Scored]] = []
+    taken: dict[str, int] = {}
+    pending = list(ordered)
+    while pending and len(chosen) < limit:
+        def lowered(entry: tuple[float, _Scored]) -> float:
+            row = entry[1].row
+            if not row.turn or row.session_key is None:
+                return entry[0]
+            return entry[0] * (1.0 - diversity) ** taken.get(row.session_key, 0)
+        best = max(range(len(pending)), key=lambda i: lowered(pending[i]))
+        order = lowered(pending[best])
+        scored = pending.pop(best)[1]
+        chosen.append((order, scored))  # non-increasing: a choice only lowers the rest
+        if scored.row.turn and scored.row.session_key is not None:
+            taken[scored.row.session_key] = taken.get(scored.row.session_key, 0) + 1
+    return chosen
 
 
 # "Caroline: ..." / "Dr. Ada Lee: ...": the speaker a turn's text names first (one to three
@@ -660,14 +769,18 @@ def _in_period(row: _Candidate, period: Period | None) -> bool:
         row.occurred_at)
 
 
-def _similarity(row: _Candidate, around: float) -> float | None:
-    """The candidate's cosine similarity; a conversation turn's mixed with its similarity
-    taken together with the turns around it (``around`` of it, when the statement gave one)."""
+def _similarity(row: _Candidate, around: float, context: float) -> float | None:
+    """The candidate's cosine similarity; a conversation turn's mixed with the similarity of
+    its context vector (``context`` of it) and with its similarity taken together with the
+    turns around it (``around`` of it), when the statement gave them."""
     if row.similarity is None:
         return None
+    similarity = float(row.similarity)
+    if context and row.turn and row.context_similarity is not None:
+        similarity = (1.0 - context) * similarity + context * float(row.context_similarity)
     if around and row.turn and row.around is not None:
-        return (1.0 - around) * float(row.similarity) + around * float(row.around)
-    return float(row.similarity)
+        return (1.0 - around) * similarity + around * float(row.around)
+    return similarity
 
 
 # Distinct lexemes (English and German: most words count twice) of a turn that says enough to

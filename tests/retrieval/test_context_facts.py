@@ -51,3 +51,16 @@ def test_items_saying_the_same_text_are_one_fact(db):
     assert sorted(i.id for i in fused) == ["memory:1", "message:3"]
     merged = next(i for i in fused if i.id == "memory:1")
     assert merged.found_by == ["memories", "history"]
+
+
+def test_a_source_counts_a_fact_once():
+    """The same filler said in five sessions is one fact, found once by the history arm: it
+    does not outrank the answer by the sum of its five ranks."""
+    history = [_item(f"message:{n}", "Thanks, that helps a lot.") for n in range(5)]
+    sources = {"history": history, "memories": [_item("memory:a", "The release train runs "
+                                                       "every second Tuesday.")]}
+    aliases = {f"message:{n}": "message:0" for n in range(1, 5)}
+    fused = {i.id: i for i in fuse(sources, 10, aliases)}
+    assert fused["message:0"].score <= fused["memory:a"].score + 1e-9
+    assert fused["message:0"].found_by == ["history"]
+    assert fused["message:0"].details["alsoFoundAs"] == [f"message:{n}" for n in range(1, 5)]

@@ -25,7 +25,7 @@ def _row(similarity: float, keyword: float, *, turn: bool = True, lexemes: int =
         memory_scope="user", source_type="fact", subject_refs="{}", assertion_id=None,
         provenance=None, created_at=datetime(2026, 1, 1, tzinfo=UTC), occurred_at=None,
         previous_memory_id=previous, turn=turn, lexemes=lexemes, injected=0, cited=0,
-        corrected=0)
+        corrected=0, matched=0.0)
 
 
 @pytest.fixture

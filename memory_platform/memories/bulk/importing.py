@@ -12,7 +12,7 @@ import psycopg
 from psycopg.pq import TransactionStatus
 
 from memory_platform.access import AccessContext
-from memory_platform.db.units import require_idle
+from memory_platform.db.units import commit_if_idle, require_idle
 from memory_platform.embeddings.base import EmbeddingProvider, key_of
 from memory_platform.embeddings.factory import get_provider
 from memory_platform.memories.bulk.indexes import (
@@ -39,6 +39,7 @@ from memory_platform.memories.bulk.pipeline import (
 from memory_platform.memories.bulk.reader import MalformedLine, NumberedRow, numbered
 from memory_platform.memories.bulk.results import ImportStats
 from memory_platform.memories.bulk.statements import TEMP_TABLES
+from memory_platform.memories.bulk.turns import link_imported_turns
 from memory_platform.memories.bulk.writer import Importer
 from memory_platform.settings import Settings
 
@@ -68,6 +69,8 @@ def import_memories(
     in its own transaction."""
     require_idle(conn, "import_memories")
     started = time.perf_counter()
+    began = conn.execute("SELECT clock_timestamp()").fetchone()[0]
+    commit_if_idle(conn)  # the clock read opened no transaction to keep
     provider = embedder or get_provider(settings)
     size = batch_size or settings.import_batch_size
     stats = ImportStats()
@@ -138,4 +141,7 @@ def import_memories(
                 if holding:
                     index_unlock(conn, key)
         stats.seconds = time.perf_counter() - started
+    linking = time.perf_counter()
+    stats.turns_linked = link_imported_turns(conn, settings, provider, began)
+    stats.seconds += time.perf_counter() - linking
     return stats

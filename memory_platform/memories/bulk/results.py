@@ -38,6 +38,7 @@ class ImportStats:
     assertions_created: int = 0
     assertions_activated: int = 0
     evidence: int = 0
+    turns_linked: int = 0  # conversation turns linked to the turn before (bulk/turns.py)
     batches: int = 0
     embedding_errors: list[str] = field(default_factory=list)
     generation_key: str | None = None
@@ -77,7 +78,8 @@ class ImportStats:
             "rejected": len(self.rejected), "chunks": self.chunks, "embedded": self.embedded,
             "keyword_only": self.keyword_only, "assertions_created": self.assertions_created,
             "assertions_activated": self.assertions_activated, "evidence": self.evidence,
-            "batches": self.batches, "embedding_errors": self.embedding_errors,
+            "turns_linked": self.turns_linked, "batches": self.batches,
+            "embedding_errors": self.embedding_errors,
             "generation_key": self.generation_key, "index_rebuilt": self.index_rebuilt,
             "fulltext_rebuilt": self.fulltext_rebuilt,
             "index_note": self.index_note,

@@ -1,0 +1,76 @@
+"""A conversation imported as JSON Lines becomes conversation turns (memories/bulk/turns.py):
+each turn linked to the turn before it in its session, with the context text and the context
+vector a turn written through ``store_memory`` gets, whatever the rows' order in the file.
+Real PostgreSQL, hash embeddings."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+
+from memory_platform.access import AccessContext
+from memory_platform.memories.store import MemoryWrite, store_memory
+from memory_platform.settings import Settings
+from tests.memories.bulk_support import EMBEDDER, run
+
+START = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+TURNS = ["Caroline: Hey Mel! Good to see you!",
+         "Melanie: Hey Caroline! What did you end up naming the puppy?",
+         "Caroline: Rex, after my grandpa's old companion.",
+         "Melanie: Love it. Does he sleep in your bed already?"]
+
+
+def _turns(conn, instance: str) -> dict[str, tuple]:
+    """content -> (the content of the turn before, context, context vector)."""
+    rows = conn.execute(
+        "SELECT m.content, p.content, c.context, c.context_embedding"
+        "  FROM agent_memories m"
+        "  LEFT JOIN agent_memories p ON p.instance_key = m.instance_key"
+        "                            AND p.id = m.previous_memory_id"
+        "  JOIN agent_memory_chunks c ON c.memory_id = m.id AND c.chunk_index = 0"
+        " WHERE m.instance_key = %s", (instance,)).fetchall()
+    return {content: (previous, context,
+                      None if vector is None else np.asarray(vector.to_numpy()))
+            for content, previous, context, vector in rows}
+
+
+def test_an_imported_conversation_ranks_like_one_written_turn_by_turn(db, module_database_url):
+    settings = Settings(database_url=module_database_url, _env_file=None)  # type: ignore[call-arg]
+    imported, written = f"bulk-turns-{uuid.uuid4().hex[:8]}", f"one-{uuid.uuid4().hex[:8]}"
+    rows = [{"content": text, "user_id": "mel", "session_key": "chat-1",
+             "visibility": "private", "source_type": "fact",
+             "occurred_at": (START + timedelta(seconds=30 * n)).isoformat()}
+            for n, text in enumerate(TURNS)]
+    stats = run(db, settings, imported, list(reversed(rows)))  # the file's order is no order
+    assert stats.accepted == 4 and stats.turns_linked == 4
+    ctx = AccessContext(written, user_id="mel", session_key="chat-1")
+    for n, text in enumerate(TURNS):
+        store_memory(db, settings, ctx, MemoryWrite(
+            text, visibility="private", occurred_at=START + timedelta(seconds=30 * n)),
+            embedder=EMBEDDER)
+    bulk, single = _turns(db, imported), _turns(db, written)
+    assert bulk.keys() == single.keys()
+    for text in TURNS:
+        (b_prev, b_context, b_vector), (s_prev, s_context, s_vector) = bulk[text], single[text]
+        assert (b_prev, b_context) == (s_prev, s_context), text
+        assert (b_vector is None) == (s_vector is None), text
+        if b_vector is not None:
+            assert np.allclose(b_vector, s_vector, atol=1e-6)
+    assert bulk[TURNS[0]][0] is None and bulk[TURNS[2]][0] == TURNS[1]
+    # Importing again links nothing more (the rows are deduplicated, the turns linked).
+    assert run(db, settings, imported, rows).turns_linked == 0
+
+
+def test_a_turn_written_after_an_import_follows_the_imported_turns(db, module_database_url):
+    settings = Settings(database_url=module_database_url, _env_file=None)  # type: ignore[call-arg]
+    instance = f"bulk-then-api-{uuid.uuid4().hex[:8]}"
+    run(db, settings, instance, [{"content": TURNS[1], "user_id": "mel",
+                                  "session_key": "chat-1", "visibility": "private",
+                                  "source_type": "fact", "occurred_at": START.isoformat()}])
+    ctx = AccessContext(instance, user_id="mel", session_key="chat-1")
+    store_memory(db, settings, ctx, MemoryWrite(
+        TURNS[2], visibility="private", occurred_at=START + timedelta(seconds=30)),
+        embedder=EMBEDDER)
+    assert _turns(db, instance)[TURNS[2]][0] == TURNS[1]
