@@ -147,24 +147,24 @@ class Settings(BaseSettings):
         "its context (the two turns before it, the session's date) may add: a reply is found by "
         "the question it answers (docs/architecture.md, 'Conversational retrieval').")
     retrieval_neighbour_weight: float = Field(
-        0.5, ge=0.0, le=1.0, description="How far a conversation turn's score is pulled "
+        0.3, ge=0.0, le=1.0, description="How far a conversation turn's score is pulled "
         "toward its best-scoring neighbouring turn among the candidates.")
     retrieval_turn_vector_weight: float = Field(
-        0.6, ge=0.0, le=1.0, description="retrieval_vector_weight for conversation turns "
+        0.5, ge=0.0, le=1.0, description="retrieval_vector_weight for conversation turns "
         "(memories written with a sessionKey and an occurredAt).")
     retrieval_turn_keyword_weight: float = Field(
-        0.4, ge=0.0, le=1.0, description="retrieval_keyword_weight for conversation turns: "
+        0.5, ge=0.0, le=1.0, description="retrieval_keyword_weight for conversation turns: "
         "short utterances are found by their words more than notes are.")
     retrieval_turn_content_prior: float = Field(
         0.7, ge=0.0, le=1.0, description="Most score a conversation turn that says little "
         "loses (few words, or a question: 'Which one?', 'Haha, really?'): such turns resemble "
         "every question about their speaker and are hardly ever the answer.")
     retrieval_turn_neighbour_vector_weight: float = Field(
-        0.0, ge=0.0, le=1.0, description="Share of a conversation turn's similarity taken "
+        0.3, ge=0.0, le=1.0, description="Share of a conversation turn's similarity taken "
         "with the vectors of the turns before and after it added to its own (0: off); the "
         "turns around each candidate turn then join the candidates (docs/retrieval-locomo.md).")
     retrieval_turn_context_vector_weight: float = Field(
-        0.0, ge=0.0, le=1.0, description="Share of a conversation turn's similarity taken "
+        0.7, ge=0.0, le=1.0, description="Share of a conversation turn's similarity taken "
         "from its context vector (the turn embedded with the turn before it; 0: off, and no "
         "second vector arm).")
     retrieval_turn_speaker_prior: float = Field(
@@ -172,18 +172,14 @@ class Settings(BaseSettings):
         "order when the question names its speaker ('Caroline: ...' asked 'What did "
         "Caroline ...?'); 0: off.")
     retrieval_time_prior: float = Field(
-        0.0, ge=0.0, le=1.0, description="How much more a memory counts in the order when "
+        0.3, ge=0.0, le=1.0, description="How much more a memory counts in the order when "
         "its event time (occurredAt) falls in the time the question names ('in May 2023', 'on "
         "13 October 2023', 'last week', 'three days ago': relative to the moment it is asked; "
         "retrieval/when.py); 0: off.")
     retrieval_when_prior: float = Field(
-        0.0, ge=0.0, le=1.0, description="How much more a memory that states a time "
+        0.3, ge=0.0, le=1.0, description="How much more a memory that states a time "
         "('yesterday', 'last Friday', 'in 2022') counts in the order when the question asks "
         "when ('When did ...?', 'What year ...?'; retrieval/when.py); 0: off.")
-    retrieval_session_diversity: float = Field(
-        0.0, ge=0.0, lt=1.0, description="How much less a conversation turn counts for each "
-        "turn of its session already among the results (0: off): an answer spread over "
-        "several sessions is not crowded out by one session.")
     retrieval_keyword_idf: bool = Field(
         True, description="Weigh each question word's keyword rank by its rarity.")
     retrieval_exact_scan_max: int = Field(
@@ -191,7 +187,7 @@ class Settings(BaseSettings):
         "search scans exactly instead of walking the HNSW index."
     )
     retrieval_vector_extra_candidates: int = Field(
-        2, ge=0, le=200, description="Vector candidates a search takes beyond its limit "
+        20, ge=0, le=200, description="Vector candidates a search takes beyond its limit "
         "(at least 8 in all): each is HNSW work (docs/benchmarks.md).")
     retrieval_hnsw_ef_search: int = Field(40, ge=10, le=1000)
     retrieval_keyword_common_share: float = Field(

@@ -368,7 +368,7 @@ def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
                (c.metadata -> 'embedding')::text, m.created_at, m.occurred_at,
                m.previous_memory_id, c.context IS NOT NULL, length(c.content_tsv),
                coalesce(a.injected_count, 0), coalesce(a.cited_count, 0),
-               coalesce(a.corrected_count, 0), {matched} AS matched, m.session_key,
+               coalesce(a.corrected_count, 0), {matched} AS matched,
                {context_score} AS context_score,
                {around_score} AS around_score
           FROM {source} candidates
@@ -461,7 +461,6 @@ class _Candidate(NamedTuple):
     cited: int
     corrected: int
     matched: float  # share of the question's words it contains (_matched_share)
-    session_key: str | None = None
     context_similarity: float | None = None  # with its context vector (shape.context_vectors)
     around: float | None = None  # with the vectors of the turns around it (shape.neighbours)
 
@@ -693,8 +692,7 @@ def _rank(rows: list[_Candidate], settings: Settings, limit: int,
                        * (1.0 + time_prior * _in_period(s.row, period))
                        * (1.0 + when_prior * (when and states_time(s.row.content))), s)
                       for s in best.values()),
-                     key=lambda entry: entry[0], reverse=True)
-    ordered = _diversified(ordered, settings.retrieval_session_diversity, limit)
+                     key=lambda entry: entry[0], reverse=True)[:limit]
     return [_hit(s.row, round(order, 6), s.vector_score, s.keyword_score)
             for order, s in ordered]
 
@@ -723,31 +721,6 @@ def _confidence(rows: list[_Candidate], similarity: list[float | None], settings
                     if row.keyword_rank / best_keyword > 0.0
                     or (vec is not None and vec > similarity_floor)), default=0.0)
     return confidence(strength)
-
-
-def _diversified(ordered: list[tuple[float, _Scored]], diversity: float, limit: int
-                 ) -> list[tuple[float, _Scored]]:
-    """The top ``limit`` of ``ordered`` (best first), each conversation turn's order lowered
-    by ``diversity`` for every turn of its session already chosen (greedily): an answer
-    spread over several sessions is not crowded out by one session's neighbouring turns."""
-    if not diversity:
-        return ordered[:limit]
-    chosen: list[tuple[float, _Scored]] = []
-    taken: dict[str, int] = {}
-    pending = list(ordered)
-    while pending and len(chosen) < limit:
-        def lowered(entry: tuple[float, _Scored]) -> float:
-            row = entry[1].row
-            if not row.turn or row.session_key is None:
-                return entry[0]
-            return entry[0] * (1.0 - diversity) ** taken.get(row.session_key, 0)
-        best = max(range(len(pending)), key=lambda i: lowered(pending[i]))
-        order = lowered(pending[best])
-        scored = pending.pop(best)[1]
-        chosen.append((order, scored))  # non-increasing: a choice only lowers the rest
-        if scored.row.turn and scored.row.session_key is not None:
-            taken[scored.row.session_key] = taken.get(scored.row.session_key, 0) + 1
-    return chosen
 
 
 # "Caroline: ..." / "Dr. Ada Lee: ...": the speaker a turn's text names first (one to three

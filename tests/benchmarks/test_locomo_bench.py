@@ -209,8 +209,8 @@ def test_library_run_end_to_end_with_variants_folds_and_bm25(database_url, tmp_p
     ranks = {q["question"]: q["ranks"] for q in written["questions"]["default"]}
     assert ranks["conv-26:q1"] == ranks["conv-26:q4"] == ranks["conv-30:q1"] == [1]
     # The evidence sessions of the two-session question: both within the top 2.
-    assert {q["question"]: q["session_ranks"] for q in written["questions"]["default"]}[
-        "conv-26:q2"] == [1, 2]
+    assert sorted({q["question"]: q["session_ranks"] for q in written["questions"]["default"]}[
+        "conv-26:q2"]) == [1, 2]
     # The variant is asked under its own settings: it ranks differently.
     assert [q["ranks"] for q in written["questions"]["keyword-only"]] != list(ranks.values())
     assert written["bm25"]["by_category"]["all"]["n"] == 7
@@ -259,16 +259,11 @@ def test_variants_need_the_library(tmp_path, capsys):
 
 
 def test_off_topic_questions_are_asked_as_the_next_conversations_user(database_url, tmp_path):
-    """--off-topic: each question also as the other conversation's user; with a similarity
-    scale (scores comparable across questions) fewer of them answer anything than without."""
-    data = _as_zip(tmp_path / "locomo10.zip")
-    relative = _run(database_url, data, tmp_path, "--via", "library", "--off-topic")
-    scaled = _run(database_url, data, tmp_path, "--via", "library", "--off-topic",
-                  "--set", "retrieval_similarity_scale=[0.1, 0.5]")
-    for written in (relative, scaled):
-        off = written["summaries"][0]["off_topic"]
-        assert off["all"]["questions"] == 7
-        assert off["fold A"]["questions"] == 5 and off["fold B"]["questions"] == 2
-        assert "off topic, share answering anything" in written["printed"]
-    assert (scaled["summaries"][0]["off_topic"]["all"]["answered"]
-            < relative["summaries"][0]["off_topic"]["all"]["answered"])
+    """--off-topic: each question also as the other conversation's user (whose memories
+    share no word with it here: nothing is evidence, nothing answers), per fold."""
+    written = _run(database_url, _as_zip(tmp_path / "locomo10.zip"), tmp_path, "--via",
+                   "library", "--off-topic", "--set", "retrieval_similarity_scale=[0.1, 0.5]")
+    off = written["summaries"][0]["off_topic"]
+    assert off["all"] == {"questions": 7, "answered": 0.0}
+    assert off["fold A"]["questions"] == 5 and off["fold B"]["questions"] == 2
+    assert "off topic, share answering anything: all 0.000" in written["printed"]

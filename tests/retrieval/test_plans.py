@@ -274,5 +274,6 @@ def test_the_vector_arms_limit_is_a_literal(db, settings, corpus, monkeypatch):
     monkeypatch.setattr(search, "_STATEMENTS", ShapeCache())
     search_memories(db, settings, corpus.ada, "VAT filing Mandant Nord", limit=6, stamp=False)
     (statement,) = search._STATEMENTS.values()
-    assert b"::halfvec(1536)) LIMIT 8" in statement.text
+    cap = 6 + settings.retrieval_vector_extra_candidates  # the limit and the extra candidates
+    assert f"::halfvec(1536)) LIMIT {cap}".encode() in statement.text
     assert "vector_cap" not in statement.roles

@@ -117,7 +117,8 @@ def test_a_reply_is_found_by_the_question_it_answers(db, make_settings):
     so alone it is no evidence; its context vector holds the question's words."""
     vectors_only = {"retrieval_turn_vector_weight": 1.0, "retrieval_turn_keyword_weight": 0.0,
                     "retrieval_context_keyword_weight": 0.0, "retrieval_neighbour_weight": 0.0,
-                    "retrieval_turn_content_prior": 0.0}
+                    "retrieval_turn_content_prior": 0.0,
+                    "retrieval_turn_neighbour_vector_weight": 0.0}
     instance = _instance()
     ids = _write(db, make_settings(), instance, [*FILLER[:3], QUESTION, ANSWER, *FILLER[3:]])
     query = "naming the puppy from the shelter"

@@ -45,8 +45,12 @@ ANSWER = "Anna: Rex, after my grandpa's old companion."
 @pytest.fixture
 def make_settings(module_database_url: str, tmp_path: Path):
     def make(**overrides) -> Settings:
+        # This file's mechanisms one at a time: the others off unless a test turns them on.
         return hash_embedding_settings(module_database_url, data_dir=tmp_path / "state",
-                                       retrieval_min_score=0.0, **overrides)
+                                       retrieval_min_score=0.0, **{
+                                           "retrieval_turn_neighbour_vector_weight": 0.0,
+                                           "retrieval_turn_context_vector_weight": 0.0,
+                                           **overrides})
     return make
 
 

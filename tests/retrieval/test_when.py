@@ -180,7 +180,7 @@ def test_a_when_question_prefers_the_turn_that_says_when(module_database_url, db
     """Two turns about the support group; only one says when. Asked "When ...", the prior
     puts it first; asked "What ...", the order is the plain one."""
     plain = hash_embedding_settings(module_database_url, data_dir=tmp_path / "state",
-                                    retrieval_min_score=0.0)
+                                    retrieval_min_score=0.0, retrieval_when_prior=0.0)
     instance = f"when-{uuid.uuid4().hex[:10]}"
     day = datetime(2023, 5, 8, 13, 0, tzinfo=UTC)
     timeless = "Caroline: Going to the LGBTQ support group helps me so much."
@@ -194,7 +194,7 @@ def test_a_when_question_prefers_the_turn_that_says_when(module_database_url, db
                                                               limit=5, stamp=False)}
     prior = plain.model_copy(update={"retrieval_when_prior": 0.5})
     without, with_prior = scores(plain, question), scores(prior, question)
-    assert with_prior[ids[dated_turn]] == pytest.approx(1.5 * without[ids[dated_turn]])
+    assert with_prior[ids[dated_turn]] == pytest.approx(1.5 * without[ids[dated_turn]], abs=1e-5)
     assert with_prior[ids[timeless]] == pytest.approx(without[ids[timeless]])
     assert max(with_prior, key=with_prior.get) == ids[dated_turn]
     # Not asked when: the prior does nothing.
