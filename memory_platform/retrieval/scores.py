@@ -17,9 +17,9 @@ search returns is its fused ranking score times the search's **confidence**:
 A search whose best candidate is a clear match keeps its scores as ranked (confidence 1); a
 search about something the memories never mention scores near 0, below the default
 ``minScore`` (0.12), so it answers nothing. The order within a search never changes. Chosen on
-LoCoMo with e5-small (docs/benchmarks.md, "Scores a caller can trust"): of questions asked
-as another conversation's user, 91% get nothing above 0.12, while on-topic recall@10 moves by
-0.001. A model without a measured scale (``similarity_scale`` None, and no
+LoCoMo with e5-small on every other question and checked on the rest (docs/retrieval-scores.md):
+of the held-out questions asked as another conversation's user, 93% get nothing above 0.12,
+while on-topic recall@10 moves by 0.003. A model without a measured scale (``similarity_scale`` None, and no
 ``MEMORY_RETRIEVAL_SIMILARITY_SCALE``) keeps the relative scores: confidence 1.
 """
 
@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-CONFIDENT_FROM = 0.40
-CONFIDENT_AT = 0.60
+CONFIDENT_FROM = 0.44
+CONFIDENT_AT = 0.64
 
 
 def calibrated_similarity(similarity: float, scale: Sequence[float]) -> float:
