@@ -1,4 +1,4 @@
-"""Defaults live once in settings.py and match DESIGN.md; secrets never print."""
+"""Defaults live once in memory_platform/settings/ and match DESIGN.md; secrets never print."""
 
 from __future__ import annotations
 
