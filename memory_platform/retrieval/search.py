@@ -121,6 +121,7 @@ class _Shape:
     # the visible rows and sorted them all exactly instead of walking the HNSW index
     # (docs/benchmarks.md).
     vector_cap: int
+    context_cap: int  # the context-vector arm's (conversation turns only)
     match_cap: int
     scan_cap: int
     exact_max: int
@@ -154,10 +155,11 @@ def _compose(shape: _Shape, ctx: AccessContext, scopes: tuple[str, ...] | None,
     if shape.keyword_arm:
         arms.append(_keyword_arm(visible, shape.match_cap, shape.scan_cap))
     if shape.key is not None:
-        columns = ("embedding", "context_embedding") if shape.context_vectors else ("embedding",)
-        for column in columns:
-            arms.extend(_vector_arms(visible, shape.key, shape.dims, shape.vector_cap,
-                                     shape.exact_max,
+        arms_of = [("embedding", shape.vector_cap)]
+        if shape.context_vectors:
+            arms_of.append(("context_embedding", shape.context_cap))
+        for column, cap in arms_of:
+            arms.extend(_vector_arms(visible, shape.key, shape.dims, cap, shape.exact_max,
                                      _chunk_filter(ctx, scopes, criteria, semi_join=True),
                                      column))
     return _search_statement(ctx, scopes, arms, shape,
@@ -550,14 +552,17 @@ def _search(conn: psycopg.Connection, settings: Settings, ctx: AccessContext, qu
         return []
     # Keyword candidates are cheap (GIN). Every vector candidate is HNSW work: a filtered walk
     # keeps going until `vector_cap` visible rows passed. k + 2 ranked as well as 2k on the
-    # labelled fixtures for less PostgreSQL CPU per search (docs/benchmarks.md).
+    # labelled fixtures for less PostgreSQL CPU per search (docs/benchmarks.md). The context
+    # arm holds only conversation turns, whose answers more often sit behind near misses:
+    # it takes more (and costs nothing where there are no turns).
     keyword_cap = max(limit * 4, 24)
     vector_cap = max(limit + settings.retrieval_vector_extra_candidates, 8)
+    context_cap = max(limit + settings.retrieval_turn_context_extra_candidates, 8)
     shape = _Shape(
         user=bool(ctx.user_id), team=ctx.has_team_access, channels=bool(channel_keys(ctx)),
         scoped=bool(scopes), keyword_arm=bool(generating), scored_terms=bool(terms),
         key=question.generation_key if vector is not None else None,
-        dims=question.dimensions, vector_cap=vector_cap,
+        dims=question.dimensions, vector_cap=vector_cap, context_cap=context_cap,
         match_cap=settings.retrieval_keyword_match_cap,
         scan_cap=settings.retrieval_lexical_scan_cap,
         exact_max=settings.retrieval_exact_scan_max,
@@ -573,7 +578,8 @@ def _search(conn: psycopg.Connection, settings: Settings, ctx: AccessContext, qu
               **_weights(counts, settings, terms, generating),
               **(criteria_params(criteria) if criteria is not None else {})}
     params = statement.params(values)
-    with planner_settings(conn, max(settings.retrieval_hnsw_ef_search, vector_cap)):
+    with planner_settings(conn, max(settings.retrieval_hnsw_ef_search, vector_cap,
+                                    context_cap)):
         if explain is not None:
             explain.extend(row[0] for row in psycopg.RawCursor(conn).execute(
                 b"EXPLAIN (ANALYZE, BUFFERS) " + statement.text, params))

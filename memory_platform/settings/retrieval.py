@@ -59,6 +59,9 @@ class RetrievalSettings(BaseModel):
         0.7, ge=0.0, le=1.0, description="Share of a conversation turn's similarity taken "
         "from its context vector (the turn embedded with the turn before it; 0: off, and no "
         "second vector arm).")
+    retrieval_turn_context_extra_candidates: int = Field(
+        20, ge=0, le=200, description="Candidates the context-vector arm (conversation "
+        "turns only) takes beyond the limit (at least 8 in all).")
     retrieval_turn_speaker_prior: float = Field(
         0.0, ge=0.0, le=1.0, description="How much more a conversation turn counts in the "
         "order when the question names its speaker ('Caroline: ...' asked 'What did "
@@ -79,7 +82,7 @@ class RetrievalSettings(BaseModel):
         "search scans exactly instead of walking the HNSW index."
     )
     retrieval_vector_extra_candidates: int = Field(
-        20, ge=0, le=200, description="Vector candidates a search takes beyond its limit "
+        2, ge=0, le=200, description="Vector candidates a search takes beyond its limit "
         "(at least 8 in all): each is HNSW work (docs/benchmarks.md).")
     retrieval_hnsw_ef_search: int = Field(40, ge=10, le=1000)
     retrieval_keyword_common_share: float = Field(

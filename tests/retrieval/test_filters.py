@@ -135,7 +135,7 @@ def test_every_arm_and_the_final_check_carry_the_filter():
     criteria = parse_criteria({"metadata.p": {"eq": 1}})
     shape = search._Shape(user=True, team=False, channels=False, scoped=False,
                           keyword_arm=True, scored_terms=True, key="k", dims=3,
-                          vector_cap=8, match_cap=100, scan_cap=1000, exact_max=10,
+                          vector_cap=8, context_cap=8, match_cap=100, scan_cap=1000, exact_max=10,
                           criteria=criteria.shape)
     text = search._compose(shape, ctx, None, criteria).as_string(None)
     # keyword arm + exact arm + HNSW arm + each branch of the bounded count

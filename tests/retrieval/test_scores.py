@@ -14,7 +14,13 @@ import pytest
 
 from memory_platform.access import AccessContext
 from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval.scores import calibrated_similarity, confidence, evidence
+from memory_platform.retrieval.scores import (
+    CONFIDENT_AT,
+    CONFIDENT_FROM,
+    calibrated_similarity,
+    confidence,
+    evidence,
+)
 from memory_platform.retrieval.search import search_memories
 from tests.support.settings import hash_embedding_settings
 
@@ -33,8 +39,9 @@ def test_the_scale_and_the_confidence():
     assert calibrated_similarity(0.815, (0.78, 0.85)) == pytest.approx(0.5)
     assert evidence(0.815, 0.5, 0.6, 0.4, (0.78, 0.85)) == pytest.approx(0.5)
     assert evidence(None, 1.0, 0.8, 0.2, (0.78, 0.85)) == pytest.approx(0.2)
-    assert confidence(0.3) == 0.0 and confidence(0.5) == pytest.approx(0.5)
-    assert confidence(0.9) == 1.0
+    assert confidence(CONFIDENT_FROM) == 0.0 and confidence(CONFIDENT_AT) == 1.0
+    assert confidence((CONFIDENT_FROM + CONFIDENT_AT) / 2) == pytest.approx(0.5)
+    assert confidence(0.1) == 0.0 and confidence(0.9) == 1.0
 
 
 @pytest.fixture
