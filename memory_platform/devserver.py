@@ -1,12 +1,14 @@
 """``memory-platform dev``: the whole platform on one machine, stopped by one Ctrl-C.
 
-Order of life: a check that the API and Dagster ports are free (else it says which one is
-taken, how to choose another, and starts nothing) -> database (embedded or external) ->
+Order of life: the data directory's lock (one ``dev`` per data directory: a second one is
+refused, naming the first, and starts nothing; :mod:`memory_platform.devlock`) -> a check
+that the API and Dagster ports are free (else it says which one is taken, how to choose
+another, and starts nothing) -> database (embedded or external) ->
 migrations -> DAGSTER_HOME -> Dagster (``dagster dev``: webserver + daemon) and the API as
 child processes -> wait until both ports answer -> supervise. On SIGINT/SIGTERM (or when a
 child dies) the children are stopped first, each as a whole process group, then this process
 releases the embedded server, which stops it when no other process of the platform still
-uses it.
+uses it, and last the data directory's lock.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import click
 
 from memory_platform.db import embedded, migrations
 from memory_platform.db.connection import connect, start_embedded
+from memory_platform.devlock import DataDirInUse, DataDirLock, claim_data_dir
 from memory_platform.orchestration.home import prepare_dagster_home
 from memory_platform.settings import PROJECT_ROOT, Settings
 
@@ -179,17 +182,54 @@ def _stop(children: dict[str, subprocess.Popen]) -> None:
             pass
 
 
+def service_urls(settings: Settings, with_dagster: bool = True) -> dict[str, str]:
+    """The URLs a person opens, as the ready line names them."""
+    urls = {"API": f"http://{settings.api_host}:{settings.api_port}"}
+    if with_dagster:
+        urls["Dagster UI"] = f"http://127.0.0.1:{settings.dagster_port}"
+    return urls
+
+
+def data_dir_in_use_lines(refusal: DataDirInUse) -> list[str]:
+    """Why this ``dev`` does not start: which platform already runs on the data directory."""
+    pid = refusal.holder.pid
+    stop = "Ctrl-C in its terminal" + (f", or kill {pid}" if pid else "")
+    return [f"the data directory {refusal.data_dir} is in use by another "
+            f"`memory-platform dev`: {refusal.holder.describe()}",
+            f"use that one, stop it ({stop}), or start this one on another data directory "
+            "(MEMORY_DATA_DIR=<dir> make dev)",
+            "nothing was started"]
+
+
+def _claim(settings: Settings, data_dir: Path, with_dagster: bool) -> DataDirLock | None:
+    try:
+        return claim_data_dir(data_dir, service_urls(settings, with_dagster))
+    except DataDirInUse as refusal:
+        for line in data_dir_in_use_lines(refusal):
+            _echo(line)
+        return None
+
+
 def run_dev(settings: Settings, with_dagster: bool = True) -> int:
     """Run the platform until a stop signal or a child's exit; answer the exit status.
-    Refuses (status 1, nothing started) when a port it would bind is taken."""
+    Refuses (status 1, nothing started) when another ``dev`` runs on the same data
+    directory or a port it would bind is taken."""
     started = time.monotonic()
+    data_dir = settings.data_dir.resolve()
+    lock = _claim(settings, data_dir, with_dagster)
+    if lock is None:
+        return 1
+    with lock:
+        return _run_locked(settings, data_dir, with_dagster, started)
+
+
+def _run_locked(settings: Settings, data_dir: Path, with_dagster: bool,
+                started: float) -> int:
     conflicts = port_conflicts(settings, with_dagster)
     if conflicts:
         for line in conflicts:
             _echo(line)
         return 1
-    data_dir = settings.data_dir.resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
 
     stop_requested: list[int] = []
 
@@ -234,11 +274,10 @@ def run_dev(settings: Settings, with_dagster: bool = True) -> int:
             for name in [n for n, url in pending.items() if _answers(url)]:
                 del pending[name]
                 if not pending:
-                    _echo(f"ready in {time.monotonic() - started:.1f}s: "
-                          f"API http://{settings.api_host}:{settings.api_port} "
-                          + (f"| Dagster UI http://127.0.0.1:{settings.dagster_port} "
-                             if with_dagster else "")
-                          + "(Ctrl-C stops everything)")
+                    shown = " | ".join(f"{service} {url}" for service, url
+                                       in service_urls(settings, with_dagster).items())
+                    _echo(f"ready in {time.monotonic() - started:.1f}s: {shown} "
+                          "(Ctrl-C stops everything)")
             time.sleep(0.25)
         _echo(f"received {signal.Signals(stop_requested[0]).name}; shutting down")
         return 0

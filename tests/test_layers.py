@@ -85,7 +85,8 @@ ADAPTERS: dict[str, tuple[str, ...]] = {
     "http": ("api",),
     "mcp": ("mcp",),
 }
-ENTRY_POINTS = ("cli", "devserver", "__main__")  # may start any column (the API by name only)
+# May start any column (the API by name only); devlock is devserver's data-directory lock.
+ENTRY_POINTS = ("cli", "devserver", "devlock", "__main__")
 ISOLATED = {"memory_platform.mcp"}                # imports nothing of the platform
 
 # Adapter folders with one module per feature, and the modules in them that are shared kit

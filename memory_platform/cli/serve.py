@@ -44,7 +44,9 @@ def api_command(host: str | None, port: int | None, workers: int) -> None:
 def dev_command(no_dagster: bool) -> None:
     """Run everything locally: database, migrations, Dagster UI + daemon, API.
 
-    Ctrl-C (or SIGTERM) stops all of it, the embedded database included. When the API port
+    Ctrl-C (or SIGTERM) stops all of it, the embedded database included. One runs per data
+    directory (MEMORY_DATA_DIR): while one runs, another on the same directory names it (pid,
+    start time, URLs) and exits with status 1 before starting anything. When the API port
     (MEMORY_API_PORT) or the Dagster port (MEMORY_DAGSTER_PORT) is taken, it says which one,
     offers free ones and exits with status 1 before starting anything."""
     from memory_platform.devserver import run_dev
