@@ -147,8 +147,12 @@ class DreamConfig(Config):
 class DreamBatchConfig(Config):
     """Run config of a batch (``ops: {dream_partitions: {config: ...}}``)."""
 
-    partition_keys: list[str] = Field(description="Audience partition keys "
-                                      "(instance/kind/key), dreamed in this order.")
+    # A default, so the Launchpad's scaffold is a config that runs (an empty batch says so
+    # and dreams nothing) and shows where the keys go.
+    partition_keys: list[str] = Field(
+        default=[], description="Audience partition keys (instance/kind/key, e.g. "
+        "demo/team/demo: the partitions of the dream_audience asset), dreamed in this order. "
+        "Empty: the run dreams nothing and says so.")
     model: str | None = Field(default=None, description="Exact model (explicit choice).")
     dry_run: bool = False
     trigger: Trigger = Field(default="manual", description=_TRIGGER_HELP)
@@ -249,6 +253,12 @@ def dream_partitions(context: OpExecutionContext, config: DreamBatchConfig,
         parse_partition_keys(keys)
     except InvalidInput as exc:
         raise Failure(exc.message) from exc
+    if not keys:
+        context.log.warning("no partition_keys in the run config: nothing to dream (list "
+                            "audience partition keys such as demo/team/demo in "
+                            f"ops.{BATCH_OP}.config.partition_keys)")
+        yield Output([])
+        return
     settings = run_settings(postgres, embeddings, maintenance_model)
     trigger = step_trigger(context.run.tags, config.trigger)
     summaries: list[str] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from dagster import AssetKey, IntMetadataValue, TextMetadataValue
+from dagster import AssetKey, IntMetadataValue, TextMetadataValue, validate_run_config
 
 from memory_platform.assets.dreaming import batch_run_config
 from memory_platform.definitions import build_definitions
@@ -85,3 +85,30 @@ def test_a_batch_refuses_a_partition_unknown_to_the_database_and_dreams_the_othe
     assert typo not in instance.get_dynamic_partitions(AUDIENCES)
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
     assert "1 problem(s) in 2 partition(s)" in failure.event_specific_data.error.message
+
+
+def _launchpad_default_config(job) -> dict:
+    """The config the Launchpad opens a job with and scaffolds from: the defaults of its
+    config schema, as the webserver's ``rootDefaultYaml`` assembles them."""
+    import yaml
+    from dagster._core.snap.snap_to_yaml import default_values_yaml_from_type_snap
+
+    snapshot = job.get_job_snapshot()
+    schema = snapshot.config_schema_snapshot
+    root = schema.get_config_snap(snapshot.mode_def_snaps[0].root_config_key)
+    return yaml.safe_load(default_values_yaml_from_type_snap(schema, root))
+
+
+def test_the_launchpad_default_config_of_dream_batch_validates_and_runs(
+        db, settings, resources, instance):
+    job = build_definitions(resources).resolve_job_def("dream_batch")
+    config = _launchpad_default_config(job)
+    assert config["ops"]["dream_partitions"]["config"]["partition_keys"] == []
+    assert validate_run_config(job, config)
+
+    result = job.execute_in_process(run_config=config, instance=instance)
+
+    assert result.success
+    assert dreams_of_run(db, result.run_id) == []
+    logged = " ".join(entry.user_message for entry in instance.all_logs(result.run_id))
+    assert "nothing to dream" in logged
