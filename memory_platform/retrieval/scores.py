@@ -19,8 +19,9 @@ search about something the memories never mention scores near 0, below the defau
 ``minScore`` (0.12), so it answers nothing. The order within a search never changes. Chosen on
 LoCoMo with e5-small on every other question and checked on the rest (docs/retrieval-scores.md):
 of the held-out questions asked as another conversation's user, 93% get nothing above 0.12,
-while on-topic recall@10 moves by 0.003. A model without a measured scale (``similarity_scale`` None, and no
-``MEMORY_RETRIEVAL_SIMILARITY_SCALE``) keeps the relative scores: confidence 1.
+while on-topic recall@10 moves by 0.003. A model without a measured scale
+(``similarity_scale`` None, and no ``MEMORY_RETRIEVAL_SIMILARITY_SCALE``) keeps the relative
+scores: confidence 1.
 """
 
 from __future__ import annotations
