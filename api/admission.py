@@ -9,8 +9,8 @@ in ordinary bursts: both measured in docs/benchmarks.md):
 one more is answered ``503 overloaded`` with ``Retry-After`` at once, before authentication,
 body parsing or the database, so a refusal costs almost nothing and the requests already
 admitted keep their pace. Probes (``/healthz``, ``/readyz``), ``/metrics`` and the
-inspector's static files are never refused: an orchestrator must see the process alive
-while it sheds, and a page must get all of its scripts.
+static files of the inspector and of ``/docs`` are never refused: an orchestrator must see
+the process alive while it sheds, and a page must get all of its scripts.
 
 Bodies. A client decides how fast its body arrives, so a request whose body is being
 received gives its answer slot back meanwhile (:func:`receive_body`, the one place bodies
@@ -44,9 +44,9 @@ from api.errors import BUSY_RETRY_AFTER_SECONDS, ApiError, error_response
 from memory_platform.settings import Settings
 
 NEVER_REFUSED = ("/healthz", "/readyz", "/metrics")
-# Files served from the package (the inspector's scripts and styles): no database, no queue;
-# a page loads several at once and must not lose one to the cap.
-STATIC_PREFIX = "/inspector/static/"
+# Files served from the packages (the scripts and styles of the inspector and /docs): no
+# database, no queue; a page loads several at once and must not lose one to the cap.
+STATIC_PREFIXES = ("/inspector/static/", "/docs/assets/")
 SIGN_IN_PATH = "/inspector/login"
 # Where a request's admission ticket is kept for the code that reads its body.
 _TICKET = "admission_ticket"
@@ -159,7 +159,7 @@ class AdmissionControl:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (scope["type"] != "http" or scope["path"] in NEVER_REFUSED
-                or scope["path"].startswith(STATIC_PREFIX)):
+                or scope["path"].startswith(STATIC_PREFIXES)):
             await self.app(scope, receive, send)
             return
         door = self.door

@@ -12,7 +12,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 
-from api import inspector, table
+from api import apidocs, inspector, table
 from api.admission import AdmissionControl, FrontDoor
 from api.auth import ApiKeys
 from api.errors import EXCEPTION_HANDLERS
@@ -100,7 +100,7 @@ def create_app(settings: Settings | None = None, *,
             await run_in_threadpool(pool.close)
 
     return Starlette(
-        routes=[*table.routes(), *inspector.routes()],
+        routes=[*table.routes(), *inspector.routes(), *apidocs.routes()],
         lifespan=lifespan,
         exception_handlers=EXCEPTION_HANDLERS,
         # Outermost first: a refused Host or an overload is still traced and counted.

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema
 
 from api.schemas.common import ErrorResponse
 
@@ -28,13 +29,41 @@ _ERRORS = {
 
 _PATH_PARAMETER = re.compile(r"\{(\w+)(?::\w+)?\}")
 
+# The words of a JSON field name: its snake_case parts and camelCase humps (``last24h`` is
+# one word, ``estimatedCostUsd`` three).
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+[a-z]*")
+# Words a person reads in capitals (or as a name) inside a title.
+_SPELLED = {"id": "ID", "ids": "IDs", "url": "URL", "uri": "URI", "usd": "USD",
+            "dagster": "Dagster"}
+
+
+def field_words(name: str) -> list[str]:
+    """``explicitPrivate`` -> ``["explicit", "private"]``, ``dream_id`` -> ``["dream", "id"]``."""
+    return [word.lower() for word in _WORD.findall(name)]
+
+
+def readable_title(name: str) -> str:
+    """The title of a field a person reads in the docs: its words, the first capitalised
+    (``explicitPrivate`` -> "Explicit private", ``userId`` -> "User ID"); pydantic's own
+    would be ``Explicitprivate``."""
+    words = [_SPELLED.get(word, word) for word in field_words(name)] or [name]
+    return " ".join([words[0][:1].upper() + words[0][1:], *words[1:]])
+
+
+class _ReadableTitles(GenerateJsonSchema):
+    """Pydantic's schema with :func:`readable_title` for every field it titles (the JSON
+    field name, the alias, is what it titles)."""
+
+    def get_title_from_name(self, name: str) -> str:
+        return readable_title(name)
+
 
 def _schema(model: type[BaseModel], components: dict[str, Any], *,
             mode: Literal["validation", "serialization"] = "validation") -> dict[str, Any]:
     """The model's schema as a component: requests as they are read (``validation``),
     responses as they are written (``serialization``: the JSON field names they send)."""
     schema = model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}",
-                                     mode=mode)
+                                     schema_generator=_ReadableTitles, mode=mode)
     for name, definition in schema.pop("$defs", {}).items():
         components[name] = definition
     components[model.__name__] = schema
@@ -42,7 +71,7 @@ def _schema(model: type[BaseModel], components: dict[str, Any], *,
 
 
 def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
-    schema = model.model_json_schema(by_alias=True)
+    schema = model.model_json_schema(by_alias=True, schema_generator=_ReadableTitles)
     required = set(schema.get("required", []))
     return [{"name": name, "in": "query", "required": name in required, "schema": field}
             for name, field in schema["properties"].items()]

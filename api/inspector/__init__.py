@@ -2,9 +2,10 @@
 served by the API under ``/inspector`` (docs/inspector.md).
 
 The pages and their assets ship inside this package (``templates/``, ``static/``): no build
-step, no CDN. Every response of the inspector carries a strict Content-Security-Policy (no
-inline script or style), ``X-Content-Type-Options: nosniff``, ``Referrer-Policy:
-same-origin`` and ``X-Frame-Options: DENY``.
+step, no CDN. Every response of the inspector carries the pages' security headers
+(``api.page_headers``): a strict Content-Security-Policy (no inline script or style),
+``X-Content-Type-Options: nosniff``, ``Referrer-Policy: same-origin`` and ``X-Frame-Options:
+DENY``.
 """
 
 from __future__ import annotations
@@ -14,41 +15,13 @@ from pathlib import Path
 from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import paths  # noqa: F401  (registers the path-id convertor)
 from api.features import modules
 from api.inspector import pages
+from api.page_headers import SecurityHeaders
 
 STATIC = Path(__file__).parent / "static"
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-       "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
-       "form-action 'self'; frame-ancestors 'none'")
-HEADERS = [(b"content-security-policy", CSP.encode()),
-           (b"x-content-type-options", b"nosniff"),
-           (b"referrer-policy", b"same-origin"),
-           (b"x-frame-options", b"DENY")]
-
-
-class SecurityHeaders:
-    """Adds the inspector's security headers to every response below it."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def sending(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                names = {k.lower() for k, _ in message.get("headers", [])}
-                message["headers"] = [*message.get("headers", []),
-                                      *(h for h in HEADERS if h[0] not in names)]
-            await send(message)
-
-        await self.app(scope, receive, sending)
 
 
 def routes() -> list[Route | Mount]:

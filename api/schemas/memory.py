@@ -23,7 +23,10 @@ class MemoryCreate(Strict):
     content: str = Field(min_length=1, description="The memory text (size limit applies).")
     visibility: AudienceKind | None = Field(
         None, description="Omitted: private, or the team when the user shares with the team.")
-    explicit_private: bool = Field(False, alias="explicitPrivate")
+    explicit_private: bool = Field(
+        False, alias="explicitPrivate",
+        description="True: the memory is private to the acting user, whatever visibility "
+        "and the user's team-sharing preference say (needs a user).")
     subject_refs: dict[str, str | int | float] = Field(default_factory=dict, alias="subjectRefs")
     title: str | None = Field(None, max_length=300)
     assertion_type: AssertionType = Field("fact", alias="assertionType")

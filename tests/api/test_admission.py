@@ -58,7 +58,8 @@ def test_a_request_past_the_in_flight_cap_is_refused_at_once(database_url, tmp_p
             elapsed = time.monotonic() - started
             assert client.get("/healthz").status_code == 200   # probes are never refused
             static = client.get("/inspector/static/inspector.css")
-            assert static.status_code == 200                    # nor the page's files
+            assert static.status_code == 200                    # nor the pages' files
+            assert client.get("/docs/assets/docs.js").status_code == 200
         answers = [on_thread.result(), queued.result()]
     error = assert_error(refused, 503, "overloaded")
     assert refused.headers["Retry-After"] == "1"

@@ -70,14 +70,16 @@ def _app_operations(routes, prefix: str = "") -> set[tuple[str, str]]:
 
 
 def test_openapi_lists_every_route(client):
-    """Every HTTP API operation; the inspector (a web page for people, cookie-signed-in,
-    docs/inspector.md) is not part of the API and not listed."""
+    """Every HTTP API operation; the pages for people are not part of the API and not
+    listed: the inspector (cookie-signed-in, docs/inspector.md) and /docs (the document's
+    own page, with its files)."""
     document = client.get("/openapi.json").json()
     listed = {(method, path) for path, item in document["paths"].items() for method in item}
-    api = {(m, p) for m, p in _app_operations(client.app.routes)
-           if not p.startswith("/inspector")}
+    pages = ("/inspector", "/docs")
+    api = {(m, p) for m, p in _app_operations(client.app.routes) if not p.startswith(pages)}
     assert listed == api
-    assert any(p.startswith("/inspector") for _, p in _app_operations(client.app.routes))
+    for prefix in pages:
+        assert any(p.startswith(prefix) for _, p in _app_operations(client.app.routes))
 
 
 def test_openapi_marks_every_protected_operation_with_bearer_security_and_errors(client):
