@@ -305,9 +305,10 @@ def fuse(sources: dict[str, list[ContextItem]], limit: int,
                 target = merged[fact] = item if fact == item.id else next(
                     i for found in sources.values() for i in found if i.id == fact)
             if target is not item:
-                target.details = {**item.details, **target.details}
                 target.confidence = max(target.confidence, item.confidence)
-                if item.id != target.id:
+                if item.id == target.id:  # the same item from another source: its details
+                    target.details = {**item.details, **target.details}
+                else:  # another item of the same fact: only named (its details are its own)
                     also = target.details.setdefault("alsoFoundAs", [])
                     if item.id not in also:
                         also.append(item.id)
