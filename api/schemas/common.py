@@ -18,7 +18,7 @@ from memory_platform.errors import InvalidInput
 from memory_platform.memories.validation import parse_occurred_at
 from memory_platform.retrieval.criteria import Criteria, parse_criteria
 from memory_platform.retrieval.memories import MemoryRecord
-from memory_platform.retrieval.search import MemoryHit
+from memory_platform.retrieval.ranking import MemoryHit
 
 UNTRUSTED = "untrusted-data"
 

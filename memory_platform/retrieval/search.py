@@ -1,40 +1,33 @@
 """Hybrid chunk search: the best visible memories for a question, in one statement.
 
-``score = vectorWeight * vectorScore + keywordWeight * keywordScore``, both normalised per
-query over the same candidates: ``vectorScore`` is the min-max normalised cosine similarity
-in the query's embedding generation (chunks of other generations have none and compete by
-keyword only), ``keywordScore`` is the keyword rank divided by the best one (0 without a
-match): per question word its ``ts_rank`` (normalisation 0) plus a share of the rank of the
-chunk's conversation context, times the word's rarity weight (retrieval/lexicon.py). Every candidate
-gets both real scores, whichever arm found it. Conversation turns (memories/turns.py) are
-fused with their own weights, lose score when they say little, and lend each other score
-(docs/architecture.md, "Conversational retrieval").
-
-A candidate with no keyword match and a similarity at or below the provider's
-``similarity_floor`` is no evidence and is dropped; ``minScore`` gates the score; the
-subject-ref boost and the feedback multiplier (assertion-backed rows) only reorder what
-passed. One hit per memory: its best chunk.
+This module composes and runs the statement; retrieval/ranking.py ranks its candidate rows
+(``score = vectorWeight * vectorScore + keywordWeight * keywordScore``, both normalised over
+the candidates, times the search's confidence, retrieval/scores.py). Every candidate gets
+both real scores, whichever arm found it: its cosine similarity in the query's embedding
+generation (chunks of other generations have none and compete by keyword only; a
+conversation turn's also with its context vector and its neighbours' vectors) and its
+keyword rank: per question word its ``ts_rank`` (normalisation 0) plus a share of the rank of
+the chunk's conversation context, times the word's rarity weight (retrieval/lexicon.py), and
+the share of the question's words it contains.
 
 Candidates come from a keyword arm (the question's terms OR-ed over German and English
 lexemes, retrieval/terms.py; common words only score, retrieval/lexicon.py; it reads at
-most ``retrieval_lexical_scan_cap`` matches) and a vector arm (an exact scan or the HNSW
-index, retrieval/planner.py) fed by the question's embedding, computed before any statement
-(retrieval/question.py). Both arms filter by the audience copy chunks carry; the
-statement's last part applies the full recall rule (retrieval/filters.py). The statement
-text depends only on the caller's context shape: it is composed once per shape and process
-and stays prepared. docs/architecture.md
+most ``retrieval_lexical_scan_cap`` matches), a vector arm (an exact scan or the HNSW
+index, retrieval/planner.py) and, for conversation turns, a second vector arm over their
+context vectors, fed by the question's embedding, computed before any statement
+(retrieval/question.py); the turns around a candidate turn join the candidates. Every arm
+filters by the audience copy chunks carry; the statement's last part applies the full recall
+rule (retrieval/filters.py). The statement text depends only on the caller's context shape:
+it is composed once per shape and process and stays prepared. docs/architecture.md
 ("Retrieval") tells why it is built this way; docs/benchmarks.md has the figures.
 """
 
 from __future__ import annotations
 
-import json
-import re
 import time
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
 from uuid import UUID
 
 import psycopg
@@ -42,7 +35,6 @@ from psycopg import sql
 
 from memory_platform import tracing
 from memory_platform.access import (
-    SUBJECT_REF_KEYS,
     AccessContext,
     channel_keys,
     chunk_branches,
@@ -59,7 +51,6 @@ from memory_platform.embeddings.generations import (
 )
 from memory_platform.errors import InvalidInput
 from memory_platform.retrieval.criteria import Criteria, criteria_params, memory_condition
-from memory_platform.retrieval.feedback.ranking import feedback_multiplier
 from memory_platform.retrieval.filters import ASSERTION_JOIN, recallable_memory
 from memory_platform.retrieval.lexicon import (
     Rarity,
@@ -70,34 +61,12 @@ from memory_platform.retrieval.lexicon import (
 )
 from memory_platform.retrieval.planner import bounded_count, gate, planner_settings
 from memory_platform.retrieval.question import QueryVector, embed_question, vector_of
-from memory_platform.retrieval.scores import confidence, evidence
+from memory_platform.retrieval.ranking import Candidate, MemoryHit, candidate_row, rank
 from memory_platform.retrieval.stamping import RetrievalStamper
 from memory_platform.retrieval.statements import Numbered, ShapeCache
 from memory_platform.retrieval.terms import query_terms, tsquery, words
-from memory_platform.retrieval.when import Period, asks_when, named_period, states_time
+from memory_platform.retrieval.when import asks_when, named_period
 from memory_platform.settings import Settings
-
-SUBJECT_BOOST_PER_MATCH, SUBJECT_BOOST_MAX = 0.1, 1.3
-
-
-@dataclass(frozen=True)
-class MemoryHit:
-    chunk_id: int
-    memory_id: UUID
-    content: str
-    score: float
-    vector_score: float | None
-    keyword_score: float
-    visibility_scope: str
-    audience_key: str
-    memory_scope: str
-    source_type: str
-    subject_refs: dict[str, Any]
-    assertion_id: UUID | None
-    provenance: dict[str, Any]
-    created_at: datetime
-    occurred_at: datetime | None = None  # the event time, when the writer gave one
-
 
 # --- the statement ----------------------------------------------------------------------
 # Composed from the caller's context SHAPE only: every value is a placeholder named by its
@@ -335,7 +304,7 @@ def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
                       visible_count: sql.Composable,
                       criteria: Criteria | None = None) -> sql.Composable:
     """Candidates of every arm, then their details and both real scores (one
-    :class:`_Candidate` per row), in one statement. The full recall rule (memory visibility,
+    :class:`Candidate` per row), in one statement. The full recall rule (memory visibility,
     state, assertion approval and validity) is applied here: the chunk columns the arms
     filter on are only a copy."""
     vector_score = sql.SQL("NULL::float8")
@@ -437,45 +406,6 @@ def _around(key: str, dims: int) -> tuple[sql.Composable, sql.Composable]:
                     " + around.vectors) <=> {q}::vector({d})) END").format(
         d=sql.Literal(dims), q=sql.Placeholder("qv"))
     return score, join
-
-
-class _Candidate(NamedTuple):
-    """A row of the search statement: its SELECT list, in order."""
-
-    chunk_id: int
-    memory_id: UUID
-    content: str
-    similarity: float | None  # raw cosine similarity; None outside the query's generation
-    keyword_rank: float  # raw ts_rank
-    visibility_scope: str
-    audience_key: str
-    memory_scope: str
-    source_type: str
-    subject_refs: str  # JSON text, parsed only for the boost and the returned hits
-    assertion_id: UUID | None
-    provenance: str | None  # JSON text
-    created_at: datetime
-    occurred_at: datetime | None
-    previous_memory_id: UUID | None  # the turn before, for a conversation turn
-    turn: bool  # the first chunk of a conversation turn (it carries a context)
-    lexemes: int  # distinct lexemes of the chunk (English and German)
-    injected: int  # the assertion's feedback counters (0 without an assertion)
-    cited: int
-    corrected: int
-    matched: float  # share of the question's words it contains (_matched_share)
-    context_similarity: float | None = None  # with its context vector (shape.context_vectors)
-    around: float | None = None  # with the vectors of the turns around it (shape.neighbours)
-
-
-def _candidate_row(cursor: Any) -> Any:
-    """Row factory of the search statement: its rows as :class:`_Candidate`."""
-    return _Candidate._make
-
-
-def _subject_boost(row_refs: Mapping[str, Any], wanted: Mapping[str, str]) -> float:
-    matches = sum(1 for k, v in wanted.items()
-                  if k in SUBJECT_REF_KEYS and str(row_refs.get(k)) == str(v))
-    return min(SUBJECT_BOOST_MAX, 1 + SUBJECT_BOOST_PER_MATCH * matches)
 
 
 def search_memories(
@@ -585,14 +515,14 @@ def _search(conn: psycopg.Connection, settings: Settings, ctx: AccessContext, qu
                 b"EXPLAIN (ANALYZE, BUFFERS) " + statement.text, params))
         with tracing.span("search.statement") as current:
             began = time.time_ns()
-            cursor = psycopg.RawCursor(conn, row_factory=_candidate_row)
+            cursor = psycopg.RawCursor(conn, row_factory=candidate_row)
             rows = cursor.execute(statement.text, params, prepare=True).fetchall()
             if current.is_recording():
                 current.set_attribute("memory.search.candidate_rows", len(rows))
                 _arm_spans(rows, shape, keyword_cap, len(terms), len(generating), began)
 
     with tracing.span("search.fusion", **{"memory.search.candidate_rows": len(rows)}) as current:
-        hits = _rank(rows, settings, limit, subject_refs or {}, question.similarity_floor,
+        hits = rank(rows, settings, limit, subject_refs or {}, question.similarity_floor,
                      frozenset(words(query.lower())),
                      named_period(query, datetime.now(UTC))
                      if settings.retrieval_time_prior else None,
@@ -603,7 +533,7 @@ def _search(conn: psycopg.Connection, settings: Settings, ctx: AccessContext, qu
     return hits
 
 
-def _arm_spans(rows: list[_Candidate], shape: _Shape, keyword_cap: int, terms: int,
+def _arm_spans(rows: list[Candidate], shape: _Shape, keyword_cap: int, terms: int,
                generating: int, began: int) -> None:
     """A child span per arm of the statement just run. The arms run inside the one
     statement, so neither has a time of its own: each span covers the statement's time
@@ -643,184 +573,6 @@ def _weights(counts: Rarity, settings: Settings, terms: list[str],
     weights = term_weights(counts)
     return {"terms_weights": [weights[t] for t in terms],
             "generating_weights": [weights[t] for t in generating]}
-
-
-def _rank(rows: list[_Candidate], settings: Settings, limit: int,
-          wanted_refs: Mapping[str, str], similarity_floor: float,
-          named: frozenset[str] = frozenset(), period: Period | None = None,
-          when: bool = False, scale: tuple[float, float] | None = None,
-          min_score: float | None = None) -> list[MemoryHit]:
-    """Score every candidate row, keep each memory's best chunk, let conversation turns
-    lend each other score (:func:`_smooth`), answer the top ``limit``. Subject refs and
-    provenance arrive as JSON text and are parsed only where needed (the boost, the
-    returned hits): most candidates are dropped. ``named``: the question's words, lower
-    case (the speaker prior); ``period``: the time the question names (the time prior);
-    ``when``: the question asks when (memories that state a time count more); ``scale``:
-    the model's similarity scale, which makes the scores mean the same in every search
-    (retrieval/scores.py; None: they stay relative to the best hit); ``min_score``: the
-    gate (default ``retrieval_min_score``)."""
-    gate = settings.retrieval_min_score if min_score is None else min_score
-    best_keyword = max((r.keyword_rank for r in rows), default=0.0) or 1.0
-    around = settings.retrieval_turn_neighbour_vector_weight
-    context = settings.retrieval_turn_context_vector_weight
-    similarity = [_similarity(r, around, context) for r in rows]
-    known = [s for s in similarity if s is not None]
-    low, high = (min(known), max(known)) if known else (0.0, 0.0)
-    certainty = _confidence(rows, similarity, settings, scale, best_keyword, similarity_floor)
-    best: dict[UUID, _Scored] = {}
-    for row, vec in zip(rows, similarity, strict=True):
-        kw = row.keyword_rank
-        vector_score = None
-        if vec is not None:
-            vector_score = (float(vec) - low) / (high - low) if high > low else 1.0
-        keyword_score = float(kw) / best_keyword
-        if keyword_score == 0.0 and (vec is None or float(vec) <= similarity_floor):
-            continue  # no evidence at all: neither a word nor more than noise similarity
-        if row.turn:
-            score = (settings.retrieval_turn_vector_weight * (vector_score or 0.0)
-                     + settings.retrieval_turn_keyword_weight * keyword_score)
-            score *= _content_prior(row, settings.retrieval_turn_content_prior)
-        else:
-            score = (settings.retrieval_vector_weight * (vector_score or 0.0)
-                     + settings.retrieval_keyword_weight * keyword_score)
-        score *= certainty
-        if score < gate:
-            continue  # the gate sees the original score only
-        if row.memory_id not in best or score > best[row.memory_id].score:
-            best[row.memory_id] = _Scored(score, vector_score, keyword_score, row)
-    if settings.retrieval_neighbour_weight:
-        best = _smooth(best, settings.retrieval_neighbour_weight)
-    speaker_prior = settings.retrieval_turn_speaker_prior if named else 0.0
-    time_prior = settings.retrieval_time_prior if period is not None else 0.0
-    when_prior = settings.retrieval_when_prior if when else 0.0
-    ordered = sorted(((_order(s, settings, wanted_refs)
-                       * (1.0 + speaker_prior * _names_speaker(s.row, named))
-                       * (1.0 + time_prior * _in_period(s.row, period))
-                       * (1.0 + when_prior * (when and states_time(s.row.content))), s)
-                      for s in best.values()),
-                     key=lambda entry: entry[0], reverse=True)[:limit]
-    return [_hit(s.row, round(order, 6), s.vector_score, s.keyword_score)
-            for order, s in ordered]
-
-
-def _weights_of(row: _Candidate, settings: Settings) -> tuple[float, float]:
-    """The (vector, keyword) weights the row's score is fused with."""
-    if row.turn:
-        return settings.retrieval_turn_vector_weight, settings.retrieval_turn_keyword_weight
-    return settings.retrieval_vector_weight, settings.retrieval_keyword_weight
-
-
-def _confidence(rows: list[_Candidate], similarity: list[float | None], settings: Settings,
-                scale: tuple[float, float] | None, best_keyword: float,
-                similarity_floor: float) -> float:
-    """The search's confidence (retrieval/scores.py): from its best candidate's evidence on
-    the model's absolute ``scale``; 1 without a scale. Only candidates that are evidence at
-    all count (a keyword match, or a similarity above the noise floor). A search without
-    a question vector (the provider failed) has only its words: their share is its
-    strength."""
-    if scale is None:
-        return 1.0
-    if all(vec is None for vec in similarity):
-        return confidence(max((float(row.matched) for row in rows), default=0.0))
-    strength = max((evidence(vec, float(row.matched), *_weights_of(row, settings), scale)
-                    for row, vec in zip(rows, similarity, strict=True)
-                    if row.keyword_rank / best_keyword > 0.0
-                    or (vec is not None and vec > similarity_floor)), default=0.0)
-    return confidence(strength)
-
-
-# "Caroline: ..." / "Dr. Ada Lee: ...": the speaker a turn's text names first (one to three
-# words before a colon), as agents commonly store a turn.
-_SPEAKER = re.compile(r"\s*([^\W\d_][\w'.-]{0,40}(?: [^\W\d_][\w'.-]{0,40}){0,2}):\s")
-
-
-def _names_speaker(row: _Candidate, named: frozenset[str]) -> bool:
-    """Whether the question names the speaker of the turn ``row`` (any word of the name)."""
-    if not row.turn:
-        return False
-    match = _SPEAKER.match(row.content)
-    return bool(match) and any(w in named for w in words(match.group(1).lower()))
-
-
-def _in_period(row: _Candidate, period: Period | None) -> bool:
-    """Whether the memory's event time falls in the period the question names."""
-    return period is not None and row.occurred_at is not None and period.contains(
-        row.occurred_at)
-
-
-def _similarity(row: _Candidate, around: float, context: float) -> float | None:
-    """The candidate's cosine similarity; a conversation turn's mixed with the similarity of
-    its context vector (``context`` of it) and with its similarity taken together with the
-    turns around it (``around`` of it), when the statement gave them."""
-    if row.similarity is None:
-        return None
-    similarity = float(row.similarity)
-    if context and row.turn and row.context_similarity is not None:
-        similarity = (1.0 - context) * similarity + context * float(row.context_similarity)
-    if around and row.turn and row.around is not None:
-        return (1.0 - around) * similarity + around * float(row.around)
-    return similarity
-
-
-# Distinct lexemes (English and German: most words count twice) of a turn that says enough to
-# be an answer, and what share of its words a question counts with: a question asks, it does
-# not tell. Both chosen on the conversational benchmark (docs/benchmarks.md).
-CONTENT_LEXEMES = 16
-QUESTION_SHARE = 0.5
-
-
-def _content_prior(row: _Candidate, weight: float) -> float:
-    """Up to ``weight`` less score for a turn that says little ("Which one?", "Haha,
-    really?", "What did you do there?"): such a turn resembles every question about its
-    speaker and is hardly ever the answer."""
-    lexemes = row.lexemes * (QUESTION_SHARE if row.content.rstrip().endswith("?") else 1.0)
-    return 1.0 - weight * max(0.0, 1.0 - lexemes / CONTENT_LEXEMES)
-
-
-class _Scored(NamedTuple):
-    score: float  # fused (and smoothed) score of the memory's best chunk
-    vector_score: float | None
-    keyword_score: float
-    row: _Candidate
-
-
-def _smooth(best: dict[UUID, _Scored], weight: float) -> dict[UUID, _Scored]:
-    """Each conversation turn's score pulled ``weight`` of the way toward its best-scoring
-    neighbour among the candidates (the turn before it, the turn after it), never down: an
-    answer that scored low alone sits next to the question that matched."""
-    neighbours: dict[UUID, list[UUID]] = {}
-    for memory_id, scored in best.items():
-        previous = scored.row.previous_memory_id
-        if previous is not None and previous in best:
-            neighbours.setdefault(memory_id, []).append(previous)
-            neighbours.setdefault(previous, []).append(memory_id)
-    smoothed = dict(best)
-    for memory_id, around in neighbours.items():
-        own = best[memory_id]
-        pull = max(best[n].score for n in around) - own.score
-        if pull > 0:
-            smoothed[memory_id] = own._replace(score=own.score + weight * pull)
-    return smoothed
-
-
-def _order(scored: _Scored, settings: Settings, wanted_refs: Mapping[str, str]) -> float:
-    """The ranking key: the score, boosted by matching subject refs and by the assertion's
-    feedback (they reorder what passed the gate)."""
-    order, row = scored.score, scored.row
-    if wanted_refs:
-        order *= _subject_boost(json.loads(row.subject_refs), wanted_refs)
-    if row.assertion_id is not None and settings.feedback_ranking_enabled:
-        order *= feedback_multiplier(row.injected, row.cited, row.corrected, settings)
-    return order
-
-
-def _hit(row: _Candidate, score: float, vector_score: float | None,
-         keyword_score: float) -> MemoryHit:
-    return MemoryHit(row.chunk_id, row.memory_id, row.content, score, vector_score,
-                     keyword_score, row.visibility_scope, row.audience_key, row.memory_scope,
-                     row.source_type, json.loads(row.subject_refs), row.assertion_id,
-                     json.loads(row.provenance) if row.provenance else {}, row.created_at,
-                     row.occurred_at)
 
 
 def stamp_retrieved(conn: psycopg.Connection, instance_key: str, memory_ids: list[UUID]) -> None:

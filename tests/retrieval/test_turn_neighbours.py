@@ -17,13 +17,8 @@ from memory_platform.access import AccessContext
 from memory_platform.embeddings.factory import get_provider
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.retrieval import search
-from memory_platform.retrieval.search import (
-    _Candidate,
-    _names_speaker,
-    _rank,
-    _similarity,
-    search_memories,
-)
+from memory_platform.retrieval.ranking import Candidate, _names_speaker, _similarity, rank
+from memory_platform.retrieval.search import search_memories
 from memory_platform.settings import Settings
 from tests.support.settings import hash_embedding_settings
 
@@ -102,14 +97,14 @@ def test_the_neighbour_similarity_is_the_direction_of_the_turns_together(db, mak
     session's first turn)."""
     settings = make_settings(retrieval_turn_neighbour_vector_weight=0.5)
     ids = _conversation(db, settings, "anna")
-    seen: list[_Candidate] = []
-    real_rank = search._rank
+    seen: list[Candidate] = []
+    real_rank = search.rank
 
     def capture(rows, *args, **kwargs):
         seen.extend(rows)
         return real_rank(rows, *args, **kwargs)
 
-    monkeypatch.setattr(search, "_rank", capture)
+    monkeypatch.setattr(search, "rank", capture)
     query = "naming the puppy from the shelter"
     search_memories(db, settings, AccessContext(ids["instance"], user_id="anna"), query,
                     limit=10, stamp=False)
@@ -132,8 +127,8 @@ def test_the_neighbour_similarity_is_the_direction_of_the_turns_together(db, mak
 
 
 def _row(similarity: float = 0.5, keyword: float = 0.0, *, around: float | None = None,
-         content: str = "Anna: x", turn: bool = True) -> _Candidate:
-    return _Candidate(
+         content: str = "Anna: x", turn: bool = True) -> Candidate:
+    return Candidate(
         chunk_id=1, memory_id=uuid.uuid4(), content=content, similarity=similarity,
         keyword_rank=keyword, visibility_scope="private", audience_key="anna",
         memory_scope="user", source_type="fact", subject_refs="{}", assertion_id=None,
@@ -160,10 +155,10 @@ def test_the_speaker_a_question_names_counts_more():
     melanie = _row(0.81, content="Melanie: I went to a support group yesterday.")
     far = _row(0.1, content="Melanie: Bye!")
     named = frozenset({"when", "did", "caroline", "go"})
-    order = [h.memory_id for h in _rank([caroline, melanie, far], settings, 3, {}, 0.0, named)]
+    order = [h.memory_id for h in rank([caroline, melanie, far], settings, 3, {}, 0.0, named)]
     assert order[0] == melanie.memory_id  # off by default
     prior = settings.model_copy(update={"retrieval_turn_speaker_prior": 0.1})
-    order = [h.memory_id for h in _rank([caroline, melanie, far], prior, 3, {}, 0.0, named)]
+    order = [h.memory_id for h in rank([caroline, melanie, far], prior, 3, {}, 0.0, named)]
     assert order[0] == caroline.memory_id
 
 

@@ -11,15 +11,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory_platform.retrieval.search import _Candidate, _rank
+from memory_platform.retrieval.ranking import Candidate, rank
 from memory_platform.settings import Settings
 
 FLOOR = 0.1
 
 
 def _row(similarity: float, keyword: float, *, turn: bool = True, lexemes: int = 20,
-         previous: uuid.UUID | None = None, content: str = "x") -> _Candidate:
-    return _Candidate(
+         previous: uuid.UUID | None = None, content: str = "x") -> Candidate:
+    return Candidate(
         chunk_id=1, memory_id=uuid.uuid4(), content=content, similarity=similarity,
         keyword_rank=keyword, visibility_scope="private", audience_key="anna",
         memory_scope="user", source_type="fact", subject_refs="{}", assertion_id=None,
@@ -33,8 +33,8 @@ def settings() -> Settings:
     return Settings(_env_file=None, retrieval_min_score=0.0)  # type: ignore[call-arg]
 
 
-def _order(rows: list[_Candidate], settings: Settings) -> list[uuid.UUID]:
-    return [hit.memory_id for hit in _rank(rows, settings, 10, {}, FLOOR)]
+def _order(rows: list[Candidate], settings: Settings) -> list[uuid.UUID]:
+    return [hit.memory_id for hit in rank(rows, settings, 10, {}, FLOOR)]
 
 
 def test_turns_weigh_words_more_than_notes_do(settings):
@@ -74,11 +74,11 @@ def test_a_turn_is_pulled_toward_its_best_neighbour_never_down(settings):
     question = _row(0.95, 0.10)                              # the turn that matched
     answer = _row(0.70, 0.00, previous=question.memory_id)   # the reply after it
     rival = _row(0.74, 0.00)                                 # a turn elsewhere
-    ranked = _rank([question, answer, rival], settings, 10, {}, FLOOR)
+    ranked = rank([question, answer, rival], settings, 10, {}, FLOOR)
     scores = {hit.memory_id: hit.score for hit in ranked}
     assert [hit.memory_id for hit in ranked] == [question.memory_id, answer.memory_id,
                                                  rival.memory_id]
-    alone = _rank([question, answer, rival],
+    alone = rank([question, answer, rival],
                   settings.model_copy(update={"retrieval_neighbour_weight": 0.0}), 10, {},
                   FLOOR)
     assert [hit.memory_id for hit in alone][1] == rival.memory_id
@@ -93,8 +93,8 @@ def test_only_candidates_lend_score_and_only_to_their_own_neighbours(settings):
     absent = uuid.uuid4()  # the turn before is no candidate: nothing to lend
     lonely = _row(0.70, 0.0, previous=absent)
     other = _row(0.95, 0.1)
-    ranked = {h.memory_id: h.score for h in _rank([lonely, other], settings, 10, {}, FLOOR)}
-    alone = {h.memory_id: h.score for h in _rank(
+    ranked = {h.memory_id: h.score for h in rank([lonely, other], settings, 10, {}, FLOOR)}
+    alone = {h.memory_id: h.score for h in rank(
         [lonely, other], settings.model_copy(update={"retrieval_neighbour_weight": 0.0}), 10,
         {}, FLOOR)}
     assert ranked == alone
