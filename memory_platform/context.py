@@ -295,15 +295,16 @@ def fuse(sources: dict[str, list[ContextItem]], limit: int,
     sources go to that fact, each source counting it once, at its best rank), a small
     confidence term, one reserved slot per contributing source."""
     aliases = aliases or {}
+    first = {}  # each id's first item: the one a fact found only through its aliases is
+    for items in sources.values():
+        for item in items:
+            first.setdefault(item.id, item)
     merged: dict[str, ContextItem] = {}
     counted: set[tuple[str, str]] = set()  # (fact, source): a source counts a fact once
     for name, items in sources.items():
         for rank, item in enumerate(items, start=1):
             fact = aliases.get(item.id, item.id)
-            target = merged.get(fact)
-            if target is None:
-                target = merged[fact] = item if fact == item.id else next(
-                    i for found in sources.values() for i in found if i.id == fact)
+            target = merged.setdefault(fact, first[fact])
             if target is not item:
                 target.confidence = max(target.confidence, item.confidence)
                 if item.id == target.id:  # the same item from another source: its details

@@ -528,7 +528,7 @@ def _search(conn: psycopg.Connection, settings: Settings, ctx: AccessContext, qu
                      if settings.retrieval_time_prior else None,
                      bool(settings.retrieval_when_prior) and asks_when(query),
                      settings.retrieval_similarity_scale or question.similarity_scale,
-                     settings.retrieval_min_score if min_score is None else min_score)
+                     min_score)
         current.set_attribute("memory.search.hits", len(hits))
     return hits
 

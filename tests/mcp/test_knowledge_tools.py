@@ -29,12 +29,8 @@ TOOLS = ("knowledge_search", "knowledge_get_entity", "knowledge_neighbors",
 
 @pytest.fixture
 def live(database_url: str, tmp_path: Path) -> Iterator[LiveApi]:
-    api = LiveApi(hash_embedding_settings(database_url, data_dir=tmp_path / "state"))
-    api.start()
-    try:
+    with LiveApi(hash_embedding_settings(database_url, data_dir=tmp_path / "state")) as api:
         yield api
-    finally:
-        api.stop()
 
 
 @pytest.fixture

@@ -62,16 +62,19 @@ class LiveApi:
         self.thread.join(timeout=10)
         self.sock.close()
 
+    def __enter__(self) -> LiveApi:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
 
 @pytest.fixture
 def api(database_url: str, tmp_path: Path) -> Iterator[LiveApi]:
     settings = hash_embedding_settings(database_url, data_dir=tmp_path / "state")
-    live = LiveApi(settings)
-    live.start()
-    try:
+    with LiveApi(settings) as live:
         yield live
-    finally:
-        live.stop()
 
 
 @pytest.fixture

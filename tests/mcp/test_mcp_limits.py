@@ -33,14 +33,10 @@ CLAIMS = [f"Elbtal Software ships billing release {n}." for n in range(3)]
 
 @pytest.fixture
 def live(database_url: str, tmp_path: Path) -> Iterator[LiveApi]:
-    api = LiveApi(hash_embedding_settings(database_url, data_dir=tmp_path / "state",
+    with LiveApi(hash_embedding_settings(database_url, data_dir=tmp_path / "state",
                                           retrieval_top_k=TOP_K,
-                                          graph_search_limit=GRAPH_LIMIT))
-    api.start()
-    try:
+                                          graph_search_limit=GRAPH_LIMIT)) as api:
         yield api
-    finally:
-        api.stop()
 
 
 @pytest.fixture

@@ -29,12 +29,8 @@ SESSION = "agent:main:3f2a/mcp"
 @pytest.fixture
 def live(database_url: str, tmp_path: Path) -> Iterator[LiveApi]:
     settings: Settings = hash_embedding_settings(database_url, data_dir=tmp_path / "state")
-    api = LiveApi(settings)
-    api.start()
-    try:
+    with LiveApi(settings) as api:
         yield api
-    finally:
-        api.stop()
 
 
 @pytest.fixture

@@ -95,7 +95,8 @@ class _Pending:
     writes: list[Future]
 
 
-def _batches(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
+def batches(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
+    """``items`` in lists of ``size`` (the last one shorter)."""
     while batch := list(islice(items, size)):
         yield batch
 
@@ -168,13 +169,13 @@ def run(importer: Importer, connections: list[psycopg.Connection],
 
     with _preparer(importer, processes) as submit:
         try:
-            batches = _batches(items, size)
+            queued = batches(items, size)
             prepared: deque[Future] = deque()
-            for batch in islice(batches, 2):
+            for batch in islice(queued, 2):
                 prepared.append(submit(batch))
             while prepared:
                 result = prepared.popleft().result()
-                for batch in islice(batches, 1):
+                for batch in islice(queued, 1):
                     prepared.append(submit(batch))
                 count, rows, rejected, error = attach(result) if processes else result
                 rows, unreachable, repeats = importer.resolve(rows)

@@ -25,6 +25,7 @@ from typing import Any
 import psycopg
 
 from memory_platform.embeddings.base import EmbeddingError, EmbeddingProvider, key_of
+from memory_platform.memories.bulk.pipeline import batches
 from memory_platform.memories.turns import (
     CONTEXT_TURNS,
     context_passage,
@@ -79,7 +80,7 @@ def link_imported_turns(conn: psycopg.Connection, settings: Settings,
         before = [(memory_id, content) for memory_id, content in previous_turns(
             conn, instance, session, kind, key, turns[0][5],
             exclude=[t[0] for t in turns])]
-        for part in _batches(_contexts(turns, before), LINK_BATCH):
+        for part in batches(_contexts(turns, before), LINK_BATCH):
             _write(conn, settings, provider, part)
             linked += len(part)
     return linked
@@ -95,17 +96,6 @@ def _contexts(turns: list[tuple], before: list[tuple[Any, str]]) -> Iterator[tup
                context_text(occurred_at, [text for _, text in window]),
                context_passage(previous[1], content) if previous else None, chunk_key)
         window = [*window, (memory_id, content)][-CONTEXT_TURNS:]
-
-
-def _batches(items: Iterator[tuple], size: int) -> Iterator[list[tuple]]:
-    batch: list[tuple] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 def _write(conn: psycopg.Connection, settings: Settings, provider: EmbeddingProvider,
