@@ -15,9 +15,9 @@ first route that fits, and ``/openapi.json`` lists the operations in it).
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from types import ModuleType
+
+from memory_platform.feature_modules import modules_named
 
 FEATURES = ("health", "retrieval", "events", "users", "review", "memory", "context",
             "knowledge", "assertions", "feedback", "members", "sessions", "internal",
@@ -27,5 +27,4 @@ FEATURES = ("health", "retrieval", "events", "users", "review", "memory", "conte
 def modules(package: str) -> list[ModuleType]:
     """The modules of ``package`` named after a feature, in feature order (a feature without
     one there is skipped)."""
-    return [importlib.import_module(f"{package}.{name}") for name in FEATURES
-            if importlib.util.find_spec(f"{package}.{name}") is not None]
+    return modules_named(package, FEATURES)

@@ -44,56 +44,30 @@ from typing import Any
 
 from dagster import Definitions, definitions
 
-from memory_platform.assets.chain import erase_user_job, reembed_backlog_job, workspace_sync_job
-from memory_platform.assets.consolidation import consolidation_sweep, consolidation_sweep_job
-from memory_platform.assets.dreaming import (
-    chain_assets,
-    chain_checks,
-    dream_audience,
-    dream_audience_job,
-    dream_batch,
-    dream_checks,
-)
-from memory_platform.assets.ledger import ledger_tables
-from memory_platform.assets.maintenance import outbox_job
-from memory_platform.assets.rollback import rollback_dream_job
-from memory_platform.assets.sessions import (
-    session_assets,
-    session_context_tables,
-    session_maintenance_job,
-)
+from memory_platform.feature_modules import modules_named
+from memory_platform.orchestration.features import FEATURES
 from memory_platform.resources import default_resources
-from memory_platform.sensors.dreaming import (
-    audience_partitions_sensor,
-    build_daily_dreaming_schedule,
-)
-from memory_platform.sensors.maintenance import (
-    build_outbox_sensor,
-    build_stale_dream_reconciler,
-    reembed_backlog_sensor,
-    workspace_sync_sensor,
-)
-from memory_platform.sensors.sessions import build_session_maintenance_sensor
 from memory_platform.settings import Settings, get_settings
 
 
 def build_definitions(resources: dict[str, Any] | None = None,
                       settings: Settings | None = None) -> Definitions:
-    """The code location for ``settings`` (default: the process's); ``resources`` replaces
-    the settings-derived defaults (tests)."""
+    """The code location for ``settings`` (default: the process's): every feature's
+    ``assets/<feature>.py`` DEFINITIONS and ``sensors/<feature>.py`` automations, in the
+    order of ``orchestration.features.FEATURES``; ``resources`` replaces the settings-derived
+    defaults (tests)."""
     settings = settings or get_settings()
+    declared = [module.DEFINITIONS
+                for module in modules_named("memory_platform.assets", FEATURES)
+                if hasattr(module, "DEFINITIONS")]  # else only chain STEPS (assets.dreaming)
+    automated = [module.automations(settings)
+                 for module in modules_named("memory_platform.sensors", FEATURES)]
     return Definitions(
-        assets=[*ledger_tables, *session_context_tables, *session_assets, dream_audience,
-                *chain_assets, consolidation_sweep],
-        asset_checks=[*dream_checks, *chain_checks],
-        jobs=[dream_audience_job, dream_batch, outbox_job, session_maintenance_job,
-              consolidation_sweep_job, erase_user_job, reembed_backlog_job,
-              workspace_sync_job, rollback_dream_job],
-        sensors=[audience_partitions_sensor, build_outbox_sensor(settings),
-                 reembed_backlog_sensor, workspace_sync_sensor,
-                 build_stale_dream_reconciler(settings),
-                 build_session_maintenance_sensor(settings)],
-        schedules=[build_daily_dreaming_schedule(settings)],
+        assets=[a for feature in declared for a in feature.assets],
+        asset_checks=[c for feature in declared for c in feature.asset_checks],
+        jobs=[j for feature in declared for j in feature.jobs],
+        sensors=[s for feature in automated for s in feature.sensors],
+        schedules=[s for feature in automated for s in feature.schedules],
         resources=resources if resources is not None else default_resources(),
     )
 

@@ -41,6 +41,7 @@ FOUNDATION: dict[str, tuple[str, ...]] = {
     "text": (),
     "language": (),
     "tracing": (),
+    "feature_modules": (),
     "secrets": ("errors",),
     "db": ("settings",),
 }

@@ -30,6 +30,7 @@ from memory_platform.orchestration.chain_step import (
     retention_check,
     retention_step,
 )
+from memory_platform.orchestration.features import FeatureDefinitions
 from memory_platform.orchestration.home import WRITER_POOL
 from memory_platform.orchestration.keys import (
     CONSOLIDATION,
@@ -43,7 +44,7 @@ __all__ = ["CHAIN_GROUP", "PROFILES_STEP", "REEMBEDDING_STEP", "RETENTION_STEP",
            "erase_user_job", "generation_check_def", "profiles_check_def",
            "reembed_backlog_job",
            "reembedding", "retention", "retention_check_def", "user_profiles",
-           "workspace_sync_job"]
+           "workspace_sync_job", "DEFINITIONS"]
 
 CHAIN_GROUP = "maintenance"
 
@@ -173,3 +174,6 @@ def sync_workspace_files(context: OpExecutionContext, postgres: PostgresResource
      "workspace_sync_sensor when a file changed).")
 def workspace_sync_job() -> None:
     sync_workspace_files()
+
+
+DEFINITIONS = FeatureDefinitions(jobs=[erase_user_job, reembed_backlog_job, workspace_sync_job])

@@ -28,6 +28,7 @@ from memory_platform.orchestration.consolidation_step import (
     sweep_metadata,
     sweep_step,
 )
+from memory_platform.orchestration.features import FeatureDefinitions
 from memory_platform.orchestration.home import WRITER_POOL
 from memory_platform.orchestration.keys import (
     CONSOLIDATION,
@@ -38,7 +39,7 @@ from memory_platform.orchestration.metadata import partition_label
 from memory_platform.resources import EmbeddingsResource, PostgresResource, run_settings
 
 __all__ = ["CONSOLIDATION_GROUP", "STEP", "STEPS", "consolidation", "consolidation_check_def",
-           "consolidation_sweep", "consolidation_sweep_job"]
+           "consolidation_sweep", "consolidation_sweep_job", "DEFINITIONS"]
 
 CONSOLIDATION_GROUP = "consolidation"
 
@@ -102,3 +103,6 @@ def consolidation_sweep(context, config: ConsolidationConfig, postgres: Postgres
 consolidation_sweep_job = define_asset_job(
     "consolidation_sweep_job", selection=[CONSOLIDATION_SWEEP],
     description="Consolidate the most recently updated quiet partitions now.")
+
+
+DEFINITIONS = FeatureDefinitions(assets=[consolidation_sweep], jobs=[consolidation_sweep_job])

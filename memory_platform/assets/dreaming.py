@@ -70,6 +70,7 @@ from memory_platform.orchestration.dream_step import (
     guarding_checks,
     step_trigger,
 )
+from memory_platform.orchestration.features import FeatureDefinitions
 from memory_platform.orchestration.home import DREAMING_RUN_TAG, WRITER_POOL
 from memory_platform.orchestration.keys import (
     ASSERTION_PROJECTIONS,
@@ -327,3 +328,8 @@ def dream_partitions(context: OpExecutionContext, config: DreamBatchConfig,
      "ops.dream_partitions.config.partition_keys); the schedule and sensors launch this.")
 def dream_batch() -> None:
     dream_partitions()
+
+
+DEFINITIONS = FeatureDefinitions(assets=[dream_audience, *chain_assets],
+                                 asset_checks=[*dream_checks, *chain_checks],
+                                 jobs=[dream_audience_job, dream_batch])

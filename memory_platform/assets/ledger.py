@@ -10,6 +10,7 @@ materialisation names every table it writes in its ``writes`` metadata.
 
 from dagster import AssetSpec
 
+from memory_platform.orchestration.features import FeatureDefinitions
 from memory_platform.orchestration.keys import (
     ASSERTION_PROJECTIONS,
     DREAM_ASSERTIONS,
@@ -65,3 +66,6 @@ ledger_tables = [
               deps=list(writers))
     for table, (text, writers) in _TABLES.items()
 ]
+
+
+DEFINITIONS = FeatureDefinitions(assets=ledger_tables)

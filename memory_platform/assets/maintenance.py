@@ -19,12 +19,13 @@ from memory_platform.assets.ledger import OUTBOX_TABLE
 from memory_platform.consolidation.lifecycle import expire_due
 from memory_platform.events import webhooks as _webhooks  # noqa: F401  (registers deliveries)
 from memory_platform.graph.build import process_graph_jobs, sweep_unsupported
+from memory_platform.orchestration.features import FeatureDefinitions
 from memory_platform.orchestration.home import WRITER_POOL
 from memory_platform.orchestration.metadata import partition_label
 from memory_platform.projection.outbox import process_outbox_until_idle
 from memory_platform.resources import EmbeddingsResource, PostgresResource, run_settings
 
-__all__ = ["outbox_job"]
+__all__ = ["outbox_job", "DEFINITIONS"]
 
 _BATCH = 100
 _MAX_BATCHES = 20          # bounded: the sensor launches another run for the rest
@@ -62,3 +63,6 @@ def process_projection_outbox(context: OpExecutionContext, postgres: PostgresRes
 @job(description="The projection outbox worker (launched by outbox_sensor when work is due).")
 def outbox_job() -> None:
     process_projection_outbox()
+
+
+DEFINITIONS = FeatureDefinitions(jobs=[outbox_job])

@@ -31,6 +31,7 @@ from pydantic import Field
 
 from memory_platform.dreaming.rollback import RollbackResult, rollback_dream
 from memory_platform.errors import Conflict, DreamLocked, NotFound
+from memory_platform.orchestration.features import FeatureDefinitions
 from memory_platform.orchestration.keys import (
     ASSERTION_PROJECTIONS,
     DREAM_ASSERTIONS,
@@ -129,3 +130,6 @@ def rollback_dream_op(context: OpExecutionContext, config: RollbackConfig,
      tags={"memory_platform/kind": "dream_rollback"})
 def rollback_dream_job():
     rollback_dream_op()
+
+
+DEFINITIONS = FeatureDefinitions(jobs=[rollback_dream_job])

@@ -37,6 +37,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from memory_platform.orchestration.features import FeatureDefinitions
 from memory_platform.orchestration.home import WRITER_POOL
 from memory_platform.orchestration.keys import FLUSH_MEMORIES, SESSION_SUMMARIES, SHARED_FACTS
 from memory_platform.orchestration.metadata import (
@@ -56,7 +57,7 @@ from memory_platform.sessions.maintenance import MaintenanceBatch, run_due_sessi
 from memory_platform.settings import Settings
 
 __all__ = ["SESSION_MAINTENANCE_JOB", "SESSION_MAINTENANCE_OP", "SessionMaintenanceConfig",
-           "session_assets", "session_maintenance_job", "session_maintenance_step"]
+           "session_assets", "session_maintenance_job", "session_maintenance_step", "DEFINITIONS"]
 
 SESSIONS_GROUP = "sessions"
 SESSION_CONTEXT_GROUP = "session_context"
@@ -181,3 +182,7 @@ def maintain_due_sessions(context: OpExecutionContext, config: SessionMaintenanc
      "instance_key).")
 def session_maintenance_job() -> None:
     maintain_due_sessions()
+
+
+DEFINITIONS = FeatureDefinitions(assets=[*session_context_tables, *session_assets],
+                                 jobs=[session_maintenance_job])

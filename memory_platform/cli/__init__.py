@@ -6,24 +6,12 @@ with ``--help``.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 import click
 
-from memory_platform.cli.bench import bench
 from memory_platform.cli.common import PlatformGroup
-from memory_platform.cli.config import config
-from memory_platform.cli.db import db
-from memory_platform.cli.demo import demo
-from memory_platform.cli.dream import dream
-from memory_platform.cli.graph import graph
-from memory_platform.cli.imports import embeddings, import_command
-from memory_platform.cli.keys import keys
-from memory_platform.cli.members import members, sessions
-from memory_platform.cli.portability import export_command
-from memory_platform.cli.review import review
-from memory_platform.cli.serve import api_command, dev_command, mcp_command
-from memory_platform.cli.settings_cmd import settings_group
-from memory_platform.cli.users import users
-from memory_platform.cli.workspace import import_transcripts_command, workspace
 
 
 @click.group(cls=PlatformGroup,
@@ -34,7 +22,14 @@ def main() -> None:
     maintenance, Starlette API."""
 
 
-for command in (config, db, api_command, dev_command, bench, keys, members, sessions,
-                mcp_command, import_command, embeddings, dream, graph, demo, workspace,
-                import_transcripts_command, users, review, settings_group, export_command):
-    main.add_command(command)
+def _command_modules() -> list:
+    """Every module of this package that declares ``COMMANDS`` (one per command group; a new
+    group is a module, listed nowhere else; ``--help`` sorts the commands by name)."""
+    modules = [importlib.import_module(f"{__name__}.{info.name}")
+               for info in pkgutil.iter_modules(__path__)]
+    return [module for module in modules if hasattr(module, "COMMANDS")]
+
+
+for _module in _command_modules():
+    for _command in _module.COMMANDS:
+        main.add_command(_command)

@@ -166,3 +166,6 @@ def _conversations(conn: psycopg.Connection, settings: Settings, provider: Embed
         return evaluate.run(conn, settings, provider, corpus, via=via, api=api,
                             variants=variants, instance_key=instance_key, keep=keep,
                             reuse=reuse, echo=click.echo)
+
+
+COMMANDS = (bench,)  # collected by memory_platform.cli

@@ -26,3 +26,6 @@ def config_show(as_json: bool) -> None:
     width = max(len(name) for name in values)
     for name, value in values.items():
         click.echo(f"MEMORY_{name.upper():<{width}}  {value}")
+
+
+COMMANDS = (config,)  # collected by memory_platform.cli

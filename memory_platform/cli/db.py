@@ -196,3 +196,6 @@ def db_restore(file: Path, database: str | None, create: bool, force: bool) -> N
     if result.pending_migrations:
         click.echo(f"{len(result.pending_migrations)} migration(s) newer than the backup are "
                    "pending: run `memory-platform db migrate`.")
+
+
+COMMANDS = (db,)  # collected by memory_platform.cli

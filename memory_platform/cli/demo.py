@@ -72,3 +72,6 @@ def demo_seed(instance: str | None, reset: bool, as_json: bool) -> None:
     click.echo("Then ask the API as a team member, with a key of this instance: "
                f"memory-platform keys create --instance '{report.instance_key}' "
                f"--user {member.user_id} --scopes memory:read")
+
+
+COMMANDS = (demo,)  # collected by memory_platform.cli

@@ -356,3 +356,6 @@ def _show_rollback_in_dagster(settings, result) -> None:
         show_rollback_in_dagster(settings, result)
     except Exception as exc:  # reported, not fatal: the rollback itself is done
         click.echo(f"note: the rollback could not be shown in Dagster ({exc})", err=True)
+
+
+COMMANDS = (dream,)  # collected by memory_platform.cli

@@ -90,3 +90,6 @@ def graph_search(query: str, instance: str | None, user: str | None, channel: st
     with platform_connection(settings) as conn:
         result = knowledge_search(conn, settings, ctx, query, limit=limit)
     click.echo(json.dumps(result.as_json(), default=str, indent=2, ensure_ascii=False))
+
+
+COMMANDS = (graph,)  # collected by memory_platform.cli

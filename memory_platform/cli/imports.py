@@ -307,3 +307,6 @@ def embeddings_switch(provider: str, instance: str | None, until_done: bool) -> 
         click.echo(f"stopped: {result.error}; the rows of the failed batch are untouched, "
                    "run the command again once the provider answers", err=True)
         sys.exit(1)
+
+
+COMMANDS = (import_command, embeddings,)  # collected by memory_platform.cli

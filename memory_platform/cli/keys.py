@@ -100,3 +100,6 @@ def keys_revoke(key_id: str) -> None:
         key = apikeys.revoke_key(conn, key_id)
     holder = "the runtime" if key.runtime else f"user {key.user_id!r}"
     click.echo(f"revoked {key.id} ({key.token_prefix}, {key.kind} key of {holder})")
+
+
+COMMANDS = (keys,)  # collected by memory_platform.cli

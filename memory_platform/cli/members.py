@@ -175,3 +175,6 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
     for row in table:
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
                    .rstrip())
+
+
+COMMANDS = (members, sessions,)  # collected by memory_platform.cli

@@ -130,3 +130,6 @@ def _rejected(rejected) -> None:
         click.echo(f"  line {rejection.line}: {rejection.reason}")
     if len(rejected) > 20:
         click.echo(f"  ... and {len(rejected) - 20:,} more")
+
+
+COMMANDS = (export_command,)  # collected by memory_platform.cli

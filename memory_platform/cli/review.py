@@ -130,3 +130,6 @@ def wiki(proposal_id, decision, reason, instance, reviewer):
     result = _run(lambda conn: decide_wiki_draft(conn, _ctx(instance, reviewer), proposal_id,
                                                  decision, reason=reason, key_kind=OPERATOR))
     _echo(result.as_json())
+
+
+COMMANDS = (review,)  # collected by memory_platform.cli

@@ -64,3 +64,6 @@ def mcp_command() -> None:
     from memory_platform.mcp import run
 
     run()
+
+
+COMMANDS = (api_command, dev_command, mcp_command,)  # collected by memory_platform.cli

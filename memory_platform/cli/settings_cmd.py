@@ -63,3 +63,6 @@ def settings_show(instance: str | None, as_json: bool) -> None:
     click.echo(f"instance:          {key}")
     click.echo(f"maintenance-model: {stored or '(automatic)'}")
     click.echo(f"effective model:   {model or '-'} (from {source})")
+
+
+COMMANDS = (settings_group,)  # collected by memory_platform.cli

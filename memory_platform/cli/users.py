@@ -121,3 +121,6 @@ def users_erase(user_id: str, instance: str | None, as_json: bool, yes: bool,
     if report.get("dagsterRunIds"):
         click.echo(f"  their Dagster runs: {', '.join(report['dagsterRunIds'])}")
     click.echo(describe(report["dagster"]))
+
+
+COMMANDS = (users,)  # collected by memory_platform.cli

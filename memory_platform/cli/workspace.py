@@ -76,3 +76,6 @@ def import_transcripts_command(directory: str, instance: str | None, as_json: bo
             click.echo(f"  refused {file}: {reason}", err=True)
     if result.bad_lines or result.rejected:
         sys.exit(1)
+
+
+COMMANDS = (workspace, import_transcripts_command,)  # collected by memory_platform.cli

@@ -32,12 +32,14 @@ from memory_platform.dreaming.schedule import (
     read_cursor,
     write_cursor,
 )
+from memory_platform.orchestration.features import FeatureAutomations
 from memory_platform.orchestration.home import DREAMING_RUN_TAG
 from memory_platform.orchestration.partitions import AUDIENCES, audiences
 from memory_platform.resources import PostgresResource
 from memory_platform.settings import Settings
 
-__all__ = ["audience_partitions_sensor", "build_daily_dreaming_schedule", "request_due_dreams"]
+__all__ = ["audience_partitions_sensor", "build_daily_dreaming_schedule", "request_due_dreams",
+           "automations"]
 
 SENSOR_INTERVAL_SECONDS = 60
 
@@ -112,3 +114,9 @@ def build_daily_dreaming_schedule(settings: Settings) -> ScheduleDefinition:
         return request_due_dreams(context, postgres)
 
     return daily_dreaming_schedule
+
+
+def automations(settings: Settings) -> FeatureAutomations:
+    """The audience-partition sensor and the daily Dream schedule."""
+    return FeatureAutomations(sensors=[audience_partitions_sensor],
+                              schedules=[build_daily_dreaming_schedule(settings)])

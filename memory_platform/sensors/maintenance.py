@@ -20,12 +20,13 @@ from memory_platform.dreaming.runs import reconcile_stale_dreams
 from memory_platform.embeddings.generations import active_generation
 from memory_platform.maintenance.reembedding import has_backlog
 from memory_platform.maintenance.workspace import fingerprint
+from memory_platform.orchestration.features import FeatureAutomations
 from memory_platform.projection.outbox import due_outbox_job
 from memory_platform.resources import PostgresResource
 from memory_platform.settings import Settings
 
 __all__ = ["REEMBED_SENSOR_INSTANCES", "build_outbox_sensor", "build_stale_dream_reconciler",
-           "reembed_backlog_sensor", "workspace_sync_sensor"]
+           "reembed_backlog_sensor", "workspace_sync_sensor", "automations"]
 
 REEMBED_SENSOR_INSTANCES = 50     # instances looked at per tick (bounded work)
 
@@ -129,3 +130,11 @@ def workspace_sync_sensor(context: SensorEvaluationContext, postgres: PostgresRe
         return SkipReason("no workspace file changed")
     context.update_cursor(current)
     return RunRequest(run_key=f"workspace:{current}")
+
+
+def automations(settings: Settings) -> FeatureAutomations:
+    """The outbox worker's sensor, the re-embedding and workspace sensors and the stale
+    Dream reconciler."""
+    return FeatureAutomations(sensors=[build_outbox_sensor(settings), reembed_backlog_sensor,
+                                       workspace_sync_sensor,
+                                       build_stale_dream_reconciler(settings)])

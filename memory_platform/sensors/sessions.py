@@ -21,11 +21,12 @@ from dagster import (
 )
 
 from memory_platform.assets.sessions import SESSION_MAINTENANCE_JOB, session_maintenance_job
+from memory_platform.orchestration.features import FeatureAutomations
 from memory_platform.resources import PostgresResource
 from memory_platform.sessions.state import due_sessions
 from memory_platform.settings import Settings
 
-__all__ = ["build_session_maintenance_sensor", "request_session_maintenance"]
+__all__ = ["build_session_maintenance_sensor", "request_session_maintenance", "automations"]
 
 # A run in one of these states takes (or will take) the due sessions.
 UNFINISHED = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED,
@@ -72,3 +73,8 @@ def build_session_maintenance_sensor(settings: Settings) -> SensorDefinition:
         return request_session_maintenance(context, postgres)
 
     return session_maintenance_sensor
+
+
+def automations(settings: Settings) -> FeatureAutomations:
+    """The sensor that launches session maintenance."""
+    return FeatureAutomations(sensors=[build_session_maintenance_sensor(settings)])
