@@ -4,9 +4,9 @@ under a path prefix (:class:`Section`), and the API-key scopes they need.
 Each operation is declared once, in its feature's ``api/routes/<feature>.py`` (``ROUTES``):
 method, path, handler, the API-key scope it needs, its input model (a JSON body or the query
 string), its response model and success status. ``api.table`` collects them over
-``api.features.FEATURES``; the Starlette routes (one ``Mount`` per prefix), the scope check
-(:class:`api.auth.RequireScope` on each route that declares a scope) and ``/openapi.json``
-all derive from that table.
+``memory_platform.features.FEATURES``; the Starlette routes (one ``Mount`` per prefix), the
+scope check (:class:`api.auth.RequireScope` on each route that declares a scope) and
+``/openapi.json`` all derive from that table.
 
 A handler is called as ``handler(request)``, or ``handler(request, input)`` when the operation
 declares a body or query model (read strictly by ``api.input``). It answers its response

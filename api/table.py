@@ -1,10 +1,10 @@
 """The HTTP API's one route table, collected from the features' route modules.
 
 Each feature declares its operations once, in ``api/routes/<feature>.py`` (``ROUTES``: its
-:class:`api.operation.Section`\\ s); ``api.features.FEATURES`` lists the features once. The
-table merges the features' sections by prefix (prefixes in the order they first appear,
-operations in feature order), and the Starlette routes (one ``Mount`` per prefix), the scope
-check and ``/openapi.json`` all derive from it.
+:class:`api.operation.Section`\\ s); ``memory_platform.features.FEATURES`` lists the
+features once. The table merges the features' sections by prefix (prefixes in the order they
+first appear, operations in feature order), and the Starlette routes (one ``Mount`` per
+prefix), the scope check and ``/openapi.json`` all derive from it.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from api import openapi
-from api.features import modules
 from api.operation import Operation, Section
+from memory_platform.features import modules
 
 
 def collect(features: Iterable[ModuleType]) -> tuple[Section, ...]:

@@ -44,8 +44,7 @@ from typing import Any
 
 from dagster import Definitions, definitions
 
-from memory_platform.feature_modules import modules_named
-from memory_platform.orchestration.features import FEATURES
+from memory_platform.features import modules
 from memory_platform.resources import default_resources
 from memory_platform.settings import Settings, get_settings
 
@@ -54,14 +53,14 @@ def build_definitions(resources: dict[str, Any] | None = None,
                       settings: Settings | None = None) -> Definitions:
     """The code location for ``settings`` (default: the process's): every feature's
     ``assets/<feature>.py`` DEFINITIONS and ``sensors/<feature>.py`` automations, in the
-    order of ``orchestration.features.FEATURES``; ``resources`` replaces the settings-derived
+    order of ``memory_platform.features.FEATURES``; ``resources`` replaces the settings-derived
     defaults (tests)."""
     settings = settings or get_settings()
     declared = [module.DEFINITIONS
-                for module in modules_named("memory_platform.assets", FEATURES)
+                for module in modules("memory_platform.assets")
                 if hasattr(module, "DEFINITIONS")]  # else only chain STEPS (assets.dreaming)
     automated = [module.automations(settings)
-                 for module in modules_named("memory_platform.sensors", FEATURES)]
+                 for module in modules("memory_platform.sensors")]
     return Definitions(
         assets=[a for feature in declared for a in feature.assets],
         asset_checks=[c for feature in declared for c in feature.asset_checks],

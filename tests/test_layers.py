@@ -10,8 +10,8 @@ leaves on top of it.
    each other (only the entry points start them), and one feature's module in an adapter
    folder (``api/routes/<feature>.py``, ``api/inspector/<feature>.py``,
    ``assets/<feature>.py``, ...) does not import another feature's module; the collectors
-   (``api.table``, ``api.features``, ``definitions``, the CLI's group, ...) may. ``dagster``,
-   ``starlette`` and ``click`` are imported only by the adapters that own them.
+   (``api.table``, ``memory_platform.features``, ``definitions``, the CLI's group, ...) may.
+   ``dagster``, ``starlette`` and ``click`` are imported only by the adapters that own them.
 3. **Every import counts**: imports inside functions and under ``TYPE_CHECKING``, relative
    imports (resolved against their package), ``from package import module``, and the
    ``module:name`` strings that name a callable to load (a setting's default counts as an
@@ -41,7 +41,7 @@ FOUNDATION: dict[str, tuple[str, ...]] = {
     "text": (),
     "language": (),
     "tracing": (),
-    "feature_modules": (),
+    "features": (),
     "secrets": ("errors",),
     "db": ("settings",),
 }
@@ -360,8 +360,8 @@ def test_the_checker_sees_what_it_must(tmp_path):
     assert not _may_import("api", "assets")               # across adapter columns
     assert not _may_import("orchestration", "assets")     # up its own column
     assert not _may_import("cli", "api") and _may_import("cli", "launch")
-    assert _crosses_features("api.routes.dreams", "api.routes.review")
-    assert not _crosses_features("api.routes.dreams", "api.schemas.dreams")
+    assert _crosses_features("api.routes.dreaming", "api.routes.review")
+    assert not _crosses_features("api.routes.dreaming", "api.schemas.dreaming")
     assert not _crosses_features("api.routes.memory", "api.schemas.common")
     package = tmp_path / "memory_platform" / "graph"
     package.mkdir(parents=True)

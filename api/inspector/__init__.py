@@ -17,16 +17,16 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from api import paths  # noqa: F401  (registers the path-id convertor)
-from api.features import modules
 from api.inspector import pages
 from api.page_headers import SecurityHeaders
+from memory_platform.features import modules
 
 STATIC = Path(__file__).parent / "static"
 
 
 def routes() -> list[Route | Mount]:
     """The pages, and under ``/api`` the JSON endpoints of every feature the inspector shows
-    (``api/inspector/<feature>.py``, in ``api.features`` order)."""
+    (``api/inspector/<feature>.py``, in ``memory_platform.features`` order)."""
     api = [route for feature in modules("api.inspector") for route in feature.ROUTES]
     inner = [
         Route("/", pages.index, methods=["GET"], name="index"),

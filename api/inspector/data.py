@@ -1,6 +1,6 @@
 """What the inspector's JSON endpoints (under ``/inspector/api``) share; the endpoints live in
 one module per feature (``api/inspector/<feature>.py``, each declaring its ``ROUTES``,
-collected over ``api.features.FEATURES``).
+collected over ``memory_platform.features.FEATURES``).
 
 Each one resolves the signed-in key to the caller's access context exactly as the REST API
 does (``api.auth.with_caller``: ``memory_platform.trust.resolve_context`` on the request's

@@ -30,7 +30,7 @@ from memory_platform.orchestration.chain_step import (
     retention_check,
     retention_step,
 )
-from memory_platform.orchestration.features import FeatureDefinitions
+from memory_platform.orchestration.feature_definitions import FeatureDefinitions
 from memory_platform.orchestration.home import WRITER_POOL
 from memory_platform.orchestration.keys import (
     CONSOLIDATION,

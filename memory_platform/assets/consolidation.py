@@ -28,7 +28,7 @@ from memory_platform.orchestration.consolidation_step import (
     sweep_metadata,
     sweep_step,
 )
-from memory_platform.orchestration.features import FeatureDefinitions
+from memory_platform.orchestration.feature_definitions import FeatureDefinitions
 from memory_platform.orchestration.home import WRITER_POOL
 from memory_platform.orchestration.keys import (
     CONSOLIDATION,

@@ -70,7 +70,7 @@ from memory_platform.orchestration.dream_step import (
     guarding_checks,
     step_trigger,
 )
-from memory_platform.orchestration.features import FeatureDefinitions
+from memory_platform.orchestration.feature_definitions import FeatureDefinitions
 from memory_platform.orchestration.home import DREAMING_RUN_TAG, WRITER_POOL
 from memory_platform.orchestration.keys import (
     ASSERTION_PROJECTIONS,

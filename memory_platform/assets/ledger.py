@@ -10,7 +10,7 @@ materialisation names every table it writes in its ``writes`` metadata.
 
 from dagster import AssetSpec
 
-from memory_platform.orchestration.features import FeatureDefinitions
+from memory_platform.orchestration.feature_definitions import FeatureDefinitions
 from memory_platform.orchestration.keys import (
     ASSERTION_PROJECTIONS,
     DREAM_ASSERTIONS,

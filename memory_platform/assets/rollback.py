@@ -31,7 +31,7 @@ from pydantic import Field
 
 from memory_platform.dreaming.rollback import RollbackResult, rollback_dream
 from memory_platform.errors import Conflict, DreamLocked, NotFound
-from memory_platform.orchestration.features import FeatureDefinitions
+from memory_platform.orchestration.feature_definitions import FeatureDefinitions
 from memory_platform.orchestration.keys import (
     ASSERTION_PROJECTIONS,
     DREAM_ASSERTIONS,

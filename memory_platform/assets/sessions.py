@@ -37,7 +37,7 @@ from dagster import (
 )
 from pydantic import Field
 
-from memory_platform.orchestration.features import FeatureDefinitions
+from memory_platform.orchestration.feature_definitions import FeatureDefinitions
 from memory_platform.orchestration.home import WRITER_POOL
 from memory_platform.orchestration.keys import FLUSH_MEMORIES, SESSION_SUMMARIES, SHARED_FACTS
 from memory_platform.orchestration.metadata import (

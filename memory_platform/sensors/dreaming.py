@@ -32,7 +32,7 @@ from memory_platform.dreaming.schedule import (
     read_cursor,
     write_cursor,
 )
-from memory_platform.orchestration.features import FeatureAutomations
+from memory_platform.orchestration.feature_definitions import FeatureAutomations
 from memory_platform.orchestration.home import DREAMING_RUN_TAG
 from memory_platform.orchestration.partitions import AUDIENCES, audiences
 from memory_platform.resources import PostgresResource

@@ -20,7 +20,7 @@ from memory_platform.dreaming.runs import reconcile_stale_dreams
 from memory_platform.embeddings.generations import active_generation
 from memory_platform.maintenance.reembedding import has_backlog
 from memory_platform.maintenance.workspace import fingerprint
-from memory_platform.orchestration.features import FeatureAutomations
+from memory_platform.orchestration.feature_definitions import FeatureAutomations
 from memory_platform.projection.outbox import due_outbox_job
 from memory_platform.resources import PostgresResource
 from memory_platform.settings import Settings

@@ -9,7 +9,7 @@ import uuid
 import pytest
 from click.testing import CliRunner
 
-from api.routes.dreams import DreamDetailResponse
+from api.routes.dreaming import DreamDetailResponse
 from memory_platform.access import AccessContext
 from memory_platform.dreaming.engine import run_dream_partition
 from memory_platform.dreaming.inspect import dream_detail
@@ -112,7 +112,7 @@ def cli_env(module_database_url, monkeypatch):
 
 
 def test_dream_show_prints_the_detail(db, settings, instance, cli_env):
-    from memory_platform.cli.dream import dream as dream_group
+    from memory_platform.cli.dreaming import dream as dream_group
 
     ids = seed(db, settings, instance)
     result = dream(db, settings, instance, ids, dry_run=True)

@@ -28,7 +28,7 @@ from api.launching import launch_dreams, record_rollback
 from api.operation import ADMIN, INTERNAL, Operation, Section
 from api.paths import path_id
 from api.responses import model_response
-from api.schemas.dreams import (
+from api.schemas.dreaming import (
     DreamDetailResponse,
     DreamLaunch,
     DreamLaunchResponse,

@@ -1,4 +1,4 @@
-"""The Dagster code location's features, listed once.
+"""What a feature declares for the Dagster code location.
 
 A feature's Dagster definitions live in ``assets/<feature>.py`` (``DEFINITIONS``: a
 :class:`FeatureDefinitions` of its assets, checks and jobs) and its automations in
@@ -6,9 +6,8 @@ A feature's Dagster definitions live in ``assets/<feature>.py`` (``DEFINITIONS``
 settings when Dagster loads the code location). A module that only declares chain steps
 (``STEPS``: graph) has no DEFINITIONS: the Dream feature's chain makes their assets and
 checks (``assets/dreaming.py``). ``definitions.build_definitions`` collects
-both over :data:`FEATURES`; a new feature is its modules and one name here.
-
-The order is the order of the Definitions' lists (Dagster's UI sorts them itself).
+both over ``memory_platform.features.FEATURES``; a new feature is its modules and its name
+there.
 """
 
 from __future__ import annotations
@@ -16,9 +15,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-
-FEATURES = ("ledger", "sessions", "dreaming", "graph", "consolidation", "chain",
-            "maintenance", "rollback")
 
 
 @dataclass(frozen=True)

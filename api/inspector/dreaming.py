@@ -18,8 +18,8 @@ from api.inspector import guard
 from api.inspector.data import answer, dagster_base, signed_post
 from api.launching import launch_dreams
 from api.paths import path_id
-from api.routes.dreams import NO_DREAM, detail_for, roll_back
-from api.schemas.dreams import DreamDetailResponse, DreamLaunch
+from api.routes.dreaming import NO_DREAM, detail_for, roll_back
+from api.schemas.dreaming import DreamDetailResponse, DreamLaunch
 from api.threads import with_connection
 from memory_platform.dreaming.runs import list_dreams
 from memory_platform.dreaming.summary import dream_row_view
