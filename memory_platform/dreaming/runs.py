@@ -17,7 +17,7 @@ from psycopg.types.json import Jsonb
 from memory_platform.dreaming.partitions import Partition
 from memory_platform.settings import Settings
 
-Trigger = Literal["scheduled", "manual", "backfill", "system"]
+Trigger = Literal["scheduled", "sensor", "manual", "backfill", "system"]
 TRIGGERS: tuple[str, ...] = get_args(Trigger)
 FINAL_STATUSES = ("completed", "partial", "skipped", "failed")
 

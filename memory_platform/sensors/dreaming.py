@@ -67,7 +67,7 @@ def audience_partitions_sensor(context: SensorEvaluationContext, postgres: Postg
         RunRequest(
             # Unique across ticks: the watermark only moves forward.
             run_key=f"first-dream:{watermark}:{number}:{keys_digest(keys)}",
-            run_config=batch_run_config(keys, trigger="scheduled"),
+            run_config=batch_run_config(keys, trigger="sensor"),
             tags={DREAMING_RUN_TAG: "true", "memory-platform/source": "partitions-sensor",
                   "memory-platform/partitions": str(len(keys))})
         for number, keys in enumerate(batches(plan.new_keys, settings.dream_batch_size))]

@@ -80,6 +80,21 @@ def test_sensor_adds_partitions_and_requests_their_dreams_in_the_same_tick(
     assert request.run_key != first.run_requests[0].run_key
 
 
+def test_a_dream_the_sensor_starts_says_trigger_sensor(db, settings, resources, instance):
+    team = seed_team(db, settings, new_instance_key())
+
+    (request,) = tick(instance, resources).run_requests
+
+    assert request.run_config["ops"][BATCH_OP]["config"]["trigger"] == "sensor"
+    job = build_definitions(resources).resolve_job_def("dream_batch")
+    result = job.execute_in_process(run_config=request.run_config, instance=instance,
+                                    raise_on_error=False)
+    assert result.success
+    (trigger,) = db.execute("SELECT trigger_kind FROM agent_memory_dreams "
+                            "WHERE partition_key = %s", (team.partition_key,)).fetchone()
+    assert trigger == "sensor"
+
+
 def test_sensor_bounds_each_tick_and_resumes_from_its_cursor(
         db, settings, resources, instance, monkeypatch):
     monkeypatch.setenv("MEMORY_DREAM_SENSOR_MAX_PARTITIONS", "1")

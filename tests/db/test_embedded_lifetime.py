@@ -6,6 +6,7 @@ directory of this module (never the session's server) and leaves it stopped."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import psutil
 import pytest
 
 from memory_platform.db import embedded
+from tests.conftest import server_scratch_dir
 
 GONE_WITHIN = 10.0  # seconds; the reaper polls every second, pg_ctl stop -m fast takes < 1 s
 
@@ -52,9 +54,11 @@ uvicorn.run(factory, factory=True, host="127.0.0.1", port=0, lifespan="off",
 
 @pytest.fixture(scope="module")
 def pgdata(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("lifetime") / "pgdata"
+    parent = server_scratch_dir(tmp_path_factory, "lifetime")
+    path = parent / "pgdata"
     yield path
     embedded.destroy(path)
+    shutil.rmtree(parent, ignore_errors=True)
 
 
 class User:
