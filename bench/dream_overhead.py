@@ -5,10 +5,12 @@ fresh partitions in each of these ways and reports wall time per partition and t
 (wall time minus the engine's own ``durations.total`` on the dream row):
 
 * ``engine``: ``run_dream_partition`` called directly;
-* ``asset_ephemeral``: one run of ``dream_audience_job`` per partition, in-process, with an
-  ephemeral (in-memory) Dagster instance;
-* ``asset_postgres``: the same against the platform's PostgreSQL instance storage (what
-  ``memory-platform dream run --partition`` does);
+* ``asset_ephemeral``: one run of ``dream_audience_job`` per partition (the Dream and the
+  daily chain after it), in-process, with an ephemeral (in-memory) Dagster instance, tagged
+  as a backfill's runs are;
+* ``asset_postgres``: the same against the platform's PostgreSQL instance storage: what a
+  backfill of ``dream_audience_job`` from the UI runs per partition, less the run worker's
+  process start (``--daemon`` measures that);
 * ``batch_postgres``: one ``dream_batch`` run for all of its partitions (PostgreSQL storage);
 * ``cli_subprocess``: ``memory-platform dream run --partition KEY`` as a new process (Python
   start-up, imports, code location, instance, run);
@@ -217,7 +219,8 @@ def main() -> None:
                     instance.add_dynamic_partitions("audiences", [p.partition_key])
                     started = time.perf_counter()
                     run = job.execute_in_process(run_config=quiet, instance=instance,
-                                                 partition_key=p.partition_key)
+                                                 partition_key=p.partition_key,
+                                                 tags={"dagster/backfill": "bench"})
                     walls.append(time.perf_counter() - started)
                     engines.append(engine_seconds(conn, run.run_id))
                 results.append(summarise(name, walls, engines, n))

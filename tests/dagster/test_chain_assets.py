@@ -46,6 +46,25 @@ def test_the_dream_job_runs_the_chain_to_its_end(db, settings, resources, instan
     assert profiles >= 1
 
 
+def test_a_backfill_run_of_the_dream_job_runs_the_chain_and_says_backfill(
+        db, settings, resources, instance):
+    # What a backfill launched from dream_audience_job's Partitions tab runs per partition:
+    # the job with the partition and Dagster's backfill tag (README, 'Backfills').
+    partition = seed_team(db, settings, new_instance_key())
+    add_partitions(instance, partition)
+    job = build_definitions(resources).resolve_job_def("dream_audience_job")
+
+    result = job.execute_in_process(instance=instance, partition_key=partition.partition_key,
+                                    tags={"dagster/backfill": "bk-test"})
+
+    assert result.success
+    assert {"dream_assertions", "knowledge_graph", "consolidation", "user_profiles",
+            "retention"} <= set(materialised(result))
+    (trigger,) = db.execute("SELECT trigger_kind FROM agent_memory_dreams "
+                            "WHERE partition_key = %s", (partition.partition_key,)).fetchone()
+    assert trigger == "backfill"
+
+
 def test_a_model_switch_makes_the_sensor_convert_the_backlog(db, settings, resources,
                                                              instance, monkeypatch):
     partition = seed_team(db, settings, new_instance_key())

@@ -23,9 +23,10 @@ from tests.conftest import server_scratch_dir
 GONE_WITHIN = 10.0  # seconds; the reaper polls every second, pg_ctl stop -m fast takes < 1 s
 
 _HOLDER = """
-import sys, time
+import faulthandler, signal, sys, time
 from pathlib import Path
 from memory_platform.db import embedded
+faulthandler.register(signal.SIGUSR1)  # the test's diagnosis when a signal is not handled
 info = embedded.ensure_server(Path(sys.argv[1]))
 print(info.pid, flush=True)
 sys.stdin.readline()  # a line (or EOF): exit normally
@@ -61,19 +62,37 @@ def pgdata(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     shutil.rmtree(parent, ignore_errors=True)
 
 
+def _default_signals() -> None:
+    """A user starts as a service manager starts a process: SIGTERM and SIGHUP at their
+    defaults. An ignored signal is inherited through exec, and the pytest worker may ignore
+    SIGTERM by then: Dagster (dagster._utils.interrupts) maps SIGTERM to SIGINT's handler,
+    which an xdist worker ignores."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 class User:
     """Another process of the platform using the server of ``pgdata``."""
 
     def __init__(self, pgdata: Path, script: str = _HOLDER) -> None:
         self.proc = subprocess.Popen([sys.executable, "-c", script, str(pgdata)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True,
+                                     preexec_fn=_default_signals)
         line = self.proc.stdout.readline()
         assert line.strip().isdigit(), f"user failed to start the server: {line!r}"
         self.server_pid = int(line)
 
     def signal(self, signum: int) -> None:
         self.proc.send_signal(signum)
-        self.proc.wait(timeout=30)  # reaped: no zombie keeps its pid "alive"
+        try:
+            self.proc.wait(timeout=30)  # reaped: no zombie keeps its pid "alive"
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGUSR1)  # faulthandler: where it hangs
+            time.sleep(1)
+            self.proc.kill()
+            _, err = self.proc.communicate(timeout=30)
+            pytest.fail(f"the user did not end within 30 s of signal {signum}:\n{err}")
 
     def exit(self) -> None:
         self.proc.communicate("\n", timeout=60)
