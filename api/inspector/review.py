@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from api.auth import with_caller
 from api.input import read_json, read_query
-from api.inspector import guard
+from api.inspector import guard, markdown
 from api.inspector.data import StrictQuery, answer, signed_post
 from api.paths import path_id
 from api.routes.review import NOT_IN_QUEUES
@@ -41,6 +41,9 @@ async def review_queue(request: Request) -> JSONResponse:
                                       assertion_type=params.type, audience=params.audience,
                                       origin=params.origin, limit=queues.MAX_LIMIT,
                                       cursor=None)
+    if params.kind == "wiki_draft":  # shown as Markdown: sanitised HTML made here, once
+        for item in items:
+            item["bodyHtml"] = markdown.render(item.get("bodyMarkdown"))
     return answer({"items": items, "nextCursor": cursor})
 
 

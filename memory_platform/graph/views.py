@@ -327,8 +327,9 @@ def _claims_of(conn, scope: Predicate, column: str, ident: UUID,
         "SELECT k.id, k.predicate, k.assertion_text, k.object_value, k.confidence,"
         " k.visibility_scope, k.source_refs, s.label AS subject, o.label AS object,"
         " k.subject_entity_id, k.object_entity_id,"
-        " (SELECT count(*) FROM agent_knowledge_evidence ev WHERE ev.instance_key ="
-        "  k.instance_key AND ev.claim_id = k.id) AS evidence"
+        " (SELECT count(DISTINCT (ev.evidence_kind, ev.assertion_id, ev.source_memory_id,"
+        "  ev.excerpt)) FROM agent_knowledge_evidence ev WHERE ev.instance_key ="
+        "  k.instance_key AND ev.claim_id = k.id) AS evidence"  # as the card lists them
         " FROM agent_knowledge_claims k"
         " JOIN agent_knowledge_entities s ON s.instance_key = k.instance_key"
         "  AND s.id = k.subject_entity_id"
@@ -372,9 +373,27 @@ def _relations_of(conn, scope: Predicate, ident: UUID, instance: str) -> list[di
 
 
 def _evidence(conn, which: sql.Composable, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The evidence rows ``which`` selects, each item once: an entity's own evidence and
+    its claims' evidence often cite the same excerpt of the same source memory through the
+    same assertion, which a reader sees as one item (the first row stands for it)."""
     rows = _rows(conn, sql.SQL(_EVIDENCE).format(which=which, limit=sql.Literal(CARD_MAX)),
                  params)
-    return [_evidence_json(r) for r in rows]
+    seen: set[tuple[Any, ...]] = set()
+    items = []
+    for item in map(_evidence_json, rows):
+        same = (item["kind"], item["assertionId"], item["sourceMemoryId"], item["excerpt"])
+        if same not in seen:
+            seen.add(same)
+            items.append(item)
+    return items
+
+
+def _counts_of(evidence: list[dict[str, Any]]) -> dict[str, int]:
+    """Evidence items per kind, of the items the card lists (so its counts agree)."""
+    counts: dict[str, int] = defaultdict(int)
+    for item in evidence:
+        counts[item["kind"]] += 1
+    return dict(counts)
 
 
 def _parse_node(node_id: object) -> tuple[str, UUID]:
@@ -414,10 +433,6 @@ def node_card(conn: psycopg.Connection, ctx: AccessContext, view: str, node_id: 
             " WHERE k.instance_key = %(instance)s AND k.subject_entity_id = %(id)s"
             " AND k.status = 'active' AND {})").format(scope("k")),
             {"instance": instance, "id": ident})
-        counts = _rows(conn, sql.SQL(
-            "SELECT evidence_kind, count(*) AS n FROM agent_knowledge_evidence"
-            " WHERE instance_key = %(instance)s AND entity_id = %(id)s GROUP BY 1"),
-            {"instance": instance, "id": ident})
         confidence = (max(c["confidence"] for c in claims) if claims else None)
         explainer = (
             f"\u201c{e['label']}\u201d is {_article(e['entity_type'])} {e['entity_type']} "
@@ -439,7 +454,7 @@ def node_card(conn: psycopg.Connection, ctx: AccessContext, view: str, node_id: 
                          "visibility": e["visibility_scope"],
                          "audienceKey": e["audience_key"] if view == "all" else None,
                          "confidence": confidence,
-                         "evidenceCounts": {r["evidence_kind"]: r["n"] for r in counts},
+                         "evidenceCounts": _counts_of(evidence),
                          "createdAt": _iso(e["created_at"]),
                          "updatedAt": _iso(e["updated_at"])},
             "assertions": claims + mentions, "relationships": relations,
@@ -457,9 +472,6 @@ def node_card(conn: psycopg.Connection, ctx: AccessContext, view: str, node_id: 
     k = found[0]
     evidence = _evidence(conn, sql.SQL("ev.claim_id = %(id)s"),
                          {"instance": instance, "id": ident})
-    counts: dict[str, int] = defaultdict(int)
-    for item in evidence:
-        counts[item["kind"]] += 1
     relations = [{"id": f"subject:{k['id']}", "relation": k["predicate"],
                   "direction": "subject", "source": k["subject"], "target": k["object"]
                   or k["object_value"], "sourceNodeId": f"entity:{k['subject_entity_id']}",
@@ -480,7 +492,8 @@ def node_card(conn: psycopg.Connection, ctx: AccessContext, view: str, node_id: 
                      "visibility": k["visibility_scope"],
                      "audienceKey": k["audience_key"] if view == "all" else None,
                      "confidence": round(float(k["confidence"]), 3),
-                     "evidenceCounts": dict(counts), "sourceRefs": k["source_refs"] or [],
+                     "evidenceCounts": _counts_of(evidence),
+                     "sourceRefs": k["source_refs"] or [],
                      "validFrom": _iso(k["valid_from"]), "validTo": _iso(k["valid_to"]),
                      "createdAt": _iso(k["created_at"]), "updatedAt": _iso(k["updated_at"])},
         "assertions": [{"id": str(k["id"]), "nodeId": f"claim:{k['id']}",

@@ -4,8 +4,11 @@ components; search; the Dream filter; the node card."""
 
 from __future__ import annotations
 
+import psycopg
+
 from tests.api.conftest import ADMIN, READ, assert_error
-from tests.inspector.support import seed_graph, sign_in
+from tests.db import rows
+from tests.inspector.support import INSTANCE, seed_graph, sign_in
 
 
 def _graph(client, **params):
@@ -114,3 +117,19 @@ def test_the_node_card(client, make_key, database_url):
         {"dreamId": str(g.dream)}]
     assert_error(client.get("/inspector/api/node", params={"view": "team", "node": "bogus"}),
                  400)
+
+
+def test_the_node_card_lists_each_evidence_item_once_and_counts_what_it_lists(
+        client, make_key, database_url):
+    g = seed_graph(database_url)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        # The Dream's evidence on Ada herself, beside the same Dream's on her claim.
+        rows.knowledge_evidence(conn, INSTANCE, evidence_kind="dream", dream_id=g.dream,
+                                entity_id=g.ada)
+    sign_in(client, make_key("alice", (READ,)))
+    card = client.get("/inspector/api/node", params={"view": "team",
+                                                     "node": f"entity:{g.ada}"}).json()
+    assert [e["dreamId"] for e in card["evidence"]] == [str(g.dream)]
+    assert card["metadata"]["evidenceCounts"] == {"dream": 1}
+    (claim,) = card["assertions"]
+    assert claim["evidence"] == 1

@@ -23,6 +23,15 @@
     return node;
   }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
+  // HTML the server sanitised (api/inspector/markdown.py: rendered Markdown of stored text),
+  // parsed in an inert document (no script runs, nothing loads) and moved into a fragment.
+  // The only way a page inserts markup; everything else is textContent.
+  function sanitisedHtml(html) {
+    var doc = new DOMParser().parseFromString(String(html || ""), "text/html");
+    var fragment = document.createDocumentFragment();
+    while (doc.body.firstChild) fragment.appendChild(document.adoptNode(doc.body.firstChild));
+    return fragment;
+  }
   function request(method, url, body) {
     var options = { method: method, credentials: "same-origin",
                     headers: { "Accept": "application/json" } };
@@ -65,5 +74,6 @@
   }
   window.Inspector = { el: el, clear: clear, get: function (u) { return request("GET", u); },
                        post: function (u, b) { return request("POST", u, b); },
-                       query: query, pill: pill, when: when, status: status };
+                       query: query, pill: pill, when: when, status: status,
+                       sanitisedHtml: sanitisedHtml };
 })();

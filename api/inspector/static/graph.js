@@ -64,7 +64,8 @@
       tr.appendChild(num(c.confidence)); tr.appendChild(num(c.sourceRefs)); tr.appendChild(num(c.evidence));
       cb.appendChild(tr);
     });
-    if (!data.entities.length) eb.appendChild(el("tr", {}, [el("td", { colspan: "5", className: "muted", text: "No entities in this view." })]));
+    if (!data.entities.length) eb.appendChild(el("tr", { className: "empty" }, [el("td", { colspan: "5", className: "muted", text: "No entities in this view." })]));
+    if (!data.claims.length) cb.appendChild(el("tr", { className: "empty" }, [el("td", { colspan: "6", className: "muted", text: "No claims in this view." })]));
   }
 
   function load() {
@@ -87,7 +88,13 @@
   }
 
   // --- the card ---------------------------------------------------------------------------
-  function section(title, children) { return el("section", {}, [el("h4", { text: title })].concat(children)); }
+  function section(title, children) {
+    // An empty list says so instead of showing a bare heading.
+    var shown = children.map(function (c) {
+      return c && c.tagName === "UL" && !c.firstChild ? el("p", { className: "muted empty", text: "None." }) : c;
+    });
+    return el("section", {}, [el("h4", { text: title })].concat(shown));
+  }
   function dl(pairs) {
     var list = el("dl");
     pairs.forEach(function (p) {

@@ -67,7 +67,8 @@
             button("Reject challenger", "danger", function () { act("/inspector/api/review/conflicts/" + it.id, { action: "reject_challenger" }, "Resolved"); })])]);
       } else {
         tr = el("tr", { "data-id": it.id }, [
-          el("td", {}, [el("strong", { text: it.title || it.pageSlug }), el("div", { className: "muted", text: it.bodyMarkdown })]),
+          el("td", {}, [el("strong", { text: it.title || it.pageSlug }),
+                        el("div", { className: "markdown wiki-body" }, [I.sanitisedHtml(it.bodyHtml)])]),
           el("td", { text: it.rationale || "" }), el("td", {}, [I.pill(it.audience.kind)]),
           el("td", {}, [el("ul", { className: "evidence" }, (it.assertions || []).map(function (a) { return el("li", { text: a.text || a.id }); }))]),
           el("td", { text: I.when(it.createdAt) }),
