@@ -69,6 +69,10 @@ def main() -> None:
         page.goto(f"{args.url}/inspector/dreams")
         page.wait_for_timeout(800)
         shot(page, "dreams")
+        page.locator("#dreams-table a.dream-id").first.click()  # the newest Dream's detail
+        expect(page.locator("#dream-detail")).to_be_visible()
+        page.wait_for_timeout(400)
+        shot(page, "dream-detail")
         page.goto(f"{args.url}/inspector/settings")
         shot(page, "settings")
         browser.close()

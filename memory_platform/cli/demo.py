@@ -35,8 +35,10 @@ def demo_seed(instance: str | None, reset: bool, as_json: bool) -> None:
         report = demo_workspace.seed_demo(
             conn, settings, instance_key=instance or demo_workspace.DEFAULT_INSTANCE,
             reset=reset)
+    registered = _register_with_dagster(settings, [p.partition_key for p in report.eligible])
     if as_json:
-        click.echo(json.dumps(report.as_json(), indent=2))
+        click.echo(json.dumps({**report.as_json(), "registeredWithDagster": registered},
+                              indent=2))
         return
     if report.reset:
         click.echo(f"reset: {report.reset}")
@@ -62,6 +64,11 @@ def demo_seed(instance: str | None, reset: bool, as_json: bool) -> None:
         pools = ", ".join(f"{k} {v}" for k, v in p.counts.items() if v)
         click.echo(f"  {p.partition_key}: {p.total} inputs ({pools}); "
                    f"{p.excluded_automation} automation rows excluded")
+    if registered:
+        click.echo(f"\nRegistered {len(report.eligible)} partition(s) with Dagster: the "
+                   "audience-partitions sensor (which Dreams a partition new to Dagster once) "
+                   "leaves their first Dream to you; the daily schedule takes them from then "
+                   "on.")
     click.echo("\nNext: memory-platform dream run --all-eligible --model extractive "
                f"--instance '{report.instance_key}'")
     if report.eligible:
@@ -72,6 +79,27 @@ def demo_seed(instance: str | None, reset: bool, as_json: bool) -> None:
     click.echo("Then ask the API as a team member, with a key of this instance: "
                f"memory-platform keys create --instance '{report.instance_key}' "
                f"--user {member.user_id} --scopes memory:read")
+
+
+def _register_with_dagster(settings, keys: list[str]) -> bool:
+    """Make the eligible partitions known to Dagster, so the demo's first Dream is the one
+    its user starts (README, 'Try it'), not the sensor's a minute after the seed. Answers
+    whether it could; when Dagster's storage cannot be opened the seed stands and the sensor
+    Dreams the partitions itself (trigger ``sensor``), which stderr says."""
+    if not keys:
+        return False
+    from memory_platform.orchestration.home import dagster_instance
+    from memory_platform.orchestration.partitions import register_partitions
+
+    try:
+        with dagster_instance(settings) as instance:
+            register_partitions(instance, keys)
+    except Exception as exc:  # any storage failure: the seed itself stands
+        click.echo(f"note: could not register the partitions with Dagster ({exc}); the "
+                   "audience-partitions sensor will Dream them on its own (trigger sensor)",
+                   err=True)
+        return False
+    return True
 
 
 COMMANDS = (demo,)  # collected by memory_platform.cli

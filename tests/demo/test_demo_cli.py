@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -13,7 +14,7 @@ from memory_platform.cli import main
 from memory_platform.dreaming.engine import run_dream_partition
 from memory_platform.dreaming.partitions import Partition
 from memory_platform.ledger import assertions as ledger
-from memory_platform.settings import get_settings
+from memory_platform.settings import Settings, get_settings
 
 ROWS = sum(len(s.rows) for s in demo.SESSIONS)
 
@@ -127,3 +128,23 @@ def test_dream_list_without_dreams(cli_env, instance):
     assert "no dreams yet" in invoke(cli_env, "dream", "list", "--instance", instance).output
     assert json.loads(invoke(cli_env, "dream", "list", "--json", "--instance",
                              instance).output) == []
+
+
+def test_demo_seed_registers_its_partitions_so_the_first_dream_is_the_users(cli_env,
+                                                                           instance):
+    # The audience-partitions sensor Dreams only partitions new to Dagster: registered by
+    # the seed, the demo's first Dream is the one README step 3 starts.
+    from memory_platform.orchestration.home import dagster_instance
+    from memory_platform.orchestration.partitions import AUDIENCES
+
+    report = json.loads(invoke(cli_env, "demo", "seed", "--instance", instance,
+                               "--json").output)
+    assert report["registeredWithDagster"] is True
+    keys = [p["partitionKey"] for p in report["eligiblePartitions"]]
+    settings = Settings(database_url=cli_env["MEMORY_DATABASE_URL"],
+                        data_dir=Path(cli_env["MEMORY_DATA_DIR"]))
+    with dagster_instance(settings) as dagster:
+        known = set(dagster.get_dynamic_partitions(AUDIENCES))
+    assert set(keys) <= known
+    out = invoke(cli_env, "demo", "seed", "--instance", instance).output
+    assert "leaves their first Dream to you" in out

@@ -42,7 +42,7 @@
         d.rolledBackAt || d.dryRun ? null : el("button", { type: "button", className: "small danger", text: "Roll back",
           "data-rollback": d.id, onclick: function () { rollback(d); } })]);
       tbody.appendChild(el("tr", { id: "dream-" + d.id, "data-id": d.id }, [
-        el("td", { text: I.when(d.startedAt) }),
+        el("td", { text: I.when(d.startedAt).replace(" UTC", ""), title: I.when(d.startedAt) }),
         el("td", {}, [el("a", { href: "#detail-" + d.id, className: "dream-id", title: d.id, text: d.id.slice(0, 8) })]),
         el("td", {}, [el("code", { text: d.partitionKey })]),
         el("td", { className: "trigger", text: d.trigger || "" }),

@@ -362,7 +362,11 @@
     { selector: "node.ig-fact", style: {
       "shape": "round-rectangle", "width": 16, "height": 16, "background-color": "#f2b84b",
       "border-width": 1.5, "border-color": "#a8761c", "font-size": 9, "color": "#5b4310",
-      "text-wrap": "wrap", "text-max-width": 150 } },
+      // above the square: a fact sits beside its subject, whose label is below it, so a
+      // wide caption below the fact would cover that label
+      "text-wrap": "wrap", "text-max-width": 150, "text-valign": "top", "text-margin-y": -6 } },
+    { selector: "node.ig-fact.ig-caption-below", style: {
+      "text-valign": "bottom", "text-margin-y": 4 } },
     { selector: "edge", style: {
       "curve-style": "bezier", "control-point-step-size": 26, "width": 1.4,
       "line-color": "#8795a8", "target-arrow-color": "#8795a8", "target-arrow-shape": "triangle",
@@ -514,11 +518,27 @@
       });
     }
     var CHUNK = 700;
+    // A fact's caption goes above it, unless the layout put the fact below the entity it is
+    // linked to: then below, away from that entity's label either way.
+    function factsBelowTheirEntity() {
+      var index = new Map(), below = new Set();
+      cleanNodes.forEach(function (v, i) { index.set(v.id, i); });
+      cleanEdges.forEach(function (e) {
+        if (e.kind !== "fact") return;
+        var s = index.get(e.source), t = index.get(e.target);
+        if (s === undefined || t === undefined) return;
+        var fact = cleanNodes[s].kind === "fact" ? s : (cleanNodes[t].kind === "fact" ? t : -1);
+        var other = fact === s ? t : s;
+        if (fact >= 0 && layout.y[fact] > layout.y[other] + 4) below.add(fact);
+      });
+      return below;
+    }
     function elementChunks() {
-      var elements = [];
+      var elements = [], below = factsBelowTheirEntity();
       cleanNodes.forEach(function (v, i) {
         elements.push({ group: "nodes",
-          classes: (v.kind === "fact" ? "ig-fact" : "ig-entity") + (labelsOff ? " ig-nolabel" : ""),
+          classes: (v.kind === "fact" ? "ig-fact" : "ig-entity") + (below.has(i) ? " ig-caption-below" : "") +
+            (labelsOff ? " ig-nolabel" : ""),
           data: { id: v.id, caption: caption(v.label, v.kind) },
           position: { x: layout.x[i], y: layout.y[i] } });
       });
