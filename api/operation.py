@@ -58,6 +58,8 @@ class Operation:
     # Error statuses this operation answers beyond the common ones of every protected route
     # (api.openapi._ERRORS): (status, when), listed in /openapi.json.
     errors: tuple[tuple[int, str], ...] = ()
+    # The feature that declares it (api.table sets it from the module): its tag in /docs.
+    feature: str = ""
 
     def route(self) -> Route:
         async def endpoint(request: Request) -> Response:

@@ -10,6 +10,7 @@ prefix), the scope check and ``/openapi.json`` all derive from it.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from types import ModuleType
 
 from starlette.requests import Request
@@ -26,8 +27,10 @@ def collect(features: Iterable[ModuleType]) -> tuple[Section, ...]:
     order; a path and method declared twice is an error."""
     merged: dict[str, list[Operation]] = {}
     for feature in features:
+        name = feature.__name__.rsplit(".", 1)[-1]
         for section in feature.ROUTES:
-            merged.setdefault(section.prefix, []).extend(section.operations)
+            merged.setdefault(section.prefix, []).extend(
+                replace(op, feature=name) for op in section.operations)
     seen: set[tuple[str, str]] = set()
     for prefix, operations in merged.items():
         for op in operations:

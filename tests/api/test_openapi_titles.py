@@ -77,3 +77,19 @@ def test_the_document_titles_explicit_private_and_says_what_it_does(document):
     field = document["components"]["schemas"]["MemoryCreate"]["properties"]["explicitPrivate"]
     assert field["title"] == "Explicit private"
     assert "private" in field["description"]
+
+
+def test_every_operation_is_under_its_features_tag_with_a_description(document):
+    from api.openapi import TAGS
+    from memory_platform.features import modules
+
+    declared = {m.__name__.rsplit(".", 1)[-1] for m in modules("api.routes")}
+    assert declared <= set(TAGS), f"features without a tag (openapi.TAGS): {declared - set(TAGS)}"
+    tags = {t["name"]: t for t in document["tags"]}
+    assert all(t.get("description") for t in tags.values())
+    for path, methods in document["paths"].items():
+        for method, operation in methods.items():
+            assert len(operation.get("tags", [])) == 1, (method, path)
+            assert operation["tags"][0] in tags, (method, path)
+    sessions = document["paths"]["/api/v1/sessions/{session_key}/items"]["post"]
+    assert sessions["tags"] == ["Sessions"]
