@@ -12,6 +12,8 @@ the option it came from).
 
 from __future__ import annotations
 
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -89,3 +91,40 @@ def platform_connection(settings=None):
         conn.close()
         raise
     return conn
+
+
+def with_provider(settings, provider: str | None):
+    """``settings`` with the embedding provider a command's --provider names (if any)."""
+    return settings.model_copy(update={"embedding_provider": provider}) if provider else settings
+
+
+class ProgressLine:
+    """A progress line on stderr: rewritten in place on a terminal, one line every few
+    seconds otherwise (logs)."""
+
+    def __init__(self, every: float = 5.0) -> None:
+        self.tty = sys.stderr.isatty()
+        self.every = 0.2 if self.tty else every
+        self.started = time.perf_counter()
+        self.last = 0.0
+
+    def show(self, text: str, *, force: bool = False) -> None:
+        """Show ``text`` unless the last line is younger than the interval (or ``force``)."""
+        now = time.perf_counter()
+        if not force and now - self.last < self.every:
+            return
+        self.last = now
+        if self.tty:
+            click.echo(f"\r\033[K{text}", err=True, nl=False)
+        else:
+            click.echo(text, err=True)
+
+    def done(self) -> None:
+        """End the rewritten line so the next output starts on its own line."""
+        if self.tty and self.last:
+            click.echo("", err=True)
+
+    def rate(self, count: int) -> float:
+        """``count`` per second since the line was created."""
+        elapsed = time.perf_counter() - self.started
+        return count / elapsed if elapsed > 0 else 0.0

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import sys
-import time
 
 import click
 
-from memory_platform.cli.common import PlatformCommand, PlatformGroup, platform_connection
+from memory_platform.cli.common import (
+    PlatformCommand,
+    PlatformGroup,
+    ProgressLine,
+    platform_connection,
+    with_provider,
+)
 from memory_platform.settings import get_settings
-
-
-def _with_provider(settings, provider: str | None):
-    return settings.model_copy(update={"embedding_provider": provider}) if provider else settings
 
 
 def _count_rows(path: str) -> int | None:
@@ -22,38 +23,6 @@ def _count_rows(path: str) -> int | None:
         return None
     with open(path, "rb") as handle:
         return sum(1 for line in handle if line.strip())
-
-
-class _ProgressLine:
-    """A progress line on stderr: rewritten in place on a terminal, one line every few
-    seconds otherwise (logs)."""
-
-    def __init__(self, every: float = 5.0) -> None:
-        self.tty = sys.stderr.isatty()
-        self.every = 0.2 if self.tty else every
-        self.started = time.perf_counter()
-        self.last = 0.0
-
-    def show(self, text: str, *, force: bool = False) -> None:
-        """Show ``text`` unless the last line is younger than the interval (or ``force``)."""
-        now = time.perf_counter()
-        if not force and now - self.last < self.every:
-            return
-        self.last = now
-        if self.tty:
-            click.echo(f"\r\033[K{text}", err=True, nl=False)
-        else:
-            click.echo(text, err=True)
-
-    def done(self) -> None:
-        """End the rewritten line so the next output starts on its own line."""
-        if self.tty and self.last:
-            click.echo("", err=True)
-
-    def rate(self, count: int) -> float:
-        """``count`` per second since the line was created."""
-        elapsed = time.perf_counter() - self.started
-        return count / elapsed if elapsed > 0 else 0.0
 
 
 @click.command("import", cls=PlatformCommand,
@@ -142,10 +111,10 @@ def import_command(file: str, instance: str | None, batch_size: int | None,
     from memory_platform.memories.bulk import import_memories
     from memory_platform.memories.bulk.reader import context_from_row, read_jsonl
 
-    settings = _with_provider(get_settings(), provider)
+    settings = with_provider(get_settings(), provider)
     embedder = get_provider(settings)
     expected = _count_rows(file)
-    line = _ProgressLine()
+    line = ProgressLine()
 
     def progress(stats) -> None:
         line.show(f"{stats.rows:,}{f'/{expected:,}' if expected else ''} rows  "
@@ -218,9 +187,9 @@ def embeddings_reembed(limit: int | None, until_done: bool, instance: str | None
     from memory_platform.embeddings.factory import get_provider
     from memory_platform.projection.reembed import reembed_backfill, reembed_until_done
 
-    settings = _with_provider(get_settings(), provider)
+    settings = with_provider(get_settings(), provider)
     embedder = get_provider(settings)
-    line = _ProgressLine()
+    line = ProgressLine()
 
     def progress(totals) -> None:
         line.show(f"converted {totals.converted:,} ({totals.chunks_converted:,} chunks, "
@@ -278,10 +247,10 @@ def embeddings_switch(provider: str, instance: str | None, until_done: bool) -> 
     from memory_platform.maintenance.reembedding import KINDS, convert
     from memory_platform.projection.switch import switch_generation
 
-    settings = _with_provider(get_settings(), provider)
+    settings = with_provider(get_settings(), provider)
     embedder = get_provider(settings)
     instance = instance or settings.instance_key
-    line = _ProgressLine()
+    line = ProgressLine()
 
     def progress(totals) -> None:
         parts = ", ".join(f"{totals.converted[k]:,} {k}" for k in KINDS)

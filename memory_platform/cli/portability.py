@@ -6,7 +6,12 @@ import sys
 
 import click
 
-from memory_platform.cli.common import PlatformCommand, platform_connection
+from memory_platform.cli.common import (
+    PlatformCommand,
+    ProgressLine,
+    platform_connection,
+    with_provider,
+)
 from memory_platform.settings import get_settings
 
 
@@ -24,7 +29,6 @@ def export_command(file: str, instance: str | None, audience: str | None,
     memory-platform format (docs/export-format.md): sources, memories, chunks, assertions
     with evidence, review decisions, history, conflicts, the knowledge graph, session items
     and summaries, users and preferences. One consistent snapshot; progress on stderr."""
-    from memory_platform.cli.imports import _ProgressLine
     from memory_platform.errors import InvalidInput
     from memory_platform.portability.export import export_instance, parse_audience
 
@@ -34,7 +38,7 @@ def export_command(file: str, instance: str | None, audience: str | None,
         scope = parse_audience(audience) if audience else None
     except InvalidInput as exc:
         raise click.BadParameter(str(exc), param_hint="--audience") from exc
-    line = _ProgressLine()
+    line = ProgressLine()
 
     def progress(stats) -> None:
         line.show(f"{sum(stats.counts.values()):,} rows  "
@@ -59,7 +63,6 @@ def import_portable(file: str, instance: str | None, audience_map: tuple[str, ..
     """The `import --format memory-platform` body (cli/imports.py delegates here). The
     target instance is the operator's: ``--instance`` is required (a file naming its own
     target would choose where its rows land)."""
-    from memory_platform.cli.imports import _ProgressLine, _with_provider
     from memory_platform.embeddings.factory import get_provider
     from memory_platform.errors import InvalidInput
     from memory_platform.portability.importing import ImportRejected, import_export
@@ -74,10 +77,10 @@ def import_portable(file: str, instance: str | None, audience_map: tuple[str, ..
         raise click.UsageError(f"--instance is required with --format memory-platform: the "
                                f"target instance is yours to choose, never the file's (this "
                                f"file says it was exported from {exported!r})")
-    settings = _with_provider(get_settings(), provider)
+    settings = with_provider(get_settings(), provider)
     embedder = get_provider(settings)
     mapping = parse_map(audience_map)
-    line = _ProgressLine()
+    line = ProgressLine()
 
     def progress(stats) -> None:
         line.show(f"{stats.lines:,} lines  {line.rate(stats.lines):,.0f} lines/s  "
