@@ -99,17 +99,13 @@ SHARED_LEAVES = {"api.schemas.common", "memory_platform.cli.common", "api.inspec
                  "api.inspector.markdown"}
 
 # One feature's adapter importing another's, still there: the Dream feature composing the
-# daily chain from the other features' steps (assets.dreaming), the ledger's asset keys, the
-# chain's jobs launched by a sensor, and `import --format memory-platform` delegating to the
-# portability command's body.
+# daily chain from the other features' steps (assets.dreaming) and `import --format
+# memory-platform` delegating to the portability command's body.
 # A new crossing fails; remove a line when its crossing is gone.
 KNOWN_CROSSINGS = {
     ("memory_platform.assets.dreaming", "memory_platform.assets.chain"),
     ("memory_platform.assets.dreaming", "memory_platform.assets.consolidation"),
     ("memory_platform.assets.dreaming", "memory_platform.assets.graph"),
-    ("memory_platform.assets.dreaming", "memory_platform.assets.ledger"),
-    ("memory_platform.assets.maintenance", "memory_platform.assets.ledger"),
-    ("memory_platform.sensors.maintenance", "memory_platform.assets.chain"),
     ("memory_platform.cli.imports", "memory_platform.cli.portability"),
 }
 

@@ -34,9 +34,11 @@ from memory_platform.orchestration.feature_definitions import FeatureDefinitions
 from memory_platform.orchestration.home import WRITER_POOL
 from memory_platform.orchestration.keys import (
     CONSOLIDATION,
+    REEMBED_BACKLOG_JOB,
     REEMBEDDING,
     RETENTION,
     USER_PROFILES,
+    WORKSPACE_SYNC_JOB,
 )
 from memory_platform.resources import EmbeddingsResource, PostgresResource, run_settings
 
@@ -148,7 +150,8 @@ def convert_backlog(context: OpExecutionContext, config: ReembedConfig,
     return counts
 
 
-@job(description="Convert re-embedding backlog (launched by reembed_backlog_sensor).")
+@job(name=REEMBED_BACKLOG_JOB,
+     description="Convert re-embedding backlog (launched by reembed_backlog_sensor).")
 def reembed_backlog_job() -> None:
     convert_backlog()
 
@@ -170,7 +173,8 @@ def sync_workspace_files(context: OpExecutionContext, postgres: PostgresResource
     return result.as_dict()
 
 
-@job(description="Sync the configured workspace's memory files now (launched by "
+@job(name=WORKSPACE_SYNC_JOB,
+     description="Sync the configured workspace's memory files now (launched by "
      "workspace_sync_sensor when a file changed).")
 def workspace_sync_job() -> None:
     sync_workspace_files()

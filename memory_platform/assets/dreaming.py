@@ -52,7 +52,6 @@ from pydantic import Field
 from memory_platform.assets import chain as maintenance_chain
 from memory_platform.assets import consolidation as consolidation_assets
 from memory_platform.assets import graph as graph_assets
-from memory_platform.assets.ledger import DREAM_READS
 from memory_platform.dreaming.runs import TRIGGERS, Trigger
 from memory_platform.dreaming.targets import parse_partition_keys
 from memory_platform.errors import DreamLocked, InvalidInput
@@ -78,6 +77,7 @@ from memory_platform.orchestration.keys import (
     DREAM_ASSERTIONS,
     DREAM_INPUTS,
     DREAM_PROPOSALS,
+    DREAM_READS,
     SESSION_ASSETS,
     WIKI_PROPOSALS,
 )

@@ -17,11 +17,11 @@ from memory_platform.orchestration.keys import (
     DREAM_INPUTS,
     DREAM_PROPOSALS,
     KNOWLEDGE_GRAPH,
+    OUTBOX_TABLE,
     WIKI_PROPOSALS,
 )
 
 LEDGER_GROUP = "memory_ledger"
-OUTBOX_TABLE = "agent_memory_ingestion_outbox"
 
 # table -> (description, the Dream assets that write it: drawn as its upstream)
 _TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -56,10 +56,6 @@ _TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
     "agent_knowledge_evidence": ("Provenance of graph items: assertions, source memories, "
                                  "Dreams.", (KNOWLEDGE_GRAPH,)),
 }
-
-# What Dream input selection reads (drawn upstream of dream_inputs).
-DREAM_READS = ("agent_memories", "agent_memory_sources", "agent_memory_assertions",
-               "agent_memory_assertion_evidence")
 
 ledger_tables = [
     AssetSpec(key=table, description=text, group_name=LEDGER_GROUP, kinds={"postgres"},

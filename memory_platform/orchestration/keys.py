@@ -39,3 +39,14 @@ SESSION_OPERATION_ASSETS = {
     "memory_flush": FLUSH_MEMORIES,
     "history_compaction": SESSION_SUMMARIES,
 }
+
+# Ledger tables the asset graph draws (assets/ledger.py declares them as external assets).
+OUTBOX_TABLE = "agent_memory_ingestion_outbox"
+# What Dream input selection reads (drawn upstream of dream_inputs).
+DREAM_READS = ("agent_memories", "agent_memory_sources", "agent_memory_assertions",
+               "agent_memory_assertion_evidence")
+
+# Jobs a feature's sensor launches, by name (the sensor names its job; the job lives with
+# its feature's assets).
+REEMBED_BACKLOG_JOB = "reembed_backlog_job"
+WORKSPACE_SYNC_JOB = "workspace_sync_job"

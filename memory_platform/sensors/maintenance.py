@@ -14,13 +14,13 @@ from dagster import (
     sensor,
 )
 
-from memory_platform.assets.chain import reembed_backlog_job, workspace_sync_job
 from memory_platform.assets.maintenance import outbox_job
 from memory_platform.dreaming.runs import reconcile_stale_dreams
 from memory_platform.embeddings.generations import active_generation
 from memory_platform.maintenance.reembedding import has_backlog
 from memory_platform.maintenance.workspace import fingerprint
 from memory_platform.orchestration.feature_definitions import FeatureAutomations
+from memory_platform.orchestration.keys import REEMBED_BACKLOG_JOB, WORKSPACE_SYNC_JOB
 from memory_platform.projection.outbox import due_outbox_job
 from memory_platform.resources import PostgresResource
 from memory_platform.settings import Settings
@@ -106,7 +106,7 @@ def request_reembed_runs(context: SensorEvaluationContext, postgres: PostgresRes
     return requests
 
 
-@sensor(job=reembed_backlog_job, minimum_interval_seconds=300,
+@sensor(job_name=REEMBED_BACKLOG_JOB, minimum_interval_seconds=300,
         default_status=DefaultSensorStatus.RUNNING,
         description="Every 5 minutes: a re-embedding run for each instance whose active "
         "generation still has rows without a vector.")
@@ -114,7 +114,7 @@ def reembed_backlog_sensor(context: SensorEvaluationContext, postgres: PostgresR
     return request_reembed_runs(context, postgres)
 
 
-@sensor(job=workspace_sync_job, minimum_interval_seconds=30,
+@sensor(job_name=WORKSPACE_SYNC_JOB, minimum_interval_seconds=30,
         default_status=DefaultSensorStatus.RUNNING,
         description="Every 30 s: a workspace sync run when a file of MEMORY_WORKSPACE_DIR "
         "(memory/**/*.md, the bootstrap files) was added, changed or removed.")
