@@ -98,17 +98,6 @@ SHARED_LEAVES = {"api.schemas.common", "memory_platform.cli.common", "api.inspec
                  "api.inspector.guard", "api.inspector.pages", "api.inspector.session",
                  "api.inspector.markdown"}
 
-# One feature's adapter importing another's, still there: the Dream feature composing the
-# daily chain from the other features' steps (assets.dreaming) and `import --format
-# memory-platform` delegating to the portability command's body.
-# A new crossing fails; remove a line when its crossing is gone.
-KNOWN_CROSSINGS = {
-    ("memory_platform.assets.dreaming", "memory_platform.assets.chain"),
-    ("memory_platform.assets.dreaming", "memory_platform.assets.consolidation"),
-    ("memory_platform.assets.dreaming", "memory_platform.assets.graph"),
-    ("memory_platform.cli.imports", "memory_platform.cli.portability"),
-}
-
 # Frameworks and the units that may import them.
 FRAMEWORKS: dict[str, set[str]] = {
     "dagster": {*ADAPTERS["dagster"], "cli"},
@@ -289,8 +278,7 @@ def test_no_feature_adapter_imports_another_features_adapter():
     crossings = []
     for module, path in _modules().items():
         for imported, line in _imports(module, path):
-            if (_crosses_features(module, imported)
-                    and (module, imported) not in KNOWN_CROSSINGS):
+            if _crosses_features(module, imported):
                 crossings.append(f"{path.relative_to(ROOT)}:{line} {module} -> {imported}")
     assert not crossings, "one feature's adapter imports another's:\n" + \
         "\n".join(sorted(set(crossings)))

@@ -49,13 +49,12 @@ from dagster import (
 )
 from pydantic import Field
 
-from memory_platform.assets import chain as maintenance_chain
-from memory_platform.assets import consolidation as consolidation_assets
-from memory_platform.assets import graph as graph_assets
 from memory_platform.dreaming.runs import TRIGGERS, Trigger
 from memory_platform.dreaming.targets import parse_partition_keys
 from memory_platform.errors import DreamLocked, InvalidInput
+from memory_platform.features import modules
 from memory_platform.orchestration.chain import (
+    Step,
     asset_defs,
     batch_events,
     batch_finish,
@@ -226,9 +225,18 @@ def _dream_check(name: str, asset: str):
 
 dream_checks = [_dream_check(name, asset) for name, asset in CHECK_GUARDS.items()]
 
-# The daily chain after the Dream, each step declared once in its feature's module; the
-# asset job selects their assets, the batch walks them (orchestration.chain).
-CHAIN = ordered((*graph_assets.STEPS, *consolidation_assets.STEPS, *maintenance_chain.STEPS))
+
+def _chain_steps() -> tuple[Step, ...]:
+    """The daily chain after the Dream: every feature's ``STEPS`` (each step declared once, in
+    ``assets/<feature>.py``), collected over ``memory_platform.features`` and put in the
+    order their ``after`` names. A new step is one declaration in its feature's module."""
+    declared = [step for module in modules("memory_platform.assets")
+                if module.__name__ != __name__ for step in getattr(module, "STEPS", ())]
+    return ordered(declared)
+
+
+# The asset job selects their assets, the batch walks them (orchestration.chain).
+CHAIN = _chain_steps()
 chain_assets = [asset_defs(step)[0] for step in CHAIN]
 chain_checks = [check for step in CHAIN for check in asset_defs(step)[1]]
 
