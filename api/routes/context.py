@@ -7,7 +7,7 @@ from starlette.requests import Request
 
 from api.auth import with_caller
 from api.operation import API, READ, Operation, Section
-from api.schemas.common import ActingUser
+from api.schemas.common import ExactRead
 from api.schemas.context import ContextItemOut, ContextSearch, ContextSearchResponse
 from memory_platform.context import ContextItem, context_get, context_search
 from memory_platform.retrieval.question import embed_question
@@ -31,7 +31,7 @@ async def search(request: Request, body: ContextSearch) -> ContextSearchResponse
     return ContextSearchResponse(results=[item_out(i) for i in items])
 
 
-async def get_one(request: Request, params: ActingUser) -> ContextItemOut:
+async def get_one(request: Request, params: ExactRead) -> ContextItemOut:
     item = await with_caller(request, params, context_get, request.path_params["item_id"])
     return item_out(item, with_score=False)
 
@@ -41,6 +41,6 @@ ROUTES = (Section(API, (
               "Unified search: assertions, memories, session history, graph", READ,
               body=ContextSearch, response=ContextSearchResponse),
     Operation("GET", "/context/{item_id:path}", get_one,
-              "One context item with its provenance", READ, query=ActingUser,
+              "One context item with its provenance", READ, query=ExactRead,
               response=ContextItemOut),
 )),)

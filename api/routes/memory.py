@@ -9,14 +9,14 @@ from starlette.responses import Response
 from api.auth import api_key, caller_of, with_caller, writer_header
 from api.operation import API, READ, WRITE, Operation, Section
 from api.responses import model_response
-from api.schemas.common import ActingUser, MemoryOut, memory_out
+from api.schemas.common import ExactRead, MemoryOut, memory_out
 from api.schemas.memory import MemoryCreate, StoreResponse
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.retrieval.memories import get_memory
 from memory_platform.trust import write_trust_class
 
 
-async def get_one(request: Request, params: ActingUser) -> MemoryOut:
+async def get_one(request: Request, params: ExactRead) -> MemoryOut:
     record = await with_caller(request, params, get_memory, request.path_params["memory_id"])
     return memory_out(record)
 
@@ -56,5 +56,5 @@ ROUTES = (Section(API, (
               "Store a memory (201 created, 200 when deduplicated)", WRITE,
               body=MemoryCreate, response=StoreResponse, status=201),
     Operation("GET", "/memory/{memory_id}", get_one, "Exact retrieval of one memory",
-              READ, query=ActingUser, response=MemoryOut),
+              READ, query=ExactRead, response=MemoryOut),
 )),)

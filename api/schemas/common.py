@@ -92,13 +92,10 @@ def search_criteria(fields: Any, where: Any) -> Criteria | None:
                           source_types=fields.source_types)
 
 
-class ActingUser(BaseModel):
-    """Query-string parameter of an exact retrieval: the acting user of a runtime key."""
-
-    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
-    user_id: str | None = Field(
-        None, alias="userId", min_length=1, max_length=200,
-        description="Runtime keys only: the user the request acts for.")
+class ExactRead(CallerContext):
+    """Query string of an exact read (a memory, a context item): the same conversation
+    context a search accepts, checked the same way, so what a search found under a context
+    can be read exactly under it (issue 32.1)."""
 
 
 class Audience(BaseModel):
