@@ -2,7 +2,9 @@
 
 Narrow tools call the HTTP API (``MEMORY_API_URL``, default ``http://127.0.0.1:8080``):
 
-* ``memory_search`` and ``memory_get`` (durable memories), ``memory_grep``,
+* ``context_search`` and ``context_get`` (the preferred read path: one search over every
+  recall surface, then an exact read of an item), ``memory_search`` and ``memory_get``
+  (durable memories), ``memory_grep``,
   ``memory_describe`` and ``memory_expand`` (session history: exact search, one node, from a
   summary back to the raw items), listed only when ``MEMORY_READ_TOKEN`` is set (an API key
   with ``memory:read``);
@@ -51,6 +53,7 @@ DEFAULT_TIMEOUT_SECONDS = 30.0
 MEMORY_PATH = "/api/v1/memory"
 SESSIONS_PATH = "/api/v1/sessions"
 KNOWLEDGE_PATH = "/api/v1/knowledge"
+CONTEXT_PATH = "/api/v1/context"
 # A limit the agent leaves out is left out of the request too: the API answers with its own
 # default (MEMORY_RETRIEVAL_TOP_K, MEMORY_GRAPH_SEARCH_LIMIT, ...), never a copy kept here.
 # Every write of this server is the agent's inference, not the user's own statement: the API
@@ -100,6 +103,22 @@ STORE_DESCRIPTION = (
     "store secrets, credentials or tokens, raw logs or tool output, speculation, transient "
     "task state (what you are doing right now), or facts the repository itself already "
     "holds (code, docs, configuration). Identical content is deduplicated."
+)
+
+
+CONTEXT_SEARCH_DESCRIPTION = (
+    "The preferred way to recall: one search over everything the user may see (stored "
+    "facts and assertions, memories, session history, the knowledge graph), one result per "
+    "fact with every source that found it (foundBy) and a score comparable across "
+    "questions. Use depth 'deep' (or intent 'wiki_synthesis') when a normal search finds "
+    "too little. Before relying on a result, read it exactly with context_get. "
+    + UNTRUSTED_NOTE
+)
+
+CONTEXT_GET_DESCRIPTION = (
+    "One item of a context_search answer exactly, by its id, with its provenance (where it "
+    "came from, its audience and evidence). Read an item this way before acting on it. "
+    + UNTRUSTED_NOTE
 )
 
 
@@ -373,6 +392,32 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
             return await api.call("GET", f"{SESSIONS_PATH}/nodes/{quote(id, safe='')}/expand",
                                   read_token, params=params)
 
+        async def context_search(
+            query: Annotated[str, Field(min_length=1, max_length=2000,
+                                        description="What to recall, in natural language.")],
+            depth: Annotated[Literal["normal", "deep"], Field(
+                description="'deep' searches wider when 'normal' finds too little.")]
+            = "normal",
+            intent: Annotated[Literal["answer", "wiki_synthesis"] | None, Field(
+                description="'wiki_synthesis' gathers for a summary page (deep).")] = None,
+            limit: Annotated[int | None, Field(ge=1, le=50, description=(
+                "How many results (default: the server's MEMORY_RETRIEVAL_CONTEXT_LIMIT)."))]
+            = None,
+            sessionKey: Annotated[str | None, Field(min_length=1, max_length=200, description=(
+                "The session the question comes from (one the user takes part in)."))] = None,
+        ) -> str:
+            body = _given(query=query, limit=limit, intent=intent)
+            body["depth"] = depth
+            if sessionKey is not None:
+                body["context"] = {"sessionKey": sessionKey}
+            return await api.call("POST", f"{CONTEXT_PATH}/search", read_token, body=body)
+
+        async def context_get(
+            id: Annotated[str, Field(min_length=1, max_length=300, description=(
+                "The item id, as context_search returned it."))],
+        ) -> str:
+            return await api.call("GET", f"{CONTEXT_PATH}/{quote(id, safe=':')}", read_token)
+
         async def knowledge_search(
             query: Annotated[str, Field(min_length=1, max_length=2000,
                                         description="What to look for, in natural language.")],
@@ -408,6 +453,10 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
 
         read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
         for tool, name, title, description in (
+                (context_search, "context_search", "Recall everything relevant",
+                 CONTEXT_SEARCH_DESCRIPTION),
+                (context_get, "context_get", "Read one recalled item exactly",
+                 CONTEXT_GET_DESCRIPTION),
                 (knowledge_search, "knowledge_search", "Search the knowledge graph",
                  KNOWLEDGE_SEARCH_DESCRIPTION),
                 (knowledge_get_entity, "knowledge_get_entity", "Get one graph entity",
