@@ -97,3 +97,21 @@ def test_one_fact_found_several_ways_is_one_result(client, alice, database_url):
     (item,) = results
     assert set(item["foundBy"]) == {"assertions", "memories", "history"}
     assert item["details"]["alsoFoundAs"] == [f"message:{message}"]
+
+
+def test_a_deep_search_recalls_what_the_normal_depth_leaves_out(client, alice):
+    """Twelve memories answer the question better than the one asked for: a normal search
+    (8 results) leaves that one out, a deep search (20, more per source) brings it back."""
+    for n in range(12):
+        store(client, alice, f"Release checklist item {n}: the release checklist says to tag "
+                             f"release {n} before the release checklist review.")
+    wanted = store(client, alice, "The checklist owner for releases is Jonas.")
+    question = {"query": "release checklist"}
+    normal = client.post("/api/v1/context/search", json=question, headers=alice).json()
+    deep = client.post("/api/v1/context/search", json={**question, "depth": "deep"},
+                       headers=alice).json()
+    wanted_ids = {f"memory:{wanted['id']}", f"assertion:{wanted['assertionId']}"}
+    assert len(normal["results"]) == 8
+    assert not {r["id"] for r in normal["results"]} & wanted_ids
+    assert len(deep["results"]) > 8
+    assert {r["id"] for r in deep["results"]} & wanted_ids

@@ -64,3 +64,29 @@ def test_a_source_counts_a_fact_once():
     assert fused["message:0"].score <= fused["memory:a"].score + 1e-9
     assert fused["message:0"].found_by == ["history"]
     assert fused["message:0"].details["alsoFoundAs"] == [f"message:{n}" for n in range(1, 5)]
+
+
+def test_every_contributing_source_keeps_a_slot_before_the_limit():
+    """Five strong memories and one history message: with room for three, the message still
+    comes back (its source's reserved slot), in place of the weakest memory."""
+    memories = [_item(f"memory:{n}", f"Memory {n} about the release train.") for n in range(5)]
+    for rank, item in enumerate(memories):  # the memories also top the assertions arm
+        item.confidence = 0.9 - rank * 0.1
+    sources = {"memories": memories,
+               "assertions": [_item(f"memory:{n}", "") for n in range(5)],
+               "history": [_item("message:x", "We moved the release train to Tuesdays.")]}
+    fused = [i.id for i in fuse(sources, 3)]
+    assert "message:x" in fused and len(fused) == 3
+    assert fused[:2] == ["memory:0", "memory:1"]
+
+
+def test_confidence_breaks_a_tie_between_equally_ranked_facts():
+    """Two facts, each the first of one source: the more confident one ranks first, whichever
+    source was asked first."""
+    doubtful = _item("assertion:a", "Backups run at 02:00.")
+    doubtful.confidence = 0.3
+    confident = _item("assertion:b", "Backups run at 02:30.")
+    confident.confidence = 0.9
+    fused = fuse({"first": [doubtful], "second": [confident]}, 2)
+    assert [i.id for i in fused] == ["assertion:b", "assertion:a"]
+    assert fused[0].score > fused[1].score
