@@ -105,11 +105,13 @@ class ConsolidationResult:
                 "embeddings": self.embeddings}
 
 
-def _model(conn, settings: Settings, partition: Partition,
-           result: ConsolidationResult) -> GraphModel | None:
+def _model(conn, settings: Settings, partition: Partition, result: ConsolidationResult,
+           dream_id: UUID | None) -> GraphModel | None:
+    """The judge's model: the Dream's it follows (``dream_id``), else the graph model's
+    resolution (graph/model.py)."""
     try:
         with committed_unit(conn):
-            model = resolve_graph_model(conn, settings, partition.instance_key)
+            model = resolve_graph_model(conn, settings, partition.instance_key, dream_id)
     except GraphWorkRetryable as exc:
         result.diagnostics.append({"code": "model_unavailable", "phase": "resolve",
                                    "message": exc.message})
@@ -132,7 +134,7 @@ def consolidate_partition(
     require_idle(conn, "consolidate_partition")
     started = time.perf_counter()
     result = ConsolidationResult(partition, dry_run)
-    chosen = model or _model(conn, settings, partition, result)
+    chosen = model or _model(conn, settings, partition, result, dream_id)
     if model is not None:
         result.model = model.name
     if chosen is not None:

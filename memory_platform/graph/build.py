@@ -153,10 +153,12 @@ def process_graph_jobs(
     embedder: EmbeddingProvider | None = None,
     model: GraphModel | None = None,
     limit: int | None = None,
+    dream_id: UUID | None = None,
 ) -> GraphBuild:
     """One bounded pass over due graph jobs (see the module docstring). ``audience`` =
     ``(kind, key)`` narrows it to one partition of ``instance_key``; ``model`` replaces the
-    resolution (tests, a benchmark)."""
+    resolution (tests, a benchmark); ``dream_id``: the Dream the pass follows, whose model
+    it uses (graph/model.py)."""
     require_idle(conn, "process_graph_jobs")
     jobs = claim(conn, settings, limit or settings.graph_jobs_per_pass, types=[GRAPH_PROJECTION],
                  instance_key=instance_key, audience=audience)
@@ -165,13 +167,14 @@ def process_graph_jobs(
     for job in jobs:
         by_instance[job.instance_key].append(job)
     for instance, instance_jobs in by_instance.items():
-        build.merge(_process_instance(conn, settings, instance, instance_jobs, embedder, model))
+        build.merge(_process_instance(conn, settings, instance, instance_jobs, embedder, model,
+                                      dream_id))
     return build
 
 
 def _process_instance(conn, settings: Settings, instance: str, jobs: list[Job],
-                      embedder: EmbeddingProvider | None,
-                      model: GraphModel | None) -> GraphBuild:
+                      embedder: EmbeddingProvider | None, model: GraphModel | None,
+                      dream_id: UUID | None = None) -> GraphBuild:
     build = GraphBuild()
     by_assertion: dict[UUID, list[Job]] = defaultdict(list)
     for job in jobs:
@@ -203,7 +206,7 @@ def _process_instance(conn, settings: Settings, instance: str, jobs: list[Job],
 
     try:
         with committed_unit(conn):
-            chosen = model or resolve_graph_model(conn, settings, instance)
+            chosen = model or resolve_graph_model(conn, settings, instance, dream_id)
     except GraphWorkRetryable as exc:
         pending = [j for s in sources for j in by_assertion[s.assertion_id]]
         _fail(conn, settings, pending, f"{exc.code}: {exc.message}")
@@ -323,7 +326,7 @@ def build_dream_graph(
     while True:   # the partition's due work, in bounded passes
         passed = process_graph_jobs(conn, settings, instance_key=dream.instance_key,
                                     audience=(dream.audience_kind, dream.audience_key),
-                                    embedder=embedder, model=model)
+                                    embedder=embedder, model=model, dream_id=dream_id)
         build.merge(passed)
         if passed.jobs < settings.graph_jobs_per_pass or passed.failures:
             break

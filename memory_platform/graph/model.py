@@ -2,12 +2,16 @@
 
 Resolution (first non-empty wins; the source is kept with the name for logs and run stats):
 
-1. ``settings_graph``: ``MEMORY_GRAPH_MODEL``;
-2. ``app_settings``: the instance's persisted Dreaming model (``memory_dreaming_model``);
-3. ``settings``: ``MEMORY_MAINTENANCE_MODEL``;
-4. ``prior_dream``: the exact model of the instance's last successful (completed or partial),
+1. ``settings_graph``: ``MEMORY_GRAPH_MODEL``, the operator's explicit model for the graph
+   and the consolidation judge (docs/policy.md: kept on purpose beside the specification);
+2. ``dream``: the exact model of the Dream the work follows, when there is one: the chain
+   after a Dream "receives that exact same model reference", as the specification says
+   (issue 32.9), instead of resolving one of its own;
+3. ``app_settings``: the instance's persisted Dreaming model (``memory_dreaming_model``);
+4. ``settings``: ``MEMORY_MAINTENANCE_MODEL``;
+5. ``prior_dream``: the exact model of the instance's last successful (completed or partial),
    non-dry-run Dream;
-5. ``default``: ``MEMORY_MAINTENANCE_DEFAULT_MODEL``.
+6. ``default``: ``MEMORY_MAINTENANCE_DEFAULT_MODEL``.
 
 The name is used exactly (specification: "always with provider fallback disabled"):
 ``extractive`` is the offline extractor (``offline.py``; no client), anything else an
@@ -36,11 +40,16 @@ from memory_platform.llm.selection import (
 )
 from memory_platform.settings import Settings
 
-SOURCES = ("settings_graph", "app_settings", "settings", "prior_dream", "default")
+SOURCES = ("settings_graph", "dream", "app_settings", "settings", "prior_dream", "default")
 # Deadline of one extraction request (retries included) unless the tests' override is set.
 # ModelError codes that mean "the answer is not the contract"; every other code means the
 # model could not be used (unreachable, refused, timed out, another model answered).
 _MALFORMED_CODES = frozenset({"malformed_output", "truncated", "length", "empty"})
+
+_THE_DREAM = """
+    SELECT model FROM agent_memory_dreams
+     WHERE id = %s AND model IS NOT NULL AND btrim(model) <> ''
+"""
 
 _PRIOR_DREAM = """
     SELECT model FROM agent_memory_dreams
@@ -70,12 +79,17 @@ def _unavailable(message: str, **detail: Any) -> GraphWorkRetryable:
 
 
 def resolve_model_name(conn: psycopg.Connection, settings: Settings,
-                       instance_key: str) -> tuple[str, str]:
-    """(model, source) by the order in the module docstring."""
+                       instance_key: str, dream_id: Any = None) -> tuple[str, str]:
+    """(model, source) by the order in the module docstring (``dream_id``: the Dream the
+    work follows)."""
     try:
         name = normalise_model_name(settings.graph_model)
         if name:
             return name, "settings_graph"
+        row = conn.execute(_THE_DREAM, (dream_id,)).fetchone() if dream_id else None
+        name = normalise_model_name(row[0]) if row else ""
+        if name:
+            return name, "dream"
         name = normalise_model_name(read_dreaming_model(conn, settings, instance_key))
         if name:
             return name, "app_settings"
@@ -93,10 +107,11 @@ def resolve_model_name(conn: psycopg.Connection, settings: Settings,
 
 
 def resolve_graph_model(conn: psycopg.Connection, settings: Settings,
-                        instance_key: str) -> GraphModel:
-    """The exact graph model of ``instance_key`` and its client, or ``model_unavailable``
-    (nothing named, no credentials, an invalid name)."""
-    name, source = resolve_model_name(conn, settings, instance_key)
+                        instance_key: str, dream_id: Any = None) -> GraphModel:
+    """The exact graph model of ``instance_key`` (of the Dream ``dream_id`` when it has one)
+    and its client, or ``model_unavailable`` (nothing named, no credentials, an invalid
+    name)."""
+    name, source = resolve_model_name(conn, settings, instance_key, dream_id)
     if not name:
         raise _unavailable("no graph model is configured")
     if name == OFFLINE_MODEL:

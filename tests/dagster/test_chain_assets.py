@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dagster import AssetKey, SkipReason, build_sensor_context
 
+from memory_platform.assets.dreaming import asset_run_config
 from memory_platform.definitions import build_definitions
 from memory_platform.embeddings.hashing import HashEmbeddingProvider
 from memory_platform.projection.switch import switch_generation
@@ -146,3 +147,24 @@ def test_users_erase_runs_as_a_dagster_run_of_the_platform_instance(db, settings
         assert instance.get_run_by_id(report["runId"]) is None
     finally:
         instance.dispose()
+
+
+def test_the_chain_after_a_dream_uses_that_dreams_model(db, settings, resources, instance,
+                                                         monkeypatch):
+    # A maintenance model is configured (and cannot be reached: no endpoint); the Dream runs
+    # with the offline model: its graph extraction and consolidation use the Dream's.
+    monkeypatch.setenv("MEMORY_MAINTENANCE_MODEL", "gpt-4o-mini")
+    get_settings.cache_clear()
+    partition = seed_team(db, settings, new_instance_key())
+    add_partitions(instance, partition)
+    job = build_definitions(resources).resolve_job_def("dream_audience_job")
+
+    result = job.execute_in_process(instance=instance, partition_key=partition.partition_key,
+                                    run_config=asset_run_config(model="extractive"))
+
+    assert result.success
+    meta = materialised(result)
+    assert meta["knowledge_graph"]["models"].value == {partition.instance_key: "extractive"}
+    assert meta["knowledge_graph"]["failed_batches"].value == 0
+    assert meta["knowledge_graph"]["claims_added"].value > 0
+    assert meta["consolidation"]["model"].value == "extractive"

@@ -98,6 +98,14 @@ def test_the_resolution_order_and_its_sources(db, http_settings, instance):
             resolve_graph_model(db, own, instance).source) == ("graph-model", "settings_graph")
     offline = own.model_copy(update={"graph_model": "extractive"})
     assert resolve_graph_model(db, offline, instance).offline
+    # After a Dream, its model (the chain's exact model) over every setting but an explicit
+    # graph model.
+    followed = rows.dream(db, instance, status="completed", model="the-dreams-model")
+    chosen = resolve_graph_model(db, with_settings, instance, followed)
+    assert (chosen.name, chosen.source) == ("the-dreams-model", "dream")
+    assert resolve_graph_model(db, own, instance, followed).source == "settings_graph"
+    unnamed = rows.dream(db, instance, status="skipped", model=None)
+    assert resolve_graph_model(db, with_settings, instance, unnamed).source == "app_settings"
 
 
 def test_missing_credentials_or_a_bad_name_are_model_unavailable(db, settings, instance):
