@@ -5,7 +5,11 @@ the Dreams' model calls, tokens and estimated cost over the last 24 hours and al
 (``modelUsage``, docs/observability.md), and search indexes an interrupted import left broken
 (``indexes``):
 an empty HNSW placeholder or a dropped GIN index makes search scan instead of using the index
-until ``memory-platform db repair-indexes`` (or the next import) rebuilds it.
+until ``memory-platform db repair-indexes`` (or the next import) rebuilds it. The workspace's
+synced prompt files with their content hashes and when they were last synced
+(``workspace``), the knowledge graph's share of the re-embedding backlog
+(``embeddings.reembedBacklog.graph``) and the most recent Dreams (``recentDreams``) complete
+it (issue 32.10).
 """
 
 from __future__ import annotations
@@ -15,10 +19,14 @@ from typing import Any
 import psycopg
 
 from memory_platform.maintenance.legacy import stored_last_import
+from memory_platform.maintenance.workspace import ORIGIN as WORKSPACE_ORIGIN
+from memory_platform.maintenance.workspace import SOURCE_TYPE as WORKSPACE_SOURCE_TYPE
 from memory_platform.memories.bulk.indexes import broken_indexes
 from memory_platform.sessions.metrics import session_status
 
 REPAIR_COMMAND = "memory-platform db repair-indexes"
+RECENT_DREAMS = 5           # rows of recentDreams
+PROMPT_FILES_SHOWN = 50     # files listed in workspace.files (the count is exact)
 
 
 def _grouped(conn, query: str, instance_key: str) -> dict[str, int]:
@@ -98,7 +106,9 @@ def memory_status(conn: psycopg.Connection, instance_key: str) -> dict[str, Any]
             "active": {"id": active[0], "key": active[1], "provider": active[2],
                        "model": active[3], "dimensions": active[4]} if active else None,
             "generations": generations,
-            "reembedBacklog": {"chunks": backlog_chunks, "assertions": backlog_assertions},
+            "reembedBacklog": {"chunks": backlog_chunks, "assertions": backlog_assertions,
+                               "graph": graph_backlog(conn, instance_key,
+                                                      active[0] if active else None)},
         },
         "outbox": {"pending": pending, "failed": failed,
                    "oldestAgeSeconds": round(float(oldest), 1) if oldest is not None else None},
@@ -109,7 +119,54 @@ def memory_status(conn: psycopg.Connection, instance_key: str) -> dict[str, Any]
         "modelUsage": model_usage(conn, instance_key),
         "sessions": session_status(conn, instance_key),
         "legacyImport": stored_last_import(conn, instance_key),
+        "workspace": workspace_status(conn, instance_key),
+        "recentDreams": recent_dreams(conn, instance_key),
     }
+
+
+def graph_backlog(conn: psycopg.Connection, instance_key: str,
+                  generation_id: int | None) -> dict[str, int]:
+    """Active graph entities and claims without a vector of the active generation: the
+    knowledge graph's share of the re-embedding backlog."""
+    entities, claims = conn.execute(
+        """
+        SELECT (SELECT count(*) FROM agent_knowledge_entities e
+                 WHERE e.instance_key = %(i)s AND e.status = 'active'
+                   AND NOT EXISTS (SELECT 1 FROM agent_knowledge_entity_embeddings x
+                                    WHERE x.entity_id = e.id AND x.generation_id = %(g)s)),
+               (SELECT count(*) FROM agent_knowledge_claims k
+                 WHERE k.instance_key = %(i)s AND k.status = 'active'
+                   AND NOT EXISTS (SELECT 1 FROM agent_knowledge_claim_embeddings x
+                                    WHERE x.claim_id = k.id AND x.generation_id = %(g)s))
+        """, {"i": instance_key, "g": generation_id}).fetchone()
+    return {"entities": int(entities), "claims": int(claims)}
+
+
+def workspace_status(conn: psycopg.Connection, instance_key: str) -> dict[str, Any]:
+    """The workspace's synced prompt files (maintenance/workspace.py): how many, when the
+    last sync changed one, and each file's path and content hash (sha256)."""
+    rows = conn.execute(
+        "SELECT metadata->>'importSource', metadata->>'fileHash', updated_at"
+        "  FROM agent_memories WHERE instance_key = %s AND source_type = %s"
+        "   AND visibility_scope = 'workspace' AND metadata->>'origin' = %s"
+        " ORDER BY metadata->>'importSource'",
+        (instance_key, WORKSPACE_SOURCE_TYPE, WORKSPACE_ORIGIN)).fetchall()
+    last = max((r[2] for r in rows), default=None)
+    return {"files": len(rows),
+            "lastChangedAt": last.isoformat() if last else None,
+            "promptFiles": [{"path": path, "sha256": digest}
+                            for path, digest, _ in rows[:PROMPT_FILES_SHOWN]]}
+
+
+def recent_dreams(conn: psycopg.Connection, instance_key: str) -> list[dict[str, Any]]:
+    """The instance's most recent Dreams: id, partition, status, trigger, model, times."""
+    rows = conn.execute(
+        "SELECT id, partition_key, status, trigger_kind, model, dry_run, started_at,"
+        "       finished_at, error FROM agent_memory_dreams WHERE instance_key = %s"
+        " ORDER BY started_at DESC, id LIMIT %s", (instance_key, RECENT_DREAMS)).fetchall()
+    return [{"id": str(r[0]), "partitionKey": r[1], "status": r[2], "trigger": r[3],
+             "model": r[4], "dryRun": r[5], "startedAt": r[6].isoformat(),
+             "finishedAt": r[7].isoformat() if r[7] else None, "error": r[8]} for r in rows]
 
 
 _USAGE_WINDOWS = ("last24h", "allTime")

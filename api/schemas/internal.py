@@ -70,9 +70,16 @@ class GenerationCount(_Report):
     chunks: int
 
 
+class GraphBacklog(_Report):
+    entities: int
+    claims: int
+
+
 class ReembedBacklog(_Report):
     chunks: int
     assertions: int
+    graph: GraphBacklog = Field(description="Active graph entities and claims without a "
+                                "vector of the active generation.")
 
 
 class EmbeddingStatus(_Report):
@@ -135,6 +142,33 @@ class ModelUsageStatus(_Report):
     all_time: ModelUsageWindow = Field(alias="allTime")
 
 
+class PromptFile(_Report):
+    path: str
+    sha256: str | None
+
+
+class WorkspaceStatus(_Report):
+    """The workspace's synced prompt files (memory/**/*.md and the bootstrap files)."""
+
+    files: int
+    last_changed_at: str | None = Field(alias="lastChangedAt",
+                                        description="When a sync last changed a file's row.")
+    prompt_files: list[PromptFile] = Field(alias="promptFiles", description="Path and "
+                                           "content hash of each (the first 50 by path).")
+
+
+class RecentDream(_Report):
+    id: str
+    partition_key: str = Field(alias="partitionKey")
+    status: str
+    trigger: str
+    model: str | None
+    dry_run: bool = Field(alias="dryRun")
+    started_at: str = Field(alias="startedAt")
+    finished_at: str | None = Field(alias="finishedAt")
+    error: str | None
+
+
 class StatusResponse(_Report):
     instance: str
     memories: MemoryCounts
@@ -150,6 +184,9 @@ class StatusResponse(_Report):
     legacy_import: dict[str, Any] | None = Field(
         alias="legacyImport", description="The last legacy transcript import's result "
         "(`memory-platform import-transcripts`), or null.")
+    workspace: WorkspaceStatus
+    recent_dreams: list[RecentDream] = Field(alias="recentDreams",
+                                             description="The five most recent Dreams.")
 
 
 class RetentionRequest(Strict):

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-import psycopg
+import hashlib
 
+import psycopg
+from pgvector.psycopg import register_vector
+
+from memory_platform.dreaming.partitions import Partition
+from memory_platform.dreaming.runs import record_finished_dream
+from memory_platform.maintenance.workspace import sync_workspace
+from memory_platform.settings import get_settings
 from tests.api.conftest import ALL_SCOPES, bearer, store
+from tests.db import rows
+from tests.graph import knowledge_rows as kr
 
 
 def test_status_counts_memories_by_scope_visibility_and_source_type(client, alice, make_key):
@@ -77,3 +86,38 @@ def test_f14_reembed_acts_on_the_admin_keys_own_instance(client, alice, make_key
     assert default["embeddings"]["reembedBacklog"]["chunks"] == 1
     acme = client.get("/internal/memory/status", headers=acme_admin).json()
     assert acme["instance"] == "acme"
+
+
+def test_status_reports_prompt_files_the_graph_backlog_and_recent_dreams(
+        client, alice, database_url, tmp_path):
+    """Issue 32.10: the synced prompt files with their hashes, the graph's share of the
+    re-embedding backlog, and the most recent Dreams with trigger, model and failure."""
+    workspace = tmp_path / "ws"
+    (workspace / "memory").mkdir(parents=True)
+    (workspace / "AGENTS.md").write_text("Always run the tests before a release.\n")
+    (workspace / "memory" / "deploys.md").write_text("Deploys go out on Tuesdays.\n")
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        register_vector(conn)
+        settings = get_settings().model_copy(update={"database_url": database_url,
+                                                     "embedding_provider": "hash"})
+        sync_workspace(conn, settings, "default", workspace)
+        entity = kr.entity(conn, "default", "Release train")
+        kr.claim(conn, "default", entity, "The release train leaves on Tuesdays.")
+        failed = record_finished_dream(
+            conn, Partition("default", "team", "default"), "failed", model="gpt-x",
+            trigger="scheduled", dry_run=False, orchestrator_run_id=None, stats={},
+            diagnostics=[], error="model_unavailable: no endpoint")
+        rows.dream(conn, "default", status="completed", model="extractive")
+
+    status = client.get("/internal/memory/status", headers=alice).json()
+    files = status["workspace"]
+    assert files["files"] == 2 and files["lastChangedAt"]
+    assert {f["path"]: f["sha256"] for f in files["promptFiles"]} == {
+        "AGENTS.md": hashlib.sha256(b"Always run the tests before a release.\n").hexdigest(),
+        "memory/deploys.md": hashlib.sha256(b"Deploys go out on Tuesdays.\n").hexdigest()}
+    assert status["embeddings"]["reembedBacklog"]["graph"] == {"entities": 1, "claims": 1}
+    dreams = status["recentDreams"]
+    assert len(dreams) == 2
+    broken = next(d for d in dreams if d["id"] == str(failed))
+    assert broken["status"] == "failed" and broken["trigger"] == "scheduled"
+    assert broken["model"] == "gpt-x" and broken["error"].startswith("model_unavailable")
