@@ -23,7 +23,7 @@ provenance (a claim with its source refs and evidence, an entity with its claims
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -137,6 +137,7 @@ def context_search(
     question: QueryVector | None = None,
     stamper: RetrievalStamper | None = None,
     criteria: Criteria | None = None,
+    subject_refs: Mapping[str, str] | None = None,
 ) -> list[ContextItem]:
     """The best ``limit`` items of every recall surface ``ctx`` may see, fused (see the module
     docstring). A deep search (``depth="deep"`` or the ``wiki_synthesis`` intent) asks each
@@ -147,7 +148,9 @@ def context_search(
     Every lexical arm reads a bounded number of matches (``retrieval_lexical_scan_cap``).
     ``criteria`` (metadata, subject refs, event and write time, source types: properties of
     memories, retrieval/criteria.py) searches the memories alone, filtered inside their
-    search statement; assertions are then found through their memory projections."""
+    search statement; assertions are then found through their memory projections.
+    ``subject_refs`` (what the conversation is about: mandantId, taskId, ...) prefers the
+    memories that name the same subjects (retrieval/ranking.py, the subject boost)."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("query is empty", details={"field": "query"})
     if depth not in ("normal", "deep"):
@@ -165,7 +168,8 @@ def context_search(
                 question = embed_question(embedder or get_provider(settings), query)
         if filtered:
             sources = {"memories": _source("memories", lambda: _memory_items(
-                conn, settings, ctx, query, per_source, question, stamper, criteria))}
+                conn, settings, ctx, query, per_source, question, stamper, criteria,
+                subject_refs))}
         else:
             terms = _lexical_terms(conn, settings, ctx, query)
             sources = {
@@ -176,9 +180,11 @@ def context_search(
                                          "audience": {"kind": h.audience_kind,
                                                       "key": h.audience_key}})
                     for h in search_assertions(conn, settings, ctx, query, limit=per_source,
-                                               question=question)]),
+                                               question=question,
+                                               subject_refs=subject_refs)]),
                 "memories": _source("memories", lambda: _memory_items(
-                    conn, settings, ctx, query, per_source, question, stamper)),
+                    conn, settings, ctx, query, per_source, question, stamper,
+                    subject_refs=subject_refs)),
                 "history": _source("history", lambda: _search_history(
                     conn, ctx, terms, per_source)),
                 "graph": _source("graph", lambda: _search_graph(
@@ -201,7 +207,8 @@ def _source(name: str, search: Callable[[], list[ContextItem]]) -> list[ContextI
 
 def _memory_items(conn, settings: Settings, ctx: AccessContext, query: str, cap: int,
                   question: QueryVector, stamper: RetrievalStamper | None,
-                  criteria: Criteria | None = None) -> list[ContextItem]:
+                  criteria: Criteria | None = None,
+                  subject_refs: Mapping[str, str] | None = None) -> list[ContextItem]:
     return [
         ContextItem(_memory_identity(h.assertion_id, h.memory_id),
                     "assertion" if h.assertion_id else "memory", h.content,
@@ -209,7 +216,8 @@ def _memory_items(conn, settings: Settings, ctx: AccessContext, query: str, cap:
                              "visibility": h.visibility_scope,
                              "subjectRefs": h.subject_refs, **_event_time(h.occurred_at)})
         for h in search_memories(conn, settings, ctx, query, limit=cap, question=question,
-                                 stamper=stamper, criteria=criteria)
+                                 stamper=stamper, criteria=criteria,
+                                 subject_refs=subject_refs)
     ]
 
 

@@ -328,8 +328,14 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
                 max_length=64, description="Stored before (ISO-8601 with offset).")] = None,
             sourceTypes: Annotated[list[SourceType] | None, Field(
                 min_length=1, max_length=6, description="Only these source types.")] = None,
+            subjectRefs: Annotated[dict[str, str] | None, Field(
+                description="What the task is about, to prefer memories about it: any of "
+                "mandantId, documentId, taskId, moduleSlug, routePath, groupRoomId, "
+                "channelThreadKey (a string each); filters nothing.")] = None,
         ) -> str:
             params: dict[str, Any] = _given(query=query, limit=limit)
+            if subjectRefs:
+                params["subjectRefs"] = json.dumps(subjectRefs, separators=(",", ":"))
             if scope is not None:
                 params["scope"] = scope
             if filter is not None:

@@ -22,12 +22,14 @@ def item_out(item: ContextItem, with_score: bool = True) -> ContextItemOut:
 async def search(request: Request, body: ContextSearch) -> ContextSearchResponse:
     state = request.state
     criteria = body.criteria()  # checked before the query is embedded
+    subjects = body.subjects()
     question = await run_in_threadpool(embed_question, state.embedder, body.query)
     items = await with_caller(
         request, body.context,
         lambda conn, ctx: context_search(
             conn, state.settings, ctx, body.query, depth=body.depth, intent=body.intent,
-            limit=body.limit, question=question, stamper=state.stamper, criteria=criteria))
+            limit=body.limit, question=question, stamper=state.stamper, criteria=criteria,
+            subject_refs=subjects))
     return ContextSearchResponse(results=[item_out(i) for i in items])
 
 

@@ -16,13 +16,15 @@ from memory_platform.retrieval.search import search_memories
 async def search(request: Request, params: SearchParams) -> SearchResponse:
     state = request.state
     criteria = params.criteria()  # checked before the query is embedded
+    subjects = params.subjects()
     question = await run_in_threadpool(embed_question, state.embedder, params.query)
     hits = await with_caller(
         request, params,
         lambda conn, ctx: search_memories(
             conn, state.settings, ctx, params.query, limit=params.limit,
             scopes=(params.scope,) if params.scope else None, question=question,
-            stamper=state.stamper, criteria=criteria, min_score=params.min_score))
+            stamper=state.stamper, criteria=criteria, min_score=params.min_score,
+            subject_refs=subjects))
     return SearchResponse(results=[memory_out(h) for h in hits])
 
 

@@ -8,12 +8,13 @@ instructions: ``trust`` is always ``"untrusted-data"`` and the text sits in ``co
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_platform.access import AudienceKind
+from memory_platform.access import SUBJECT_REF_KEYS, AudienceKind
 from memory_platform.errors import InvalidInput
 from memory_platform.memories.validation import parse_occurred_at
 from memory_platform.retrieval.criteria import Criteria, parse_criteria
@@ -90,6 +91,34 @@ def search_criteria(fields: Any, where: Any) -> Criteria | None:
                           created_after=fields.created_after,
                           created_before=fields.created_before,
                           source_types=fields.source_types)
+
+
+SUBJECT_REFS_HELP = ("What the conversation is about, to prefer the memories about it: "
+                     "any of mandantId, documentId, taskId, moduleSlug, routePath, groupRoomId, "
+                     "channelThreadKey, each a string (memories naming the same subject rank "
+                     "higher; it filters nothing).")
+
+
+def subject_refs_of(value: Any, field: str = "subjectRefs") -> dict[str, str] | None:
+    """A request's subject refs: an object of the known keys with string values (a JSON
+    string from a query string), else InvalidInput naming the field."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise InvalidInput(f"{field} is not JSON", details={"field": field}) from None
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{field} must be an object", details={"field": field})
+    unknown = sorted(set(value) - set(SUBJECT_REF_KEYS))
+    if unknown:
+        raise InvalidInput(f"{field}: unknown subject {unknown[0]!r} (known: "
+                           f"{', '.join(SUBJECT_REF_KEYS)})", details={"field": field})
+    if not all(isinstance(v, str) and 0 < len(v) <= 200 for v in value.values()):
+        raise InvalidInput(f"{field}: each subject is a string of 1 to 200 characters",
+                           details={"field": field})
+    return dict(value)
 
 
 class ExactRead(CallerContext):

@@ -7,7 +7,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from api.schemas.common import UNTRUSTED, CallerContext, Strict, TimeRanges, search_criteria
+from api.schemas.common import (
+    SUBJECT_REFS_HELP,
+    UNTRUSTED,
+    CallerContext,
+    Strict,
+    TimeRanges,
+    search_criteria,
+    subject_refs_of,
+)
 from memory_platform.retrieval.criteria import Criteria
 
 
@@ -22,10 +30,16 @@ class ContextSearch(Strict, TimeRanges):
         "with any filter field only memories are searched.")
     source_types: list[str] | None = Field(None, alias="sourceTypes", min_length=1,
                                            max_length=12, description="Only these source types.")
+    subject_refs: dict[str, Any] | None = Field(None, alias="subjectRefs", max_length=7,
+                                                description=SUBJECT_REFS_HELP)
 
     def criteria(self) -> Criteria | None:
         """The search criteria of the body (InvalidInput naming the field)."""
         return search_criteria(self, self.filter)
+
+    def subjects(self) -> dict[str, str] | None:
+        """The subject refs of the body (InvalidInput naming the field)."""
+        return subject_refs_of(self.subject_refs)
 
 
 class ContextItemOut(BaseModel):

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.schemas.common import CallerContext, MemoryOut, TimeRanges, search_criteria
+from api.schemas.common import (
+    SUBJECT_REFS_HELP,
+    CallerContext,
+    MemoryOut,
+    TimeRanges,
+    search_criteria,
+    subject_refs_of,
+)
 from memory_platform.access import AudienceKind
 from memory_platform.retrieval.criteria import Criteria
 
@@ -32,10 +39,17 @@ class SearchParams(CallerContext, TimeRanges):
     source_types: str | None = Field(
         None, alias="sourceTypes", max_length=200,
         description="Only these source types, comma-separated (e.g. fact,manual).")
+    subject_refs: str | None = Field(
+        None, alias="subjectRefs", min_length=2, max_length=2048,
+        description=SUBJECT_REFS_HELP + ' As JSON, e.g. {"mandantId": "M-17"}.')
 
     def criteria(self) -> Criteria | None:
         """The search criteria of the parameters (InvalidInput naming the field)."""
         return search_criteria(self, self.filter)
+
+    def subjects(self) -> dict[str, str] | None:
+        """The subject refs of the parameters (InvalidInput naming the field)."""
+        return subject_refs_of(self.subject_refs)
 
 
 class SearchResponse(BaseModel):

@@ -18,6 +18,7 @@ distance. The statement runs under the search settings of retrieval/planner.py.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 from uuid import UUID
@@ -39,6 +40,7 @@ from memory_platform.retrieval.fusion import reciprocal_rank
 from memory_platform.retrieval.lexicon import generating_terms, rarity
 from memory_platform.retrieval.planner import bounded_count, gate, planner_settings
 from memory_platform.retrieval.question import QueryVector, embed_question, vector_of
+from memory_platform.retrieval.ranking import subject_boost
 from memory_platform.retrieval.statements import parameter_safe
 from memory_platform.retrieval.terms import or_tsquery, query_terms
 from memory_platform.settings import Settings
@@ -155,6 +157,7 @@ def search_assertions(
     limit: int | None = None,
     embedder: EmbeddingProvider | None = None,
     question: QueryVector | None = None,
+    subject_refs: Mapping[str, str] | None = None,
 ) -> list[AssertionHit]:
     """The best ``limit`` (default ``retrieval_top_k``) assertions ``ctx`` may recall for
     ``query``: the lexical and the vector ranking fused by reciprocal rank, times the feedback
@@ -197,6 +200,8 @@ def search_assertions(
         score = sum(reciprocal_rank(r) for r in (lexical_rank, vector_rank) if r is not None)
         if settings.feedback_ranking_enabled:
             score *= feedback_multiplier(injected, cited, corrected, settings)
+        if subject_refs:
+            score *= subject_boost(refs or {}, subject_refs)
         hits.append(AssertionHit(ident, text, kind, audience_kind, audience_key,
                                  float(confidence), refs or {}, score, lexical_rank,
                                  vector_rank))

@@ -83,7 +83,10 @@ def candidate_row(cursor: Any) -> Any:
     return Candidate._make
 
 
-def _subject_boost(row_refs: Mapping[str, Any], wanted: Mapping[str, str]) -> float:
+def subject_boost(row_refs: Mapping[str, Any], wanted: Mapping[str, str]) -> float:
+    """How much more a row counts for naming the subjects the caller names (memories and
+    assertions alike): ``SUBJECT_BOOST_PER_MATCH`` per matching key, at most
+    ``SUBJECT_BOOST_MAX``."""
     matches = sum(1 for k, v in wanted.items()
                   if k in SUBJECT_REF_KEYS and str(row_refs.get(k)) == str(v))
     return min(SUBJECT_BOOST_MAX, 1 + SUBJECT_BOOST_PER_MATCH * matches)
@@ -252,7 +255,7 @@ def _order(scored: _Scored, settings: Settings, wanted_refs: Mapping[str, str]) 
     feedback (they reorder what passed the gate)."""
     order, row = scored.score, scored.row
     if wanted_refs:
-        order *= _subject_boost(json.loads(row.subject_refs), wanted_refs)
+        order *= subject_boost(json.loads(row.subject_refs), wanted_refs)
     if row.assertion_id is not None and settings.feedback_ranking_enabled:
         order *= feedback_multiplier(row.injected, row.cited, row.corrected, settings)
     return order

@@ -72,4 +72,12 @@ def test_context_search_then_context_get_end_to_end(live: LiveApi, database_url:
         is_error, text = await call(client, "context_get", {"id": "memory:nope"})
         assert is_error and "memory API error 4" in text, text
 
+        # memory_search passes what the task is about on (issue 32.2); the API checks it.
+        is_error, text = await call(client, "memory_search", {
+            "query": "staging database restored", "subjectRefs": {"taskId": "T-1"}})
+        assert not is_error and FACT in text, text
+        is_error, text = await call(client, "memory_search", {
+            "query": "staging database restored", "subjectRefs": {"customer": "x"}})
+        assert is_error and "memory API error 400" in text and "subjectRefs" in text, text
+
     run_in_process(env, scenario)
