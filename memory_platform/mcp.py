@@ -6,7 +6,8 @@ Narrow tools call the HTTP API (``MEMORY_API_URL``, default ``http://127.0.0.1:8
   recall surface, then an exact read of an item), ``memory_search`` and ``memory_get``
   (durable memories), ``memory_grep``,
   ``memory_describe`` and ``memory_expand`` (session history: exact search, one node, from a
-  summary back to the raw items), listed only when ``MEMORY_READ_TOKEN`` is set (an API key
+  summary back to the raw items), ``session_replay`` (a session as a runtime replays it),
+  listed only when ``MEMORY_READ_TOKEN`` is set (an API key
   with ``memory:read``);
 * ``knowledge_search``, ``knowledge_get_entity``, ``knowledge_neighbors`` and
   ``knowledge_explain_claim`` (the knowledge graph: hybrid search, one entity, its
@@ -142,6 +143,12 @@ EXPAND_DESCRIPTION = (
     "From a summary (summary:<uuid>) back to the raw turn items it covers, in order, through "
     "every summary below it: nothing compaction summarised is lost. Paged: pass afterSeq = "
     "nextAfterSeq of the previous answer until it is null. " + UNTRUSTED_NOTE
+)
+
+REPLAY_DESCRIPTION = (
+    "A session as a runtime replays it to the model: the summaries standing for its "
+    "compacted past, then the newest verbatim turns that fit a token budget, in order "
+    "(omittedTurns counts the older ones; memory_expand reaches them). " + UNTRUSTED_NOTE
 )
 
 APPEND_DESCRIPTION = (
@@ -386,6 +393,17 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
             return await api.call("GET", f"{SESSIONS_PATH}/nodes/{quote(id, safe='')}",
                                   read_token)
 
+        async def session_replay(
+            sessionKey: Annotated[str, Field(min_length=1, max_length=200, description=(
+                "The session (one the user takes part in)."))],
+            budgetTokens: Annotated[int | None, Field(ge=64, le=1_000_000, description=(
+                "Most tokens the replay holds (default: the server's session budget)."))]
+            = None,
+        ) -> str:
+            return await api.call(
+                "GET", f"{SESSIONS_PATH}/{quote(sessionKey, safe=':')}/replay", read_token,
+                params=_given(budgetTokens=budgetTokens))
+
         async def memory_expand(
             id: Annotated[str, Field(min_length=1, max_length=200,
                                      description="summary:<uuid>")],
@@ -485,6 +503,10 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
         server.add_tool(memory_describe, name="memory_describe",
                         title="Describe one session history node",
                         description=DESCRIBE_DESCRIPTION, annotations=read_only,
+                        structured_output=False)
+        server.add_tool(session_replay, name="session_replay",
+                        title="What a runtime sends the model for a session",
+                        description=REPLAY_DESCRIPTION, annotations=read_only,
                         structured_output=False)
         server.add_tool(memory_expand, name="memory_expand",
                         title="Expand a summary to its raw items",

@@ -26,6 +26,9 @@ from api.schemas.sessions import (
     GrepParams,
     GrepResponse,
     NodeParams,
+    ReplayItemOut,
+    ReplayParams,
+    ReplayResponse,
     RunComplete,
     RunCompletionResponse,
     SessionAppend,
@@ -43,6 +46,7 @@ from memory_platform.sessions.reads import (
     expand,
     grep,
 )
+from memory_platform.sessions.replay import replay
 from memory_platform.trust import written_by_agent
 
 KEY_MAX_CHARS = 200
@@ -188,6 +192,29 @@ async def expand_route(request: Request, params: ExpandParams) -> ExpandResponse
         next_after_seq=found.next_after_seq)
 
 
+def _replay_item(item) -> ReplayItemOut:
+    return ReplayItemOut(id=item.node_id, kind=item.kind, content=item.content,
+                         tokens=item.tokens, role=item.role, user_id=item.user_id, seq=item.seq,
+                         depth=item.depth, first_seq=item.first_seq, last_seq=item.last_seq,
+                         created_at=item.created_at.isoformat())
+
+
+async def replay_route(request: Request, params: ReplayParams) -> ReplayResponse:
+    """The session's replay for its participants and the instance's runtime (a user key of
+    someone else: 403 foreign_session)."""
+    session_key = _path_key(request, "session_key", "sessionKey")
+    context = _in_session(params, session_key)
+    settings = request.state.settings
+    found = await with_caller(request, context, lambda conn, ctx: replay(
+        conn, settings, ctx, budget_tokens=params.budget_tokens))
+    return ReplayResponse(session_key=found.session_key, budget_tokens=found.budget_tokens,
+                          tokens=found.tokens,
+                          summaries=[_replay_item(i) for i in found.summaries],
+                          turns=[_replay_item(i) for i in found.turns],
+                          omitted_turns=found.omitted_turns,
+                          omitted_summaries=found.omitted_summaries)
+
+
 ROUTES = (Section(API, (
     Operation("GET", "/sessions/grep", grep_route,
               "memory_grep: exact, case-insensitive text search over session history "
@@ -199,6 +226,10 @@ ROUTES = (Section(API, (
     Operation("GET", "/sessions/nodes/{node_id}", describe_route,
               "memory_describe: one message or summary of the context graph", READ,
               query=NodeParams, response=SessionNodeOut),
+    Operation("GET", "/sessions/{session_key:path}/replay", replay_route,
+              "session_replay: what a runtime sends the model for the session (summaries, "
+              "then the newest turns within a token budget)", READ,
+              query=ReplayParams, response=ReplayResponse),
     Operation("POST", "/sessions/{session_key:path}/runs/{run_id}/complete",
               complete, "Complete a run of a session (idempotent)", WRITE,
               body=RunComplete, response=RunCompletionResponse),

@@ -228,3 +228,43 @@ class ExpandResponse(BaseModel):
     child_summaries: list[SummaryRefOut] = Field(serialization_alias="childSummaries")
     next_after_seq: int | None = Field(serialization_alias="nextAfterSeq",
                                        description="afterSeq of the next page; null: last.")
+
+
+class ReplayParams(CallerContext):
+    """Query string of a session replay (numbers parsed, unknown names rejected)."""
+
+    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+    budget_tokens: int | None = Field(
+        None, alias="budgetTokens", ge=64, le=1_000_000,
+        description="Most tokens (about four characters each) the replay holds (default: "
+        "MEMORY_SESSION_CONTEXT_BUDGET_TOKENS).")
+
+
+class ReplayItemOut(BaseModel):
+    id: str = Field(description="message:<uuid> or summary:<uuid> (memory_describe takes it).")
+    trust: Literal["untrusted-data"] = UNTRUSTED
+    kind: Literal["summary", "message"]
+    content: str
+    tokens: int
+    role: str | None = None
+    user_id: str | None = Field(None, serialization_alias="userId")
+    seq: int | None = None
+    depth: int | None = None
+    first_seq: int | None = Field(None, serialization_alias="firstSeq")
+    last_seq: int | None = Field(None, serialization_alias="lastSeq")
+    created_at: str = Field(serialization_alias="createdAt")
+
+
+class ReplayResponse(BaseModel):
+    """What a runtime sends the model for the session: the summaries standing for its
+    compacted past, then the newest verbatim turns that fit the budget, in order."""
+
+    session_key: str = Field(serialization_alias="sessionKey")
+    budget_tokens: int = Field(serialization_alias="budgetTokens")
+    tokens: int
+    summaries: list[ReplayItemOut]
+    turns: list[ReplayItemOut]
+    omitted_turns: int = Field(serialization_alias="omittedTurns", description="Older turns "
+                               "left out for the budget (their summaries or memory_expand "
+                               "reach them).")
+    omitted_summaries: int = Field(serialization_alias="omittedSummaries")

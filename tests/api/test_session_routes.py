@@ -21,6 +21,7 @@ from psycopg import sql
 from starlette.testclient import TestClient
 
 from memory_platform.memories.sharing import set_share_with_team
+from memory_platform.sessions.assembly import replace_messages
 from memory_platform.sessions.shared_facts import extract_shared_facts
 from tests.api.conftest import (
     ALL_SCOPES,
@@ -591,3 +592,42 @@ def test_scopes_writes_need_write_and_reads_need_read(refused, user_key, tag):
     refused("GET", "/api/v1/sessions/grep", 403, "missing_scope", headers=writer,
             params={"pattern": "abc", "allSessions": "true"})
     refused("GET", f"/api/v1/sessions/nodes/summary:{uuid.uuid4()}", 401, "unauthorized")
+
+
+# --- replay ----------------------------------------------------------------------------------
+def test_a_replay_is_the_latest_summary_then_the_newest_turns_within_the_budget(
+        api, user_key, runtime, url, tag):
+    """Issue 32.3: what a runtime sends the model: the summary standing for the compacted
+    past, then the newest turns that fit, in order; for the session's participants and the
+    runtime only."""
+    session = f"web:replay-{tag}"
+    alice = user_key(f"alice-{tag}")
+    turns = [say(f"Turn {n}: " + "we talk about the release plan at length. " * 4)
+             for n in range(8)]
+    body = append(api, alice, session, *turns)
+    first_four = [item["id"] for item in body["items"][:4]]
+    with psycopg.connect(url, autocommit=True) as conn:
+        summary = add_summary(conn, "default", session,
+                              "Summary: the first four turns planned the release.",
+                              messages=first_four, user_id=f"alice-{tag}")
+        replace_messages(conn, "default", session, first_seq=0, last_seq=3,
+                         summary_id=uuid.UUID(summary.split(":")[1]))
+
+    path = f"/api/v1/sessions/{session}/replay"
+    whole = api.get(path, headers=alice).json()
+    assert [s["id"] for s in whole["summaries"]] == [summary]
+    assert [t["content"][:7] for t in whole["turns"]] == ["Turn 4:", "Turn 5:", "Turn 6:",
+                                                          "Turn 7:"]
+    assert whole["omittedTurns"] == 0 and whole["omittedSummaries"] == 0
+    assert whole["tokens"] == sum(i["tokens"] for i in whole["summaries"] + whole["turns"])
+    assert all(i["trust"] == "untrusted-data" for i in whole["summaries"] + whole["turns"])
+
+    one_turn = whole["summaries"][0]["tokens"] + whole["turns"][-1]["tokens"]
+    tight = api.get(path, headers=alice, params={"budgetTokens": max(64, one_turn)}).json()
+    assert [t["content"][:7] for t in tight["turns"]] == ["Turn 7:"]
+    assert tight["omittedTurns"] == 3 and tight["tokens"] <= max(64, one_turn)
+
+    assert api.get(path, headers=runtime).status_code == 200       # the runtime
+    assert_error(api.get(path, headers=user_key(f"mallory-{tag}")), 403)  # not a participant
+    assert_error(api.get(path, headers=alice, params={"budgetTokens": 10}), 400)
+    assert_error(api.get(path, headers=alice, params={"sessionKey": "other"}), 400)

@@ -42,6 +42,9 @@ def test_context_search_then_context_get_end_to_end(live: LiveApi, database_url:
         response = httpx.post(f"{live.url}/api/v1/memory", headers=headers,
                               json={"content": content, "visibility": visibility})
         assert response.status_code == 201, response.text
+    turn = httpx.post(f"{live.url}/api/v1/sessions/web:dev-1/items", headers=writer,
+                      json={"items": [{"role": "user", "content": "Which day is the restore?"}]})
+    assert turn.status_code == 201, turn.text
     env = {"MEMORY_API_URL": live.url,
            "MEMORY_READ_TOKEN": _key(database_url, "dev", ("memory:read",))}
 
@@ -71,6 +74,12 @@ def test_context_search_then_context_get_end_to_end(live: LiveApi, database_url:
         assert all(SECRET not in r["content"] for r in json.loads(text)["results"])
         is_error, text = await call(client, "context_get", {"id": "memory:nope"})
         assert is_error and "memory API error 4" in text, text
+
+        # session_replay: the session as a runtime replays it (issue 32.3).
+        is_error, text = await call(client, "session_replay", {"sessionKey": "web:dev-1"})
+        assert not is_error, text
+        replayed = json.loads(text)
+        assert [t["content"] for t in replayed["turns"]] == ["Which day is the restore?"]
 
         # memory_search passes what the task is about on (issue 32.2); the API checks it.
         is_error, text = await call(client, "memory_search", {

@@ -31,7 +31,7 @@ from tests.support.settings import hash_embedding_settings
 
 STEP_TIMEOUT = 15.0  # one MCP round trip (the first one includes the subprocess start)
 USER = "dev-mcp"
-READ_TOOLS = {"context_search", "context_get",
+READ_TOOLS = {"context_search", "context_get", "session_replay",
               "memory_search", "memory_get", "memory_grep", "memory_describe", "memory_expand",
               "knowledge_search", "knowledge_get_entity", "knowledge_neighbors",
               "knowledge_explain_claim"}
