@@ -93,7 +93,7 @@ TAGS: dict[str, tuple[str, str]] = {
     "members": ("Members", "Who belongs to a channel, a room or a session."),
     "sessions": ("Sessions", "Append turns, complete runs, grep, describe, expand."),
     "internal": ("Operations", "Status report, re-embedding and maintenance (admin)."),
-    "profiles": ("Profiles", "A user's profile (admin diagnostics)."),
+    "profiles": ("Profiles", "A user's profile: for the user and the runtime acting for them."),
     "dreaming": ("Dreaming", "List, launch, inspect and roll back Dreams (admin)."),
     "webhooks": ("Webhooks", "Signed deliveries of events (admin)."),
 }

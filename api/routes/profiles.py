@@ -1,5 +1,7 @@
-"""GET /internal/memory/profile: one user's profile (diagnostics, admin scope), of the admin
-key's own instance. ``refresh=1`` rebuilds it regardless of its age.
+"""A user's profile: ``GET /api/v1/profile`` for that user's own key and for the runtime
+acting for them (scope ``memory:read``, no admin key: the specification's per-user profile a
+runtime injects), and ``GET /internal/memory/profile`` (diagnostics, admin scope, of the admin
+key's own instance; ``refresh=1`` rebuilds it regardless of its age).
 
 A profile is built from its person's private memories too, so it is that person's alone:
 an admin reads their own profile, never another user's (403 ``foreign_profile``; issue 28,
@@ -9,12 +11,18 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from api.auth import api_key
+from api.auth import api_key, with_caller
 from api.errors import ApiError
-from api.operation import ADMIN, INTERNAL, Operation, Section
-from api.schemas.profiles import ProfileItemModel, ProfileParams, ProfileResponse
+from api.operation import ADMIN, API, INTERNAL, READ, Operation, Section
+from api.schemas.profiles import (
+    OwnProfileParams,
+    ProfileItemModel,
+    ProfileParams,
+    ProfileResponse,
+)
 from api.threads import with_connection
 from memory_platform.access import AccessContext
+from memory_platform.errors import InvalidInput
 from memory_platform.maintenance.profiles import Profile, get_profile
 
 
@@ -39,7 +47,25 @@ async def profile(request: Request, params: ProfileParams) -> ProfileResponse:
     return profile_response(found)
 
 
-ROUTES = (Section(INTERNAL, (
+async def own_profile(request: Request, params: OwnProfileParams) -> ProfileResponse:
+    """The caller's user's profile (a runtime key: the user it names, which it must)."""
+    state = request.state
+
+    def read(conn, ctx):
+        if not ctx.user_id:
+            raise InvalidInput("name the user whose profile the runtime reads (userId)",
+                               details={"field": "userId"})
+        return get_profile(conn, state.settings, ctx)
+
+    return profile_response(await with_caller(request, params, read))
+
+
+ROUTES = (Section(API, (
+    Operation("GET", "/profile", own_profile,
+              "The user's profile: its static facts and recent context (the user's own key, "
+              "or the runtime acting for the user)", READ,
+              query=OwnProfileParams, response=ProfileResponse),
+)), Section(INTERNAL, (
     Operation("GET", "/memory/profile", profile,
               "One user's precomputed profile (refresh=1 rebuilds it)", ADMIN,
               query=ProfileParams, response=ProfileResponse),

@@ -19,6 +19,16 @@ class ProfileParams(BaseModel):
     refresh: bool = Field(False, description="Rebuild the profile now (1/true).")
 
 
+class OwnProfileParams(BaseModel):
+    """Query string of GET /api/v1/profile: a user key reads its own user's profile (no
+    parameter); a runtime key names the user it acts for."""
+
+    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+    user_id: str | None = Field(None, alias="userId", min_length=1,
+                                max_length=USER_ID_MAX_CHARS,
+                                description="Runtime keys only: the user it acts for.")
+
+
 class ProfileItemModel(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     kind: str = Field(description="claim (knowledge graph) or memory.")

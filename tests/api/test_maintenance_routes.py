@@ -68,6 +68,28 @@ def test_a_profile_is_answered_for_the_named_user_of_the_keys_instance(client, a
                             params={"userId": "alice", "other": "x"}, headers=alice), 400)
 
 
+def test_a_user_and_the_runtime_acting_for_them_read_the_profile_without_an_admin_key(
+        client, make_key):
+    """Issue 32.3: the per-user profile for that user's own key and for the runtime acting
+    for them, scope memory:read; never another user's."""
+    dana = bearer(make_key("dana", ("memory:read", "memory:write")))
+    store(client, dana, "I prefer the German tax forms explained in English.",
+          visibility="private")
+    own = client.get("/api/v1/profile", headers=dana)
+    assert own.status_code == 200, own.text
+    assert own.json()["userId"] == "dana" and own.json()["trust"] == "untrusted-data"
+    assert "German tax forms" in own.json()["text"]
+
+    runtime = bearer(make_key(None, ("memory:read",), runtime=True))
+    acting = client.get("/api/v1/profile", params={"userId": "dana"}, headers=runtime)
+    assert acting.status_code == 200 and acting.json()["userId"] == "dana"
+    assert_error(client.get("/api/v1/profile", headers=runtime), 400)       # name the user
+    eve = bearer(make_key("eve", ("memory:read",)))
+    assert_error(client.get("/api/v1/profile", params={"userId": "dana"}, headers=eve), 400)
+    assert client.get("/api/v1/profile", headers=eve).json()["userId"] == "eve"
+    assert "German tax forms" not in client.get("/api/v1/profile", headers=eve).json()["text"]
+
+
 def test_an_erasure_removes_the_person_and_answers_a_report_without_content(
         client, alice, make_key):
     bob = bearer(make_key("bob", ("memory:read", "memory:write")))
