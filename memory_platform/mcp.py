@@ -55,6 +55,7 @@ MEMORY_PATH = "/api/v1/memory"
 SESSIONS_PATH = "/api/v1/sessions"
 KNOWLEDGE_PATH = "/api/v1/knowledge"
 CONTEXT_PATH = "/api/v1/context"
+FEEDBACK_PATH = "/api/v1/feedback/explicit"
 # A limit the agent leaves out is left out of the request too: the API answers with its own
 # default (MEMORY_RETRIEVAL_TOP_K, MEMORY_GRAPH_SEARCH_LIMIT, ...), never a copy kept here.
 # Every write of this server is the agent's inference, not the user's own statement: the API
@@ -149,6 +150,12 @@ REPLAY_DESCRIPTION = (
     "A session as a runtime replays it to the model: the summaries standing for its "
     "compacted past, then the newest verbatim turns that fit a token budget, in order "
     "(omittedTurns counts the older ones; memory_expand reaches them). " + UNTRUSTED_NOTE
+)
+
+FEEDBACK_DESCRIPTION = (
+    "Tell the memory whether recalled items helped: 'helpful' makes them rank higher next "
+    "time, 'unhelpful' (wrong, outdated, irrelevant) lower. Counted once per item, kind and "
+    "runId; only items you may see count."
 )
 
 APPEND_DESCRIPTION = (
@@ -560,6 +567,28 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
             return await api.call("POST", session_path(sessionKey, "items"), write_token,
                                   body=body, headers=AGENT_WRITER_HEADERS)
 
+        async def memory_feedback(
+            assertionIds: Annotated[list[str], Field(min_length=1, max_length=100, description=(
+                "The assertion ids of recalled items (assertionId of memory_search results, or "
+                "assertion:<id> of context_search)."))],
+            kind: Annotated[Literal["helpful", "unhelpful"], Field(description=(
+                "Whether they helped answer."))],
+            runId: Annotated[str, Field(min_length=1, max_length=200, description=(
+                "Your run (turn) id: feedback counts once per assertion, kind and run."))],
+            note: Annotated[str | None, Field(min_length=1, max_length=1000, description=(
+                "Why, in a few words."))] = None,
+        ) -> str:
+            ids = [i.removeprefix("assertion:") for i in assertionIds]
+            return await api.call("POST", FEEDBACK_PATH, write_token, body=_given(
+                assertionIds=ids, kind=kind, runId=runId, note=note))
+
+        server.add_tool(memory_feedback, name="memory_feedback",
+                        title="Say whether recalled memories helped",
+                        description=FEEDBACK_DESCRIPTION,
+                        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                                    idempotent_hint=True,
+                                                    open_world_hint=False),
+                        structured_output=False)
         server.add_tool(memory_store, name="memory_store", title="Store a memory",
                         description=STORE_DESCRIPTION,
                         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,

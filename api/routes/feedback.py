@@ -1,4 +1,5 @@
-"""/api/v1/feedback: the agent runtime reports what it injected and what it answered."""
+"""/api/v1/feedback: the agent runtime reports what it injected and what it answered, and
+whether what it recalled helped (explicit helpful / unhelpful feedback)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,19 @@ from starlette.requests import Request
 from api.auth import with_caller
 from api.errors import ApiError
 from api.operation import API, WRITE, Operation, Section
-from api.schemas.feedback import CitedFeedback, CitedResponse, InjectedFeedback, InjectedResponse
-from memory_platform.retrieval.feedback.events import record_response, record_visible_injection
+from api.schemas.feedback import (
+    CitedFeedback,
+    CitedResponse,
+    ExplicitFeedback,
+    ExplicitResponse,
+    InjectedFeedback,
+    InjectedResponse,
+)
+from memory_platform.retrieval.feedback.events import (
+    record_explicit,
+    record_response,
+    record_visible_injection,
+)
 
 
 def _uuids(values: list[str]) -> list[UUID]:
@@ -37,10 +49,21 @@ async def cited(request: Request, body: CitedFeedback) -> CitedResponse:
     return CitedResponse(run_id=body.run_id, cited=[str(i) for i in cited_ids])
 
 
+async def explicit(request: Request, body: ExplicitFeedback) -> ExplicitResponse:
+    ids = _uuids(body.assertion_ids)
+    counted, new = await with_caller(request, body.context, record_explicit, ids,
+                                     kind=body.kind, run_id=body.run_id, note=body.note)
+    return ExplicitResponse(run_id=body.run_id, kind=body.kind, counted=counted, recorded=new,
+                            ignored=len(set(ids)) - counted)
+
+
 ROUTES = (Section(API, (
     Operation("POST", "/feedback/injected", injected,
               "Record the assertions a run injected", WRITE,
               body=InjectedFeedback, response=InjectedResponse),
+    Operation("POST", "/feedback/explicit", explicit,
+              "Say whether recalled assertions helped (helpful / unhelpful)", WRITE,
+              body=ExplicitFeedback, response=ExplicitResponse),
     Operation("POST", "/feedback/cited", cited,
               "Run the cited sensor over a run's final answer", WRITE,
               body=CitedFeedback, response=CitedResponse),

@@ -1,7 +1,9 @@
-"""Injected and cited feedback of a run (``/api/v1/feedback``).
+"""Injected, cited and explicit feedback of a run (``/api/v1/feedback``).
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -18,6 +20,24 @@ class CitedFeedback(Strict):
     run_id: str = Field(alias="runId", min_length=1, max_length=200)
     response_text: str = Field(alias="responseText", min_length=1, max_length=100_000)
     context: CallerContext | None = None
+
+
+class ExplicitFeedback(Strict):
+    run_id: str = Field(alias="runId", min_length=1, max_length=200,
+                        description="The run the assertions were recalled in (idempotent).")
+    assertion_ids: list[str] = Field(alias="assertionIds", min_length=1, max_length=100)
+    kind: Literal["helpful", "unhelpful"]
+    note: str | None = Field(None, min_length=1, max_length=1000,
+                             description="Why, in a few words (kept with the event).")
+    context: CallerContext | None = None
+
+
+class ExplicitResponse(BaseModel):
+    run_id: str = Field(serialization_alias="runId")
+    kind: str
+    counted: int = Field(description="Distinct assertions the caller may see, counted.")
+    recorded: int = Field(description="Of those, new for this run and kind.")
+    ignored: int = Field(description="Distinct ids not counted (unknown or not visible).")
 
 
 class InjectedResponse(BaseModel):

@@ -186,8 +186,8 @@ def search_assertions(
     rows = conn.execute(
         parameter_safe(sql.SQL("""
             SELECT a.id, a.assertion_text, a.assertion_type, a.audience_kind, a.audience_key,
-                   a.confidence, a.subject_refs, a.injected_count, a.cited_count,
-                   a.corrected_count
+                   a.confidence, a.subject_refs, a.injected_count,
+                   a.cited_count + a.helpful_count, a.corrected_count + a.unhelpful_count
               FROM agent_memory_assertions a
              WHERE a.id = ANY(%s) AND {visible}
         """).format(visible=recallable_assertion(ctx))),

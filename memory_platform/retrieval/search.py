@@ -338,8 +338,10 @@ def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
                m.memory_scope, m.source_type, m.subject_refs::text, m.assertion_id,
                (c.metadata -> 'embedding')::text, m.created_at, m.occurred_at,
                m.previous_memory_id, c.context IS NOT NULL, length(c.content_tsv),
-               coalesce(a.injected_count, 0), coalesce(a.cited_count, 0),
-               coalesce(a.corrected_count, 0), {matched} AS matched,
+               coalesce(a.injected_count, 0),
+               coalesce(a.cited_count, 0) + coalesce(a.helpful_count, 0),
+               coalesce(a.corrected_count, 0) + coalesce(a.unhelpful_count, 0),
+               {matched} AS matched,
                {context_score} AS context_score,
                {around_score} AS around_score
           FROM {source} candidates

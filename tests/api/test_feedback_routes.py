@@ -216,3 +216,57 @@ def test_f9_a_statement_past_the_api_limits_answers_503_and_changes_nothing(
         assert conn.execute(limits).fetchone() == ("3s", "200ms")
     with open_pool(settings, min_size=0) as other, other.connection() as conn:
         assert conn.execute(limits).fetchone() == ("0", "0")
+
+
+def _explicit_counters(database_url: str, assertion_id: str) -> tuple[int, int]:
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        return connection.execute(
+            "SELECT helpful_count, unhelpful_count FROM agent_memory_assertions WHERE id = %s",
+            (assertion_id,)).fetchone()
+
+
+def test_explicit_feedback_is_an_event_once_per_run_and_moves_the_ranking(client, alice,
+                                                                          make_key,
+                                                                          database_url):
+    """Issue 32.6: helpful / unhelpful feedback through REST, once per assertion, kind and
+    run, only for assertions the key may see, and read by the ranking."""
+    good = store(client, alice, "The VPN gateway restarts every night at 02:00.",
+                 visibility="private")
+    bad = store(client, alice, "The VPN gateway restarts every night at 03:00.",
+                visibility="private")
+    question = {"query": "when does the VPN gateway restart"}
+
+    def order() -> list[str]:
+        return [r["assertionId"] for r in client.get("/api/v1/memory", params=question,
+                                                      headers=alice).json()["results"]]
+
+    before = order()
+    assert before.index(good["assertionId"]) < before.index(bad["assertionId"])
+    body = {"runId": "run-x", "kind": "unhelpful", "assertionIds": [good["assertionId"]],
+            "note": "outdated"}
+    first = client.post("/api/v1/feedback/explicit", json=body, headers=alice)
+    assert first.status_code == 200, first.text
+    assert first.json() == {"runId": "run-x", "kind": "unhelpful", "counted": 1,
+                            "recorded": 1, "ignored": 0}
+    again = client.post("/api/v1/feedback/explicit", json=body, headers=alice)
+    assert again.json()["recorded"] == 0
+    helpful = client.post("/api/v1/feedback/explicit", headers=alice, json={
+        "runId": "run-x", "kind": "helpful", "assertionIds": [bad["assertionId"]]})
+    assert helpful.json()["recorded"] == 1
+    assert _explicit_counters(database_url, good["assertionId"]) == (0, 1)
+    assert _explicit_counters(database_url, bad["assertionId"]) == (1, 0)
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        kinds = connection.execute(
+            "SELECT event_type, details->>'note' FROM agent_memory_retrieval_feedback"
+            " WHERE run_id = 'run-x' ORDER BY id").fetchall()
+    assert kinds == [("unhelpful", "outdated"), ("helpful", None)]
+    ranked = order()
+    assert ranked.index(bad["assertionId"]) < ranked.index(good["assertionId"])
+
+    bob = bearer(make_key("bob", ALL_SCOPES))
+    assert_error(client.post("/api/v1/feedback/explicit", headers=bob, json=body), 404)
+    other_run = client.post("/api/v1/feedback/explicit", headers=bob, json={
+        **body, "runId": "run-bob"}).json()
+    assert other_run["counted"] == 0 and other_run["ignored"] == 1   # alice's private fact
+    assert_error(client.post("/api/v1/feedback/explicit", headers=alice,
+                             json={**body, "kind": "meh"}), 400)

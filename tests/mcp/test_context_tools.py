@@ -46,7 +46,8 @@ def test_context_search_then_context_get_end_to_end(live: LiveApi, database_url:
                       json={"items": [{"role": "user", "content": "Which day is the restore?"}]})
     assert turn.status_code == 201, turn.text
     env = {"MEMORY_API_URL": live.url,
-           "MEMORY_READ_TOKEN": _key(database_url, "dev", ("memory:read",))}
+           "MEMORY_READ_TOKEN": _key(database_url, "dev", ("memory:read",)),
+           "MEMORY_WRITE_TOKEN": _key(database_url, "dev", ("memory:write",))}
 
     async def scenario(client: Client) -> None:
         tools = {t.name: t for t in (await client.list_tools()).tools}
@@ -74,6 +75,13 @@ def test_context_search_then_context_get_end_to_end(live: LiveApi, database_url:
         assert all(SECRET not in r["content"] for r in json.loads(text)["results"])
         is_error, text = await call(client, "context_get", {"id": "memory:nope"})
         assert is_error and "memory API error 4" in text, text
+
+        # memory_feedback: the item helped (issue 32.6), once per run.
+        assert hit["id"].startswith("assertion:"), hit
+        for recorded in (1, 0):
+            is_error, text = await call(client, "memory_feedback", {
+                "assertionIds": [hit["id"]], "kind": "helpful", "runId": "run-mcp-1"})
+            assert not is_error and json.loads(text)["recorded"] == recorded, text
 
         # session_replay: the session as a runtime replays it (issue 32.3).
         is_error, text = await call(client, "session_replay", {"sessionKey": "web:dev-1"})

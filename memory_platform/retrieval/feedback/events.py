@@ -1,4 +1,5 @@
-"""The feedback recorders: ``injected``, ``cited`` and ``corrected`` events and their counters.
+"""The feedback recorders: ``injected``, ``cited``, ``corrected``, ``helpful`` and
+``unhelpful`` events and their counters.
 
 A run belongs to whoever reports on it first (:func:`record_visible_injection` records the
 instance, run id, acting user and session in ``agent_feedback_runs``). Only that user may
@@ -109,6 +110,25 @@ _RECORD_CORRECTIONS = _recorder(
     counter="corrected_count",
 )
 
+def _explicit_recorder(event: str, counter: str) -> bytes:
+    return _recorder(
+        event,
+        sql.SQL("""
+            SELECT a.id AS assertion_id
+              FROM agent_memory_assertions AS a
+             WHERE a.instance_key = %(instance)s
+               AND a.id = ANY(%(ids)s::uuid[])
+        """),
+        {"user_id": sql.SQL("%(user_id)s"), "session_key": sql.SQL("%(session_key)s"),
+         "run_id": sql.SQL("%(run_id)s"), "details": sql.SQL("%(details)s")},
+        counter=counter,
+    )
+
+
+# Explicit feedback: what a runtime (or its user) says about recalled assertions.
+EXPLICIT_KINDS = ("helpful", "unhelpful")
+_RECORD_EXPLICIT = {kind: _explicit_recorder(kind, f"{kind}_count") for kind in EXPLICIT_KINDS}
+
 _CLAIM_RUN = """
     INSERT INTO agent_feedback_runs (instance_key, run_id, user_id, session_key)
     VALUES (%(instance)s, %(run_id)s, %(user_id)s, %(session_key)s)
@@ -179,6 +199,27 @@ def record_visible_injection(conn: Conn, ctx: AccessContext,
         visible = visible_assertion_ids(conn, ctx, list(assertion_ids))
         new = record_injection(conn, ctx.instance_key, visible, run_id=run_id,
                                user_id=ctx.user_id, session_key=ctx.session_key)
+    return len(visible), new
+
+
+def record_explicit(conn: Conn, ctx: AccessContext, assertion_ids: Sequence[uuid.UUID], *,
+                    kind: str, run_id: str, note: str | None = None) -> tuple[int, int]:
+    """Record that recalled assertions were ``helpful`` or ``unhelpful`` in ``run_id``:
+    (how many counted: those ``ctx`` may recall, how many were new). Once per assertion,
+    kind and run (a retry changes nothing); the run is the caller's as for injections (a run
+    of another user: NotFound, nothing recorded). ``note`` goes to the event's details."""
+    _require_run_id(run_id)
+    if kind not in EXPLICIT_KINDS:
+        raise InvalidInput(f"kind must be one of {', '.join(EXPLICIT_KINDS)}",
+                           details={"field": "kind"})
+    with conn.transaction():
+        conn.execute(_CLAIM_RUN, {"instance": ctx.instance_key, "run_id": run_id,
+                                  "user_id": ctx.user_id, "session_key": ctx.session_key})
+        _require_own_run(conn, ctx, run_id)
+        visible = visible_assertion_ids(conn, ctx, list(assertion_ids))
+        new = _record(conn, _RECORD_EXPLICIT[kind], visible, instance=ctx.instance_key,
+                      user_id=ctx.user_id, session_key=ctx.session_key, run_id=run_id,
+                      details=Jsonb({"note": note} if note else {}))
     return len(visible), new
 
 

@@ -15,7 +15,10 @@ CORRECTION_EXPONENT_CAP = 3
 
 
 def feedback_multiplier(injected: int, cited: int, corrected: int, settings: Settings) -> float:
-    """The ranking multiplier of one assertion from its denormalised counters.
+    """The ranking multiplier of one assertion from its denormalised counters (the search
+    statements pass ``cited`` as citations plus explicit ``helpful`` feedback and
+    ``corrected`` as corrections plus ``unhelpful`` feedback: a person's word counts like
+    the sensor's).
 
     ``clamp((1 + (boostMax - 1) * cited / max(rateFloor, injected))
     * correctionPenalty ** min(corrected, 3), minMultiplier, boostMax)``; 1.0 when feedback
