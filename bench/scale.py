@@ -55,7 +55,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -63,7 +63,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
-from bench.common import fresh_database, machine_info, percentile, synthetic_corpus, write_result
+from bench.common import fresh_database, percentile, synthetic_corpus, write_result
 from bench.load import CORPUS_SEED, INSTANCE
 from bench.load.database import prepare_database, start_postgres
 from bench.load.runner import run_load
@@ -72,6 +72,7 @@ from bench.load.workload import READ, Workload
 from bench.retrieval_latency import COMPANIES, PEOPLE, PRODUCTS, QUESTIONS, random_context
 from bench.scale_plot import write_svg
 from bench.scale_raw import raw_copy, table_rows, written_tables
+from bench.scale_report import HEADER, closing, subtitle, table_row
 from memory_platform.db import embedded
 from memory_platform.embeddings.generations import indexed_distance
 from memory_platform.embeddings.hashing import HashEmbeddingProvider
@@ -498,41 +499,6 @@ def import_pair(bulk: dict, raw: dict) -> dict:
             "raw": raw, "bulk_load_average": bulk["load_average_before"]}
 
 
-# --- output -----------------------------------------------------------------------------------
-
-HEADER = (f"{'memories':>10} {'dims':>5} {'import/s':>9} {'load/s':>8} {'index s':>8} "
-          f"{'lib p50':>8} {'lib p95':>8} {'lib p99':>8} {'api p95':>8} {'api cpu':>8} "
-          f"{'bare cpu':>9} {'ratio':>6} {'load avg':>9}")
-
-
-def table_row(point: dict) -> str:
-    """A point as a row of the printed table (ms; CPU in ms per request/query)."""
-    imp, lib = point.get("import") or {}, point.get("library") or {}
-    api, cpu = point.get("api") or {}, point.get("cpu") or {}
-
-    def f(value: object, fmt: str) -> str:
-        return format(value, fmt) if isinstance(value, int | float) else "-"
-
-    return (f"{point['n']:>10,} {point['dims']:>5} "
-            f"{f(imp.get('total_rows_per_second'), '>9,.0f')} "
-            f"{f(imp.get('load_rows_per_second'), '>8,.0f')} "
-            f"{f(imp.get('index_seconds'), '>8.1f')} "
-            f"{f(lib.get('p50_ms'), '>8.2f')} {f(lib.get('p95_ms'), '>8.2f')} "
-            f"{f(lib.get('p99_ms'), '>8.2f')} {f(api.get('p95_ms'), '>8.2f')} "
-            f"{f(cpu.get('api_cpu_ms_per_request'), '>8.2f')} "
-            f"{f(cpu.get('bare_postgres_cpu_ms_per_query'), '>9.3f')} "
-            f"{f(cpu.get('ratio_total'), '>6.1f')} "
-            f"{point.get('load_average', ['-'])[0]!s:>9}")
-
-
-def subtitle(machine: dict, points: list[dict]) -> str:
-    loads = [p["load_average"][0] for p in points if p.get("load_average")]
-    load = f", load average {min(loads):g}-{max(loads):g}" if loads else ""
-    return (f"{datetime.now(UTC):%Y-%m-%d}: {machine.get('cores')} cores, "
-            f"PostgreSQL {machine.get('postgresql')}, pgvector {machine.get('pgvector')}, "
-            f"hash embeddings{load}")
-
-
 # --- main -------------------------------------------------------------------------------------
 
 
@@ -603,25 +569,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.keep:
             log(f"kept {postgres.pgdata} with databases "
                 f"{', '.join(p['database'] for p in payload['points'])}")
-    _closing(payload)
+    closing(payload)
     return 0
-
-
-def _closing(payload: dict) -> None:
-    ratio = payload.get("import_ratio")
-    if ratio:
-        print(f"\nimport ratio at {ratio['memories']:,} x {ratio['dims']}: bulk / raw "
-              f"total {ratio['ratio_total']}x (load {ratio['ratio_load']}x, index "
-              f"{ratio['ratio_index']}x) over {len(ratio['rounds'])} round(s)")
-    for point in payload["points"]:
-        cpu = point.get("cpu") or {}
-        print(f"cpu at {point['n']:,} x {point['dims']}: API {cpu.get('api_cpu_ms_per_request')}"
-              f" ms/request (PostgreSQL {cpu.get('api_postgres_cpu_ms_per_request')}) vs bare "
-              f"{cpu.get('bare_postgres_cpu_ms_per_query')} ms/query: "
-              f"{cpu.get('ratio_total')}x ({cpu.get('ratio_postgres')}x PostgreSQL only)")
-    print(f"load average start {payload['load_average_start']}, end "
-          f"{payload.get('load_average_end')}; {payload.get('seconds')} s; machine "
-          f"{machine_info().get('cores')} cores")
 
 
 if __name__ == "__main__":
