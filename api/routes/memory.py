@@ -38,7 +38,7 @@ async def create(request: Request, body: MemoryCreate) -> Response:
             title=body.title,
             trust_class=write_trust_class(caller_of(key), ctx,
                                           declared_agent=writer is not None),
-            metadata=metadata, occurred_at=body.occurred_at,
+            metadata=metadata, occurred_at=body.occurred_at, valid_until=body.valid_until,
         )
         return store_memory(conn, state.settings, ctx, memory, embedder=state.embedder,
                             enforce_quota=True)

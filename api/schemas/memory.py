@@ -10,6 +10,8 @@ from pydantic import BaseModel, Field, field_validator
 
 from api.schemas.common import Audience, CallerContext, Strict, parse_event_time
 from memory_platform.access import AudienceKind
+from memory_platform.errors import InvalidInput
+from memory_platform.memories.validation import parse_occurred_at
 
 AssertionType = Literal["fact", "preference", "decision", "constraint", "procedure"]
 
@@ -34,6 +36,11 @@ class MemoryCreate(Strict):
         None, alias="occurredAt",
         description="When what the memory says happened (ISO-8601 with an offset, e.g. "
         "2024-05-01T09:30:00+02:00; at most a day ahead), as opposed to when it is written.")
+    valid_until: datetime | None = Field(
+        None, alias="validUntil",
+        description="When what the memory says stops being true (ISO-8601 with an offset): "
+        "from then on it is no longer recalled, and the expiry sweep marks its assertion "
+        "expired (its history stays). A past time stores a fact that has already ended.")
     metadata: dict[str, Any] | None = Field(
         None, description="Your own JSON object (at most 16 KiB, no secrets), searchable "
         "with filters (metadata.<key>); the keys " + ", ".join(sorted(PLATFORM_METADATA_KEYS))
@@ -52,6 +59,16 @@ class MemoryCreate(Strict):
     @classmethod
     def _event_time(cls, value: object) -> datetime | None:
         return parse_event_time(value, "occurredAt")
+
+    @field_validator("valid_until", mode="before")
+    @classmethod
+    def _validity_end(cls, value: object) -> datetime | None:
+        if value is None:
+            return None
+        try:
+            return parse_occurred_at(value, field="validUntil")
+        except InvalidInput as exc:
+            raise ValueError(exc.message) from None
 
 
 class StoreResponse(BaseModel):

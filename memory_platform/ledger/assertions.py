@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -81,22 +82,25 @@ def ensure_assertion(
     subject_refs: Mapping[str, Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
     dream_id: UUID | None = None,
+    valid_to: datetime | None = None,
 ) -> AssertionRef:
-    """The assertion with this identity in this audience, created as a candidate if new."""
+    """The assertion with this identity in this audience, created as a candidate if new
+    (``valid_to``: when what it says stops being true; the expiry sweep and the read rule
+    act on it)."""
     identity = identity_hash(text, subject, predicate)
     row = conn.execute(
         """
         INSERT INTO agent_memory_assertions
                (instance_key, audience_kind, audience_key, owner_user_id, identity_hash,
                 assertion_type, subject, predicate, assertion_text, origin, confidence,
-                subject_refs, metadata, dream_id)
-        VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                subject_refs, metadata, dream_id, valid_to)
+        VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
         ON CONFLICT (instance_key, audience_kind, audience_key, identity_hash) DO NOTHING
         RETURNING id, status, review_state
         """,
         (instance_key, audience.kind, audience.key, owner_user_id, identity, assertion_type,
          subject, predicate, text, origin, confidence, Jsonb(dict(subject_refs or {})),
-         Jsonb(dict(metadata or {})), dream_id),
+         Jsonb(dict(metadata or {})), dream_id, valid_to),
     ).fetchone()
     if row:
         return AssertionRef(row[0], True, row[1], row[2])

@@ -437,9 +437,14 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
                 "The conversation it was said in. A memory with a sessionKey and an "
                 "occurredAt is a conversation turn: it is indexed with the two turns before it, "
                 "so a short reply is found by the question it answers."))] = None,
+            validUntil: Annotated[str | None, Field(min_length=1, max_length=64, description=(
+                "When it stops being true, if it will (ISO-8601 with an offset): it is not "
+                "recalled after that."))] = None,
         ) -> str:
             body: dict[str, Any] = {"content": content, "visibility": visibility,
                                     "explicitPrivate": explicitPrivate}
+            if validUntil is not None:
+                body["validUntil"] = validUntil
             if subjectRefs:
                 body["subjectRefs"] = subjectRefs
             if occurredAt is not None:

@@ -99,6 +99,8 @@ class MemoryWrite:
     title: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     occurred_at: datetime | None = None
+    valid_until: datetime | None = None   # when the fact stops being true (its assertion's
+                                          # valid_to; a past one stores an ended fact)
 
 
 @dataclass(frozen=True)
@@ -309,6 +311,7 @@ def _assert_fact(conn, ctx: AccessContext, write: MemoryWrite, content: str,
         conn, instance_key=ctx.instance_key, audience=audience, text=content,
         assertion_type=write.assertion_type, origin=origin, owner_user_id=owner,
         subject_refs=refs, confidence=confidence, metadata=metadata,
+        valid_to=write.valid_until,
     )
     ledger.add_evidence(conn, instance_key=ctx.instance_key, audience=audience,
                         assertion_id=assertion.id, source_id=source_id, excerpt=excerpt)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import psycopg
 
+from memory_platform.consolidation.lifecycle import expire_due
+from memory_platform.settings import get_settings
 from tests.api.conftest import (
     ALL_SCOPES,
     add_member,
+    assert_error,
     bearer,
     make_settings,
     open_client,
@@ -167,3 +172,38 @@ def test_the_default_result_count_is_memory_retrieval_top_k(monkeypatch, databas
     (limit,) = [p for p in operation["parameters"] if p["name"] == "limit"]
     assert limit["in"] == "query" and not limit["required"]
     assert "MEMORY_RETRIEVAL_TOP_K" in limit["schema"]["description"]
+
+
+def test_valid_until_ends_what_a_memory_says_and_the_sweep_expires_it(client, alice,
+                                                                     database_url):
+    """Issue 32.5: an explicit validUntil is the assertion's valid_to: recalled until then,
+    not after, and the expiry sweep marks it expired (its row stays)."""
+    later = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    ended = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
+    current = store(client, alice, "The office is closed for renovation this week.",
+                    validUntil=later)
+    past = store(client, alice, "The old office on Elbchaussee was closed for renovation.",
+                 validUntil=ended)
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        valid_to = dict(connection.execute(
+            "SELECT id::text, valid_to FROM agent_memory_assertions WHERE id = ANY(%s::uuid[])",
+            ([current["assertionId"], past["assertionId"]],)).fetchall())
+    assert valid_to[current["assertionId"]] > datetime.now(UTC)
+    assert valid_to[past["assertionId"]] < datetime.now(UTC)
+    found = [r["id"] for r in client.get("/api/v1/memory", headers=alice, params={
+        "query": "office closed for renovation"}).json()["results"]]
+    assert current["id"] in found and past["id"] not in found
+
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        expired = expire_due(connection, get_settings().model_copy(
+            update={"database_url": database_url}), instance_key="default")
+        status = dict(connection.execute(
+            "SELECT id::text, status FROM agent_memory_assertions WHERE id = ANY(%s::uuid[])",
+            ([current["assertionId"], past["assertionId"]],)).fetchall())
+    assert [str(i) for i in expired] == [past["assertionId"]]
+    assert status == {current["assertionId"]: "active", past["assertionId"]: "expired"}
+
+    for bad in ("tomorrow", "2026-01-01T00:00:00", 7):
+        error = assert_error(client.post("/api/v1/memory", headers=alice, json={
+            "content": "Something that ends.", "validUntil": bad}), 400)
+        assert "validUntil" in json.dumps(error)
