@@ -161,14 +161,16 @@ def test_only_a_persons_admin_key_may_change_sharing(db, instance):
 
 
 def test_no_mcp_tool_can_change_sharing():
-    tree = ast.parse((ROOT / "memory_platform" / "mcp.py").read_text())
+    server = ROOT / "memory_platform" / "mcp" / "__init__.py"   # where the tools are added
+    tree = ast.parse(server.read_text())
     names = [kw.value.value for node in ast.walk(tree) if isinstance(node, ast.Call)
              for kw in node.keywords
              if kw.arg == "name" and isinstance(kw.value, ast.Constant)]
     assert "memory_store" in names                       # the walk finds the tools
     assert not [n for n in names if "shar" in n or "prefer" in n or "user" in n]
-    source = (ROOT / "memory_platform" / "mcp.py").read_text()
-    assert "/users" not in source and "sharing" not in source
+    for path in (ROOT / "memory_platform" / "mcp").glob("*.py"):
+        source = path.read_text()
+        assert "/users" not in source and "sharing" not in source, path.name
 
 
 # --- the CLI ----------------------------------------------------------------------------
