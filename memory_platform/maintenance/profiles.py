@@ -18,9 +18,8 @@ bootstrap happens to run in (it is cached per user).
 
 Profiles are cached in ``agent_user_profiles`` and rebuilt when older than
 :data:`STALE_AFTER` (:func:`get_profile`) and after each Dream for the affected users
-(:func:`refresh_profiles`). The platform has no users table (users are known only as ids
-on API keys, channel members and session participants), so :func:`persists` answers True
-for any well-formed user id: the one place to narrow it once a users table exists.
+(:func:`refresh_profiles`). :func:`persists` answers True for any well-formed user id
+(also one ``agent_users`` does not hold): the one place to narrow it (docs/policy.md, D16).
 
 Transactions: every function here runs inside its caller's transaction and commits nothing
 (``db/units.py``).
@@ -122,8 +121,10 @@ def profile_context(ctx: AccessContext) -> AccessContext:
 
 
 def persists(conn: psycopg.Connection, instance_key: str, user_id: str) -> bool:
-    """Whether ``user_id`` has a users row, so that its profile is stored. There is no users
-    table: every user id is persisted (the hook for service principals and synthetic ids)."""
+    """Whether ``user_id``'s profile is stored. Every user id's is, registered in
+    ``agent_users`` or not: the specification keeps an unregistered id's profile in memory
+    only (seed-coverage D16, open in docs/policy.md); narrowing it here changes which
+    profiles the Dream chain refreshes, so it waits for its own change."""
     return True
 
 
