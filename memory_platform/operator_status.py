@@ -144,18 +144,19 @@ def graph_backlog(conn: psycopg.Connection, instance_key: str,
 
 def workspace_status(conn: psycopg.Connection, instance_key: str) -> dict[str, Any]:
     """The workspace's synced prompt files (maintenance/workspace.py): how many, when the
-    last sync changed one, and each file's path and content hash (sha256)."""
+    last sync changed one, and the path and content hash (sha256) of the first
+    ``PROMPT_FILES_SHOWN`` by path."""
     rows = conn.execute(
-        "SELECT metadata->>'importSource', metadata->>'fileHash', updated_at"
+        "SELECT metadata->>'importSource', metadata->>'fileHash',"
+        "       count(*) OVER (), max(updated_at) OVER ()"
         "  FROM agent_memories WHERE instance_key = %s AND source_type = %s"
         "   AND visibility_scope = 'workspace' AND metadata->>'origin' = %s"
-        " ORDER BY metadata->>'importSource'",
-        (instance_key, WORKSPACE_SOURCE_TYPE, WORKSPACE_ORIGIN)).fetchall()
-    last = max((r[2] for r in rows), default=None)
-    return {"files": len(rows),
+        " ORDER BY metadata->>'importSource' LIMIT %s",
+        (instance_key, WORKSPACE_SOURCE_TYPE, WORKSPACE_ORIGIN, PROMPT_FILES_SHOWN)).fetchall()
+    files, last = (rows[0][2], rows[0][3]) if rows else (0, None)
+    return {"files": int(files),
             "lastChangedAt": last.isoformat() if last else None,
-            "promptFiles": [{"path": path, "sha256": digest}
-                            for path, digest, _ in rows[:PROMPT_FILES_SHOWN]]}
+            "promptFiles": [{"path": path, "sha256": digest} for path, digest, *_ in rows]}
 
 
 def recent_dreams(conn: psycopg.Connection, instance_key: str) -> list[dict[str, Any]]:

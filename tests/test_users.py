@@ -6,13 +6,14 @@ Real PostgreSQL: one migrated database per module (``db``), tests apart by insta
 
 from __future__ import annotations
 
-import ast
 import json
 from dataclasses import replace
 from pathlib import Path
 
+import anyio
 import pytest
 from click.testing import CliRunner
+from mcp.client import Client
 from psycopg.rows import dict_row
 
 from api.errors import ApiError
@@ -21,6 +22,7 @@ from memory_platform.access import AccessContext
 from memory_platform.apikeys import create_key
 from memory_platform.cli.users import users as users_cli
 from memory_platform.errors import InvalidInput
+from memory_platform.mcp import build_server
 from memory_platform.memories.sharing import share_preference
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.settings import get_settings
@@ -161,12 +163,13 @@ def test_only_a_persons_admin_key_may_change_sharing(db, instance):
 
 
 def test_no_mcp_tool_can_change_sharing():
-    server = ROOT / "memory_platform" / "mcp" / "__init__.py"   # where the tools are added
-    tree = ast.parse(server.read_text())
-    names = [kw.value.value for node in ast.walk(tree) if isinstance(node, ast.Call)
-             for kw in node.keywords
-             if kw.arg == "name" and isinstance(kw.value, ast.Constant)]
-    assert "memory_store" in names                       # the walk finds the tools
+    async def tool_names() -> list[str]:   # every tool, both tokens set (no API is called)
+        server = build_server({"MEMORY_READ_TOKEN": "mpk_read", "MEMORY_WRITE_TOKEN": "mpk_w"})
+        async with Client(server) as client:
+            return [tool.name for tool in (await client.list_tools()).tools]
+
+    names = anyio.run(tool_names)
+    assert "memory_store" in names                       # the listing finds the tools
     assert not [n for n in names if "shar" in n or "prefer" in n or "user" in n]
     for path in (ROOT / "memory_platform" / "mcp").glob("*.py"):
         source = path.read_text()

@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, Field
 
 from api.schemas.common import CallerContext, Strict
+from memory_platform.retrieval.feedback.events import ExplicitKind
 
 
 class InjectedFeedback(Strict):
@@ -26,7 +25,7 @@ class ExplicitFeedback(Strict):
     run_id: str = Field(alias="runId", min_length=1, max_length=200,
                         description="The run the assertions were recalled in (idempotent).")
     assertion_ids: list[str] = Field(alias="assertionIds", min_length=1, max_length=100)
-    kind: Literal["helpful", "unhelpful"]
+    kind: ExplicitKind
     note: str | None = Field(None, min_length=1, max_length=1000,
                              description="Why, in a few words (kept with the event).")
     context: CallerContext | None = None

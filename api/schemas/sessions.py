@@ -17,6 +17,8 @@ from memory_platform.sessions.reads import (
     GREP_MAX_LIMIT,
     PATTERN_MAX_CHARS,
 )
+from memory_platform.sessions.replay import BUDGET_MAX as REPLAY_BUDGET_MAX
+from memory_platform.sessions.replay import BUDGET_MIN as REPLAY_BUDGET_MIN
 
 ATTACHMENTS_MAX = 32
 
@@ -235,7 +237,7 @@ class ReplayParams(CallerContext):
 
     model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
     budget_tokens: int | None = Field(
-        None, alias="budgetTokens", ge=64, le=1_000_000,
+        None, alias="budgetTokens", ge=REPLAY_BUDGET_MIN, le=REPLAY_BUDGET_MAX,
         description="Most tokens (about four characters each) the replay holds (default: "
         "MEMORY_SESSION_CONTEXT_BUDGET_TOKENS).")
 

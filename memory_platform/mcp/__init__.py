@@ -484,26 +484,17 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
             return await api.call("POST", FEEDBACK_PATH, write_token, body=_given(
                 assertionIds=ids, kind=kind, runId=runId, note=note))
 
-        server.add_tool(memory_feedback, name="memory_feedback",
-                        title="Say whether recalled memories helped",
-                        description=FEEDBACK_DESCRIPTION,
-                        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                                    idempotent_hint=True,
-                                                    open_world_hint=False),
-                        structured_output=False)
-        server.add_tool(memory_store, name="memory_store", title="Store a memory",
-                        description=STORE_DESCRIPTION,
-                        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                                    idempotent_hint=True,
-                                                    open_world_hint=False),
-                        structured_output=False)
-        server.add_tool(session_append, name="session_append",
-                        title="Append conversation turns to a session",
-                        description=APPEND_DESCRIPTION,
-                        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                                    idempotent_hint=True,
-                                                    open_world_hint=False),
-                        structured_output=False)
+        # Writes that change nothing when repeated (dedup, client item ids, once per run).
+        idempotent_write = ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                           idempotent_hint=True, open_world_hint=False)
+        for tool, name, title, description in (
+                (memory_feedback, "memory_feedback", "Say whether recalled memories helped",
+                 FEEDBACK_DESCRIPTION),
+                (memory_store, "memory_store", "Store a memory", STORE_DESCRIPTION),
+                (session_append, "session_append", "Append conversation turns to a session",
+                 APPEND_DESCRIPTION)):
+            server.add_tool(tool, name=name, title=title, description=description,
+                            annotations=idempotent_write, structured_output=False)
 
     if not (api.read_token or api.write_token):
         _hint("no MEMORY_READ_TOKEN or MEMORY_WRITE_TOKEN set: serving no tools. Create keys "

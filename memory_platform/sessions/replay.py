@@ -95,24 +95,23 @@ def replay(conn: psycopg.Connection, settings: Settings, ctx: AccessContext, *,
     result = Replay(ctx.session_key, budget)
     summaries = [i for i in items if i.kind == "summary"]
     turns = [i for i in items if i.kind == "message"]
-    room = budget
-    kept_summaries: list[ReplayItem] = []
-    for summary in reversed(summaries):          # the newest first, when they do not all fit
-        if summary.tokens > room:
-            break
-        kept_summaries.append(summary)
-        room -= summary.tokens
-    result.summaries = list(reversed(kept_summaries))
-    result.omitted_summaries = len(summaries) - len(kept_summaries)
-    kept_turns: list[ReplayItem] = []
-    for turn in reversed(turns):                  # the newest turns that fit, whole
-        if turn.tokens > room:
-            break
-        kept_turns.append(turn)
-        room -= turn.tokens
-    result.turns = list(reversed(kept_turns))
-    result.omitted_turns = len(turns) - len(kept_turns)
+    result.summaries, room = _newest_within(summaries, budget)
+    result.turns, _ = _newest_within(turns, room)
+    result.omitted_summaries = len(summaries) - len(result.summaries)
+    result.omitted_turns = len(turns) - len(result.turns)
     return result
+
+
+def _newest_within(items: list[ReplayItem], room: int) -> tuple[list[ReplayItem], int]:
+    """The newest whole ``items`` that fit ``room`` tokens, in their order (the first one
+    from the end that does not fit ends it), and the room left."""
+    kept: list[ReplayItem] = []
+    for item in reversed(items):
+        if item.tokens > room:
+            break
+        kept.append(item)
+        room -= item.tokens
+    return kept[::-1], room
 
 
 def _item(row: tuple) -> ReplayItem:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, get_args
 
 import psycopg
 from psycopg import sql
@@ -69,18 +69,18 @@ def _recorder(event: str, eligible: sql.SQL, carried: Mapping[str, sql.Composabl
     ).as_bytes(None)
 
 
-_RECORD_INJECTION = _recorder(
-    "injected",
-    sql.SQL("""
-        SELECT a.id AS assertion_id
-          FROM agent_memory_assertions AS a
-         WHERE a.instance_key = %(instance)s
-           AND a.id = ANY(%(ids)s::uuid[])
-    """),
-    {"user_id": sql.SQL("%(user_id)s"), "session_key": sql.SQL("%(session_key)s"),
-     "run_id": sql.SQL("%(run_id)s")},
-    counter="injected_count", stamped="last_injected_at",
-)
+# The assertions named (``ids``) of the instance, and the run a report names.
+_NAMED = sql.SQL("""
+    SELECT a.id AS assertion_id
+      FROM agent_memory_assertions AS a
+     WHERE a.instance_key = %(instance)s
+       AND a.id = ANY(%(ids)s::uuid[])
+""")
+_OF_RUN = {"user_id": sql.SQL("%(user_id)s"), "session_key": sql.SQL("%(session_key)s"),
+           "run_id": sql.SQL("%(run_id)s")}
+
+_RECORD_INJECTION = _recorder("injected", _NAMED, _OF_RUN, counter="injected_count",
+                              stamped="last_injected_at")
 
 _RECORD_CITED = _recorder(
     "cited",
@@ -110,24 +110,12 @@ _RECORD_CORRECTIONS = _recorder(
     counter="corrected_count",
 )
 
-def _explicit_recorder(event: str, counter: str) -> bytes:
-    return _recorder(
-        event,
-        sql.SQL("""
-            SELECT a.id AS assertion_id
-              FROM agent_memory_assertions AS a
-             WHERE a.instance_key = %(instance)s
-               AND a.id = ANY(%(ids)s::uuid[])
-        """),
-        {"user_id": sql.SQL("%(user_id)s"), "session_key": sql.SQL("%(session_key)s"),
-         "run_id": sql.SQL("%(run_id)s"), "details": sql.SQL("%(details)s")},
-        counter=counter,
-    )
-
-
 # Explicit feedback: what a runtime (or its user) says about recalled assertions.
-EXPLICIT_KINDS = ("helpful", "unhelpful")
-_RECORD_EXPLICIT = {kind: _explicit_recorder(kind, f"{kind}_count") for kind in EXPLICIT_KINDS}
+ExplicitKind = Literal["helpful", "unhelpful"]
+EXPLICIT_KINDS: tuple[str, ...] = get_args(ExplicitKind)
+_RECORD_EXPLICIT = {kind: _recorder(kind, _NAMED, {**_OF_RUN, "details": sql.SQL("%(details)s")},
+                                    counter=f"{kind}_count")
+                    for kind in EXPLICIT_KINDS}
 
 _CLAIM_RUN = """
     INSERT INTO agent_feedback_runs (instance_key, run_id, user_id, session_key)
@@ -193,13 +181,20 @@ def record_visible_injection(conn: Conn, ctx: AccessContext,
     run of another user raises NotFound and records nothing."""
     _require_run_id(run_id)
     with conn.transaction():
-        conn.execute(_CLAIM_RUN, {"instance": ctx.instance_key, "run_id": run_id,
-                                  "user_id": ctx.user_id, "session_key": ctx.session_key})
-        _require_own_run(conn, ctx, run_id)
-        visible = visible_assertion_ids(conn, ctx, list(assertion_ids))
+        visible = _visible_in_own_run(conn, ctx, assertion_ids, run_id)
         new = record_injection(conn, ctx.instance_key, visible, run_id=run_id,
                                user_id=ctx.user_id, session_key=ctx.session_key)
     return len(visible), new
+
+
+def _visible_in_own_run(conn: Conn, ctx: AccessContext, assertion_ids: Sequence[uuid.UUID],
+                        run_id: str) -> list[uuid.UUID]:
+    """Claim ``run_id`` for ``ctx`` if nobody reported on it yet, require it to be ``ctx``'s
+    (NotFound otherwise), and answer the ``assertion_ids`` ``ctx`` may recall."""
+    conn.execute(_CLAIM_RUN, {"instance": ctx.instance_key, "run_id": run_id,
+                              "user_id": ctx.user_id, "session_key": ctx.session_key})
+    _require_own_run(conn, ctx, run_id)
+    return visible_assertion_ids(conn, ctx, list(assertion_ids))
 
 
 def record_explicit(conn: Conn, ctx: AccessContext, assertion_ids: Sequence[uuid.UUID], *,
@@ -213,10 +208,7 @@ def record_explicit(conn: Conn, ctx: AccessContext, assertion_ids: Sequence[uuid
         raise InvalidInput(f"kind must be one of {', '.join(EXPLICIT_KINDS)}",
                            details={"field": "kind"})
     with conn.transaction():
-        conn.execute(_CLAIM_RUN, {"instance": ctx.instance_key, "run_id": run_id,
-                                  "user_id": ctx.user_id, "session_key": ctx.session_key})
-        _require_own_run(conn, ctx, run_id)
-        visible = visible_assertion_ids(conn, ctx, list(assertion_ids))
+        visible = _visible_in_own_run(conn, ctx, assertion_ids, run_id)
         new = _record(conn, _RECORD_EXPLICIT[kind], visible, instance=ctx.instance_key,
                       user_id=ctx.user_id, session_key=ctx.session_key, run_id=run_id,
                       details=Jsonb({"note": note} if note else {}))
