@@ -44,7 +44,9 @@ class User:
         return self.share_stored is not False
 
 
-def _checked(value: object, field: str) -> str:
+def checked_user_id(value: object, field: str) -> str:
+    """``value`` as a user id (or instance key): a non-blank string of at most
+    ``USER_ID_MAX_CHARS`` printable characters; InvalidInput naming ``field`` otherwise."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{field} is required", details={"field": field})
     if len(value) > USER_ID_MAX_CHARS or _CONTROL.search(value):
@@ -59,7 +61,8 @@ def register_user(conn: psycopg.Connection, instance_key: str, user_id: str, *,
     row = conn.execute(
         "INSERT INTO agent_users (instance_key, user_id, created_by) VALUES (%s, %s, %s)"
         " ON CONFLICT (instance_key, user_id) DO NOTHING RETURNING 1",
-        (_checked(instance_key, "instance"), _checked(user_id, "userId"), created_by),
+        (checked_user_id(instance_key, "instance"), checked_user_id(user_id, "userId"),
+         created_by),
     ).fetchone()
     return row is not None
 

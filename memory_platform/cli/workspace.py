@@ -9,6 +9,7 @@ import sys
 import click
 
 from memory_platform.cli.common import PlatformCommand, PlatformGroup, platform_connection
+from memory_platform.maintenance.legacy import IMPORT_AUDIENCES, import_transcripts
 from memory_platform.settings import get_settings
 
 
@@ -50,31 +51,40 @@ def workspace_sync(directory: str, instance: str | None, as_json: bool) -> None:
 @click.command("import-transcripts", cls=PlatformCommand)
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
 @click.option("--instance", default=None, help="Instance (default MEMORY_INSTANCE_KEY).")
+@click.option("--user", "user_id", default=None, metavar="USER",
+              help="Whose transcripts these are, where sessions.json names no userId: "
+              "their lines are private to USER.")
+@click.option("--audience", type=click.Choice(IMPORT_AUDIENCES), default=None,
+              help="Another audience for every line: team (written as the transcript's "
+              "user, visible to the team) or workspace (every user of the instance).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def import_transcripts_command(directory: str, instance: str | None, as_json: bool) -> None:
-    """Import legacy .jsonl session transcripts from DIRECTORY as manual memories (session
-    scope when sessions.json names the transcript's sessionKey, else workspace). A migration
-    path: safe to repeat (lines already imported are skipped). Malformed lines are counted
-    and skipped. Exit status 1 when any line was malformed or rejected."""
-    from memory_platform.maintenance.legacy import import_transcripts
-
+def import_transcripts_command(directory: str, instance: str | None, user_id: str | None,
+                               audience: str | None, as_json: bool) -> None:
+    """Import legacy .jsonl session transcripts from DIRECTORY as manual memories, each
+    private to its user (the userId of its sessions.json entry, else --user), in session
+    scope when sessions.json names its sessionKey. A transcript nobody is named for is not
+    imported (counted as unowned). A migration path: safe to repeat (lines already imported
+    are skipped; lines an earlier version imported for everyone, now withheld, are given
+    their owner). Exit status 1 when any line was malformed, rejected or unowned."""
     settings = get_settings()
     instance_key = instance or settings.instance_key
     with platform_connection(settings) as conn:
-        result = import_transcripts(conn, settings, instance_key, directory)
+        result = import_transcripts(conn, settings, instance_key, directory, user_id=user_id,
+                                    audience=audience)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2))
     else:
         click.echo(f"{instance_key}: {result.files} transcripts ({result.sessions_resolved} "
                    f"with a sessionKey), {result.lines} lines: {result.imported} imported, "
-                   f"{result.already_imported} already imported, {result.deduplicated} "
-                   f"deduplicated, {result.ignored} ignored, {result.bad_lines} malformed, "
-                   f"{result.rejected} rejected ({result.seconds:.1f} s)")
+                   f"{result.already_imported} already imported, {result.assigned} withheld "
+                   f"lines assigned, {result.deduplicated} deduplicated, {result.ignored} "
+                   f"ignored, {result.bad_lines} malformed, {result.rejected} rejected, "
+                   f"{result.unowned} unowned ({result.seconds:.1f} s)")
         for file, line, reason in result.errors[:20]:
             click.echo(f"  {file}:{line}: {reason}", err=True)
         for file, reason in result.refused_files:
             click.echo(f"  refused {file}: {reason}", err=True)
-    if result.bad_lines or result.rejected:
+    if result.bad_lines or result.rejected or result.unowned:
         sys.exit(1)
 
 

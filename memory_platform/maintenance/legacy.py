@@ -14,8 +14,20 @@ directory (and its subdirectories, bounded), one JSON object per line, leniently
 The sessionKey of a transcript comes from ``sessions.json`` in the same directory when it
 maps the file: an entry (keyed by sessionKey) whose ``sessionId`` is the file's stem or whose
 ``sessionFile``/``transcriptPath`` names the file. Each message becomes a ``manual`` memory
-(trust class ``imported``) in the workspace audience, with memory scope ``session`` when the
-sessionKey was resolved, else ``workspace``; its event time is the line's timestamp.
+(trust class ``imported``) with memory scope ``session`` when the sessionKey was resolved;
+its event time is the line's timestamp.
+
+**Whose lines they are** (issue 32.8): a transcript is one person's conversation, so its
+lines are *private to the transcript's user*: the ``userId`` of its ``sessions.json`` entry,
+else the user the operator names (``--user``). An operator may name another audience for all
+of them (``--audience team``: written as that user, visible to the team; ``--audience
+workspace``: every user of the instance, only when asked for). A transcript with no user and
+no audience named is not imported: its lines are counted in ``unowned`` and the result says
+what to pass. Nothing becomes workspace-visible by default. Lines imported before this rule
+(all workspace) were made ``withheld`` by migration 0036 (kept, never recalled); importing
+the same directory again with an owner assigns them (``assigned``): the owner's copy is
+written and the withheld row superseded by it (retention purges it like any superseded
+row; its source stays in the audience it was written in).
 
 Idempotent: every imported line carries ``metadata.legacyKey`` (a hash of the transcript's
 relative path, the line number and the line), and a line whose key is already imported is
@@ -32,16 +44,17 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 
-from memory_platform.access import AccessContext
+from memory_platform.access import AccessContext, AudienceKind
 from memory_platform.db.units import commit_if_idle, committed_unit, require_idle
 from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.errors import InvalidInput
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.settings import Settings
+from memory_platform.users import checked_user_id
 
 # Proposed settings (the integrator may move them to settings.py).
 MAX_TRANSCRIPT_FILES = 1_000
@@ -51,6 +64,11 @@ MAX_SESSIONS_JSON_BYTES = 16 * 1024 * 1024
 ROLES = ("user", "assistant")
 SOURCE_TYPE = "manual"
 IMPORT_SOURCE = "legacy_transcript"
+# The audiences an operator may name for imported transcripts (a channel has no owner here).
+IMPORT_AUDIENCES: tuple[AudienceKind, ...] = ("private", "team", "workspace")
+WITHHELD = "withheld"  # migration 0036: imported before owners were asked for
+UNOWNED_HINT = ("no user for this transcript: name it with --user USER (or userId in its "
+                "sessions.json entry), or an audience with --audience")
 
 
 @dataclass
@@ -66,6 +84,8 @@ class ImportResult:
     ignored: int = 0               # valid JSON but no user/assistant message with text
     bad_lines: int = 0
     rejected: int = 0              # refused by the write path
+    unowned: int = 0               # lines of transcripts nobody was named for: not imported
+    assigned: int = 0              # withheld lines of an earlier import given their owner
     errors: list[tuple[str, int, str]] = field(default_factory=list)   # (file, line, reason)
     refused_files: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
@@ -77,6 +97,7 @@ class ImportResult:
                 "lines": self.lines, "imported": self.imported,
                 "deduplicated": self.deduplicated, "alreadyImported": self.already_imported,
                 "ignored": self.ignored, "badLines": self.bad_lines, "rejected": self.rejected,
+                "unowned": self.unowned, "assigned": self.assigned,
                 "errors": [{"file": f, "line": n, "reason": r} for f, n, r in self.errors[:50]],
                 "refusedFiles": [{"file": f, "reason": r} for f, r in self.refused_files],
                 "seconds": round(self.seconds, 3)}
@@ -90,10 +111,17 @@ def _error(result: ImportResult, relative: str, line: int, reason: str) -> None:
         result.errors.append((relative, line, reason))
 
 
-def session_keys(directory: Path) -> dict[str, str]:
-    """file name -> sessionKey from ``directory/sessions.json`` ({} when absent or
-    unreadable). Entries are keyed by sessionKey; an entry maps ``<sessionId>.jsonl`` and
-    the base name of its ``sessionFile`` / ``transcriptPath``."""
+class SessionEntry(NamedTuple):
+    """What ``sessions.json`` says of one transcript."""
+
+    session_key: str
+    user_id: str | None  # the entry's ``userId`` (or ``user``), when it names one
+
+
+def session_entries(directory: Path) -> dict[str, SessionEntry]:
+    """file name -> its :class:`SessionEntry` from ``directory/sessions.json`` ({} when
+    absent or unreadable). Entries are keyed by sessionKey; an entry maps
+    ``<sessionId>.jsonl`` and the base name of its ``sessionFile`` / ``transcriptPath``."""
     path = directory / "sessions.json"
     try:
         if not path.is_file() or path.stat().st_size > MAX_SESSIONS_JSON_BYTES:
@@ -104,7 +132,7 @@ def session_keys(directory: Path) -> dict[str, str]:
     if not isinstance(data, dict):
         return {}
     entries = data.get("sessions") if isinstance(data.get("sessions"), dict) else data
-    mapping: dict[str, str] = {}
+    mapping: dict[str, SessionEntry] = {}
     for key, entry in entries.items():
         if not isinstance(key, str) or not key or not isinstance(entry, dict):
             continue
@@ -116,8 +144,10 @@ def session_keys(directory: Path) -> dict[str, str]:
         for name_field in ("sessionFile", "transcriptPath", "file"):
             if isinstance(entry.get(name_field), str) and entry[name_field]:
                 names.append(Path(entry[name_field]).name)
+        user = next((entry[f] for f in ("userId", "user")
+                     if isinstance(entry.get(f), str) and entry[f].strip()), None)
         for name in names:
-            mapping.setdefault(name, session_key)
+            mapping.setdefault(name, SessionEntry(session_key, user))
     return mapping
 
 
@@ -192,21 +222,49 @@ def transcript_files(root: Path, result: ImportResult) -> list[tuple[str, Path]]
     return files
 
 
-def _imported_keys(conn: psycopg.Connection, instance_key: str) -> set[str]:
+def _imported_keys(conn: psycopg.Connection, instance_key: str) -> dict[str, str | None]:
+    """legacyKey -> the id of its withheld row (None: imported and owned)."""
     rows = conn.execute(
-        "SELECT metadata->>'legacyKey' FROM agent_memories"
+        "SELECT metadata->>'legacyKey', CASE WHEN memory_state = %s THEN id::text END"
+        "  FROM agent_memories"
         " WHERE instance_key = %s AND source_type = %s AND metadata->>'importSource' = %s",
-        (instance_key, SOURCE_TYPE, IMPORT_SOURCE),
+        (WITHHELD, instance_key, SOURCE_TYPE, IMPORT_SOURCE),
     ).fetchall()
     commit_if_idle(conn)
-    return {r[0] for r in rows if r[0]}
+    return {r[0]: r[1] for r in rows if r[0]}
+
+
+def _owner(instance_key: str, session_key: str | None, user_id: str | None,
+           audience: AudienceKind | None) -> tuple[AccessContext, AudienceKind] | None:
+    """The context a transcript's lines are written in and their audience, or None when
+    nobody was named: private to its user unless the operator named an audience (team needs
+    a user too: the team fact is that user's)."""
+    ctx = AccessContext(instance_key, user_id=user_id, session_key=session_key)
+    if audience == "workspace":
+        return ctx, audience
+    if user_id is None:
+        return None
+    return ctx, audience or "private"
+
+
+def checked_audience(value: str | None) -> AudienceKind | None:
+    """An operator's ``--audience``: one of :data:`IMPORT_AUDIENCES`, or None."""
+    if value is None or value in IMPORT_AUDIENCES:
+        return value  # type: ignore[return-value]
+    raise InvalidInput(f"audience {value!r} is not one of {', '.join(IMPORT_AUDIENCES)}",
+                       details={"field": "audience"})
 
 
 def import_transcripts(conn: psycopg.Connection, settings: Settings, instance_key: str,
-                       directory: str | os.PathLike[str], *,
+                       directory: str | os.PathLike[str], *, user_id: str | None = None,
+                       audience: str | None = None,
                        embedder: EmbeddingProvider | None = None) -> ImportResult:
-    """Import the legacy transcripts under ``directory`` (see the module doc)."""
+    """Import the legacy transcripts under ``directory`` (see the module doc): each private
+    to its ``sessions.json`` user, else to ``user_id``; ``audience`` (private, team,
+    workspace) names another audience for all of them."""
     require_idle(conn, "import_transcripts")
+    kind = checked_audience(audience)
+    default_user = checked_user_id(user_id, "user") if user_id is not None else None
     started = time.perf_counter()
     root = Path(directory).resolve(strict=True)
     if not root.is_dir():
@@ -216,21 +274,28 @@ def import_transcripts(conn: psycopg.Connection, settings: Settings, instance_ke
     files = transcript_files(root, result)
     result.files = len(files)
     done = _imported_keys(conn, instance_key)
-    maps: dict[Path, dict[str, str]] = {}
+    maps: dict[Path, dict[str, SessionEntry]] = {}
     for relative, path in files:
         folder = path.parent
         if folder not in maps:
-            maps[folder] = session_keys(folder)
-        session_key = maps[folder].get(path.name)
-        if session_key:
+            maps[folder] = session_entries(folder)
+        entry = maps[folder].get(path.name)
+        if entry:
             result.sessions_resolved += 1
-        ctx = AccessContext(instance_key, session_key=session_key)
+        entry_user = _entry_user(entry, result, relative)
+        owner = _owner(instance_key, entry.session_key if entry else None,
+                       entry_user or default_user, kind)
+        if owner is None:
+            result.refused_files.append((relative, UNOWNED_HINT))
         with path.open("rb") as handle:
             for number, raw in enumerate(handle, start=1):
                 if not raw.strip():
                     continue
                 result.lines += 1
-                _import_line(conn, settings, ctx, result, done, relative, number, raw,
+                if owner is None:
+                    result.unowned += 1
+                    continue
+                _import_line(conn, settings, owner, result, done, relative, number, raw,
                              embedder)
     result.seconds = time.perf_counter() - started
     result.finished_at = time.time()
@@ -243,9 +308,21 @@ def import_transcripts(conn: psycopg.Connection, settings: Settings, instance_ke
     return result
 
 
-def _import_line(conn, settings: Settings, ctx: AccessContext, result: ImportResult,
-                 done: set[str], relative: str, number: int, raw: bytes,
-                 embedder: EmbeddingProvider | None) -> None:
+def _entry_user(entry: SessionEntry | None, result: ImportResult,
+                relative: str) -> str | None:
+    """The user ``sessions.json`` names for a transcript, when it is a valid user id."""
+    if entry is None or entry.user_id is None:
+        return None
+    try:
+        return checked_user_id(entry.user_id, "userId")
+    except InvalidInput as exc:
+        result.refused_files.append((relative, f"sessions.json: {exc}"))
+        return None
+
+
+def _import_line(conn, settings: Settings, owner: tuple[AccessContext, AudienceKind],
+                 result: ImportResult, done: dict[str, str | None], relative: str,
+                 number: int, raw: bytes, embedder: EmbeddingProvider | None) -> None:
     if len(raw) > MAX_LINE_BYTES:
         result.bad_lines += 1
         _error(result, relative, number, f"line longer than {MAX_LINE_BYTES} bytes")
@@ -265,7 +342,9 @@ def _import_line(conn, settings: Settings, ctx: AccessContext, result: ImportRes
         result.ignored += 1
         return
     key = hashlib.sha256(f"{relative}\0{number}\0".encode() + raw.strip()).hexdigest()
-    if key in done:
+    ctx, kind = owner
+    withheld = done.get(key)
+    if key in done and withheld is None:
         result.already_imported += 1
         return
     role, text, when = message
@@ -274,25 +353,34 @@ def _import_line(conn, settings: Settings, ctx: AccessContext, result: ImportRes
     try:
         stored = store_memory(conn, settings, ctx, MemoryWrite(
             content=text, source_type=SOURCE_TYPE, memory_class="explicit",
-            visibility="workspace", trust_class="imported", metadata=metadata,
+            visibility=kind, trust_class="imported", metadata=metadata,
             occurred_at=when,
         ), embedder=embedder)
     except InvalidInput as exc:
         result.rejected += 1
         _error(result, relative, number, str(exc))
         return
-    done.add(key)
-    if stored.deduplicated:
-        result.deduplicated += 1
-        return
-    if ctx.session_key:
-        # The write path gives a manual workspace row workspace scope; a transcript with a
-        # resolved session belongs to that session.
-        with committed_unit(conn):
+    done[key] = None
+    with committed_unit(conn):
+        if ctx.session_key and not stored.deduplicated:
+            # The write path gives a manual row its audience's scope; a transcript with a
+            # resolved session belongs to that session.
             conn.execute("UPDATE agent_memories SET memory_scope = 'session'"
                          " WHERE instance_key = %s AND id = %s",
                          (ctx.instance_key, stored.id))
-    result.imported += 1
+        if withheld is not None:
+            # The line an import before migration 0036 gave everyone: superseded by the
+            # owner's copy (its source stays in its own audience), purged by retention.
+            conn.execute("UPDATE agent_memories SET memory_state = 'superseded',"
+                         "       superseded_by_memory_id = %s"
+                         " WHERE instance_key = %s AND id = %s AND memory_state = %s",
+                         (stored.id, ctx.instance_key, withheld, WITHHELD))
+    if withheld is not None:
+        result.assigned += 1
+    elif stored.deduplicated:
+        result.deduplicated += 1
+    else:
+        result.imported += 1
 
 
 LAST_IMPORT_KEY = "legacy_import_last"

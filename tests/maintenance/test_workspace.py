@@ -162,7 +162,8 @@ def test_cli_workspace_sync_and_import_transcripts(db, module_database_url, inst
         sync = CliRunner().invoke(workspace_group,
                                   ["sync", "--dir", str(workspace), "--instance", instance])
         imported = CliRunner().invoke(import_transcripts_command,
-                                      [str(legacy), "--instance", instance, "--json"])
+                                      [str(legacy), "--instance", instance, "--user", "ole",
+                                       "--json"])
     finally:
         get_settings.cache_clear()
     assert sync.exit_code == 0, sync.output
