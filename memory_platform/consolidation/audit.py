@@ -19,6 +19,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 OPERATIONS = ("assertion_supersede", "assertion_duplicate", "conflict_open",
+              "conflict_resolve",
               "relation_write", "entity_merge", "claim_repoint", "edge_repoint",
               "evidence_repoint", "claim_stale", "edge_stale", "entity_quarantine",
               "retention_delete")

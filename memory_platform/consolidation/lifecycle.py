@@ -39,6 +39,7 @@ from memory_platform.retrieval.feedback.events import record_corrections
 from memory_platform.settings import Settings
 
 SUPERSEDE, DUPLICATE, CONFLICT_OPEN = "assertion_supersede", "assertion_duplicate", "conflict_open"
+CONFLICT_RESOLVE = "conflict_resolve"
 ASSERTIONS, CONFLICTS = "agent_memory_assertions", "agent_memory_assertion_conflicts"
 DECISIONS = ("approve", "reject", "activate", "defer", "revoke", "supersede", "rollback",
              "expire")
@@ -201,9 +202,14 @@ def open_conflict(
     (idempotent per unordered pair); None when refused (the same id twice, a missing row,
     two audiences). ``left_id`` is the challenger (the newer statement, the correction),
     ``right_id`` the one it challenges: :func:`resolve_conflict`'s ``rejected`` reads them
-    so. Both stay standing (their status is unchanged). A new conflict writes its audit row
-    (``conflict_open``: no before-image, the row it creates as after-image) and records a
-    correction of both (event key ``conflict:<id>``; only recently injected ones count)."""
+    so. When both are ``active`` (two recalled facts contradict each other), each becomes
+    ``conflicted`` (specification: conflicted assertions never enter recall) unless a person
+    decided it and automation detected the conflict (human decisions win); a challenger
+    still waiting for review leaves the standing one recalled. :func:`resolve_conflict`
+    makes the survivors active again. A new conflict writes its audit rows
+    (``conflict_open``: the conflict with no before-image, each marked assertion with its
+    before-image) and records a correction of both (event key ``conflict:<id>``; only
+    recently injected ones count)."""
     if detected_by not in DETECTORS:
         raise InvalidInput(f"unknown detector {detected_by!r}",
                            details={"field": "detected_by", "allowed": list(DETECTORS)})
@@ -234,6 +240,11 @@ def open_conflict(
             VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
             """,
             (conflict_id, instance_key, kind, key, left_id, right_id, detected_by, reason))
+        if left.status == right.status == "active":  # two recalled facts contradict
+            for row in (left, right):
+                if detected_by == "human" or not human_decided(conn, instance_key, row.id):
+                    _set_status(conn, instance_key, row.id, "conflicted", CONFLICT_OPEN,
+                                conflict_id, dream_id)
         record_corrections(conn, instance_key, [left_id, right_id], reason=reason,
                            event_key=f"conflict:{conflict_id}", settings=settings)
     return conflict_id
@@ -261,10 +272,12 @@ def resolve_conflict(
       the other one of the pair is rejected instead (a ``reject`` review through
       ``record_decision``, its projection enqueued).
 
-    ``resolved_at``/``resolved_by`` are set. NotFound for an unknown conflict (or one of
-    another instance), Conflict when it is already resolved or when the change is refused
-    (automation against a person's decision, a survivor already superseded): then nothing is
-    written. InvalidInput for an unknown resolution or a survivor outside the pair."""
+    ``resolved_at``/``resolved_by`` are set, and each of the pair still ``conflicted`` with
+    no other open conflict is ``active`` again (audit ``conflict_resolve``). NotFound for an
+    unknown conflict (or one of another instance), Conflict when it is already resolved or
+    when the change is refused (automation against a person's decision, a survivor already
+    superseded): then nothing is written. InvalidInput for an unknown resolution or a
+    survivor outside the pair."""
     if resolution not in RESOLUTIONS:
         raise InvalidInput(f"unknown resolution {resolution!r}",
                            details={"field": "resolution", "allowed": list(RESOLUTIONS)})
@@ -312,6 +325,33 @@ def resolve_conflict(
             "   SET status = 'resolved', resolution = %s, resolved_at = now(), resolved_by = %s"
             " WHERE instance_key = %s AND id = %s",
             (resolution, resolved_by, instance_key, conflict_id))
+        for settled in conn.execute(_SETTLED, (instance_key, list(pair))).fetchall():
+            _set_status(conn, instance_key, settled[0], "active", CONFLICT_RESOLVE,
+                        conflict_id, None)
+
+
+# The assertions of a pair still marked conflicted that no other open conflict involves.
+_SETTLED = """
+    SELECT a.id FROM agent_memory_assertions a
+     WHERE a.instance_key = %s AND a.id = ANY(%s) AND a.status = 'conflicted'
+       AND NOT EXISTS (SELECT 1 FROM agent_memory_assertion_conflicts c
+                        WHERE c.instance_key = a.instance_key AND c.status = 'open'
+                          AND a.id IN (c.assertion_id, c.conflicting_assertion_id))
+     ORDER BY a.id
+"""
+
+
+def _set_status(conn: psycopg.Connection, instance_key: str, assertion_id: UUID, status: str,
+                operation: str, conflict_id: UUID, dream_id: UUID | None) -> None:
+    """An assertion marked ``conflicted`` by an opened conflict, or ``active`` again by its
+    resolution: the audit row with its before-image, the change, its projection job (recall
+    follows at once through the trigger of migration 0008; the projection memory is archived
+    or restored when the job runs)."""
+    audit(conn, instance_key, operation, ASSERTIONS, assertion_id, dream_id=dream_id,
+          after={"status": status}, mapping={"conflictId": str(conflict_id)})
+    conn.execute("UPDATE agent_memory_assertions SET status = %s"
+                 " WHERE instance_key = %s AND id = %s", (status, instance_key, assertion_id))
+    enqueue_assertion_projection(conn, instance_key, assertion_id)
 
 
 # --- decisions ------------------------------------------------------------------------------

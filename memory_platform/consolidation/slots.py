@@ -11,7 +11,7 @@ similarity, code applies these rules and nothing else:
   ``lifecycle.supersede`` (operation ``assertion_duplicate``) -> ``duplicate``;
 - ``contradiction``: the model's proposed survivor supersedes the other only when it is
   strictly newer AND of equal or higher trust -> ``superseded``; any other case (an older or
-  less trusted winner, no winner named) opens a conflict with both standing ->
+  less trusted winner, no winner named) opens a conflict (both out of recall) ->
   ``conflict_opened``: a person decides;
 - ``unrelated`` -> ``kept``;
 - ``lifecycle.supersede`` refusing (a person decided the loser: human decisions win) ->
@@ -110,7 +110,8 @@ def plan(judgment: Judgment) -> _Plan:
                      "contradiction: the newer, equally or more trusted assertion stands")
     why = ("not newer" if survivor.created_at <= loser.created_at else "less trusted")
     return _Plan("conflict_opened", survivor, loser,
-                 f"contradiction: the proposed survivor is {why}; both stand", conflict=True)
+                 f"contradiction: the proposed survivor is {why}; a person decides",
+                 conflict=True)
 
 
 def _audit_rows(conn: psycopg.Connection, instance_key: str, targets: list[str]) -> int:
@@ -123,7 +124,8 @@ def _audit_rows(conn: psycopg.Connection, instance_key: str, targets: list[str])
 
 def _open_conflict(conn: psycopg.Connection, settings: Settings, partition: Partition,
                    judgment: Judgment, reason: str, dream_id: UUID | None) -> UUID | None:
-    """The conflict of the pair, both standing; the challenger is the model's proposed
+    """The conflict of the pair (both active ones out of recall until it is resolved:
+    lifecycle.open_conflict); the challenger is the model's proposed
     survivor, else the newer assertion."""
     pair = judgment.pair
     challenger = pair.member(judgment.survivor) if judgment.survivor else pair.right

@@ -202,3 +202,34 @@ def test_users_are_listed_and_only_a_persons_admin_key_sets_sharing(client, make
     assert out["userId"] == "bob" and out["sharesWithTeam"] is False
     assert out["shareIsDefault"] is False and out["shareChangedBy"].startswith("admin key")
     assert_error(client.get("/api/v1/users", params={"limit": 3}, headers=admin), 400)
+
+
+def test_an_open_conflict_keeps_both_facts_out_of_recall_until_a_person_keeps_both(
+        client, alice, conn):
+    def recalled() -> set[str]:
+        response = client.get("/api/v1/memory", params={"query": "When does the shuttle bus"
+                                                          " leave the depot?"}, headers=alice)
+        assert response.status_code == 200, response.text
+        return {hit["content"] for hit in response.json()["results"]}
+
+    early, late = "The shuttle bus leaves the depot at 7:10.", \
+        "The shuttle bus leaves the depot at 7:40."
+    old = store(client, alice, early, visibility="team")["assertionId"]
+    new = store(client, alice, late, visibility="team")["assertionId"]
+    assert {early, late} <= recalled()
+    with conn.transaction():
+        conflict = lifecycle.open_conflict(conn, "default", uuid.UUID(new), uuid.UUID(old),
+                                           detected_by="consolidation", reason="same slot")
+    assert states(conn, [old, new]) == {old: ("conflicted", "policy_approved"),
+                                        new: ("conflicted", "policy_approved")}
+    assert not {early, late} & recalled()       # conflicted facts never enter recall
+    for exact in (old, new):                    # and an exact read of their memory neither
+        memory = conn.execute("SELECT id FROM agent_memories WHERE assertion_id = %s",
+                              (exact,)).fetchone()[0]
+        assert_error(client.get(f"/api/v1/memory/{memory}", headers=alice), 404)
+
+    resolved = client.post(f"/api/v1/review/conflicts/{conflict}/resolution",
+                           json={"action": "keep_both"}, headers=alice)
+    assert resolved.status_code == 200, resolved.text
+    assert {s for s, _ in states(conn, [old, new]).values()} == {"active"}
+    assert {early, late} <= recalled()

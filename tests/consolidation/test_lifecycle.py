@@ -255,7 +255,7 @@ def conflict_row(db, conflict_id) -> tuple:
                       (conflict_id,)).fetchone()
 
 
-def test_a_conflict_opens_once_per_pair_and_both_stand(db, settings, instance):
+def test_a_conflict_opens_once_per_pair_and_keeps_both_out_of_recall(db, settings, instance):
     old, new = pair(db, settings, instance)
     record_injection(db, instance, [old], run_id="run-1", user_id="ada")
 
@@ -269,13 +269,21 @@ def test_a_conflict_opens_once_per_pair_and_both_stand(db, settings, instance):
     assert first is not None and again == first
     assert ledger_counts(db, instance) == counts          # nothing new the second time
     assert conflict_row(db, first) == (new, old, "open", None, None, False, "consolidation")
-    assert state(db, old)[:2] == state(db, new)[:2] == ("active", "policy_approved")
-    [opened] = audits(db, instance)
+    assert state(db, old)[:2] == state(db, new)[:2] == ("conflicted", "policy_approved")
+    opened, *marked = audits(db, instance)
     assert opened[:4] == ("conflict_open", "agent_memory_assertion_conflicts", str(first),
                           None)
     assert opened[4]["assertion_id"] == str(new) and opened[4]["status"] == "open"
+    assert sorted((a[0], a[2], a[3]["status"], a[4]["status"]) for a in marked) == sorted(
+        ("conflict_open", str(x), "active", "conflicted") for x in (old, new))
     assert corrections(db, old) == [f"conflict:{first}"]
     assert corrections(db, new) == []                     # never injected: no correction
+    # conflicted assertions never enter recall (specification, "Retrieval")
+    assert not {TUESDAY, THURSDAY} & recalled(db, settings, instance)
+
+    lifecycle.resolve_conflict(db, instance, first, resolution="kept_both", resolved_by="lead")
+    assert state(db, old)[0] == state(db, new)[0] == "active"
+    assert [a[0] for a in audits(db, instance)][-2:] == ["conflict_resolve"] * 2
     assert {TUESDAY, THURSDAY} <= recalled(db, settings, instance)
 
     # refused: the same id, another audience, a missing one
@@ -337,7 +345,11 @@ def test_resolving_as_duplicate_kept_both_and_rejected(db, settings, instance):
     counts = ledger_counts(db, instance)
     lifecycle.resolve_conflict(db, instance, kept, resolution="kept_both", resolved_by="lead")
     assert conflict_row(db, kept)[2:4] == ("resolved", "kept_both")
-    assert ledger_counts(db, instance) == counts          # only the conflict row changed
+    # the conflict row, and both made active again: an audit row and a projection job each
+    # (and each a graph job, by the triggers of migration 0020)
+    after = ledger_counts(db, instance)
+    assert {t: after[t] - counts[t] for t in after if after[t] != counts[t]} == {
+        "agent_memory_v2_cleanup_audit": 2, "agent_memory_ingestion_outbox": 4}
     assert state(db, old)[0] == state(db, new)[0] == "active"
 
     rejected = lifecycle.open_conflict(db, instance, new, old, detected_by="dream",
@@ -362,7 +374,10 @@ def test_automation_cannot_resolve_against_a_person(db, settings, instance):
                                        reviewer_kind="curator")
     assert ledger_counts(db, instance) == counts
     assert conflict_row(db, conflict)[2] == "open"
+    # automation's conflict does not take a person's approval out of recall
     assert state(db, old)[:2] == ("active", "human_approved")
+    assert state(db, new)[0] == "conflicted"
+    assert TUESDAY in recalled(db, settings, instance)
 
 
 # --- expiry ---------------------------------------------------------------------------------

@@ -148,9 +148,10 @@ def test_contradiction_older_winner_opens_a_conflict(db, settings, instance, ope
     result = resolve_slots(db, settings, team, judge(settings, openai_server))
     decision = only(result)
     assert decision.outcome == "conflict_opened" and "not newer" in decision.reason
-    assert state(db, old)[0] == state(db, new)[0] == "active"        # both standing
+    # both out of recall until a person decides; audited: the conflict and both changes
+    assert state(db, old)[0] == state(db, new)[0] == "conflicted"
     assert open_conflicts(db, instance) == [(old, new, "consolidation")]
-    assert result.audit_rows == 1
+    assert result.audit_rows == 3
 
 
 def test_contradiction_less_trusted_newer_winner_opens_a_conflict(db, settings, instance,
@@ -160,7 +161,7 @@ def test_contradiction_less_trusted_newer_winner_opens_a_conflict(db, settings, 
     script(openai_server, ("contradiction", new))
     decision = only(resolve_slots(db, settings, team, judge(settings, openai_server)))
     assert decision.outcome == "conflict_opened" and "less trusted" in decision.reason
-    assert state(db, old)[0] == state(db, new)[0] == "active"
+    assert state(db, old)[0] == state(db, new)[0] == "conflicted"
     assert open_conflicts(db, instance) == [(new, old, "consolidation")]
 
 
