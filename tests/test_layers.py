@@ -66,7 +66,7 @@ DOMAIN: dict[str, tuple[str, ...]] = {
     "consolidation": ("access", "embeddings", "graph", "ledger", "llm", "projection",
                       "retrieval"),
     "maintenance": ("access", "consolidation", "embeddings", "graph", "memories", "projection",
-                    "retrieval"),
+                    "retrieval", "users"),
     "review": ("access", "consolidation", "projection"),
     "dreaming": ("access", "consolidation", "embeddings", "graph", "ledger", "llm",
                  "projection", "retrieval"),
