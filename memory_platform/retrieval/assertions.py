@@ -40,7 +40,7 @@ from memory_platform.retrieval.fusion import reciprocal_rank
 from memory_platform.retrieval.lexicon import generating_terms, rarity
 from memory_platform.retrieval.planner import bounded_count, gate, planner_settings
 from memory_platform.retrieval.question import QueryVector, embed_question, vector_of
-from memory_platform.retrieval.ranking import subject_boost
+from memory_platform.retrieval.ranking import about_another_subject, subject_boost
 from memory_platform.retrieval.statements import parameter_safe
 from memory_platform.retrieval.terms import or_tsquery, query_terms
 from memory_platform.settings import Settings
@@ -161,10 +161,12 @@ def search_assertions(
 ) -> list[AssertionHit]:
     """The best ``limit`` (default ``retrieval_top_k``) assertions ``ctx`` may recall for
     ``query``: the lexical and the vector ranking fused by reciprocal rank, times the feedback
-    multiplier. ``question`` is the query's embedding, computed before the caller took
-    ``conn``; without it the query is embedded with ``embedder`` (default: the configured
-    provider) before the first statement. Common words generate lexical candidates only when
-    no word of the query is selective (retrieval/lexicon.py)."""
+    multiplier; with ``subject_refs`` team assertions about another subject are left out and
+    matching ones boosted (retrieval/ranking.py). ``question`` is the query's embedding,
+    computed before the caller took ``conn``; without it the query is embedded with
+    ``embedder`` (default: the configured provider) before the first statement. Common
+    words generate lexical candidates only when no word of the query is selective
+    (retrieval/lexicon.py)."""
     if question is None:
         question = embed_question(embedder or get_provider(settings), query)
     limit = limit or settings.retrieval_top_k
@@ -196,6 +198,8 @@ def search_assertions(
     hits = []
     for (ident, text, kind, audience_kind, audience_key, confidence, refs, injected, cited,
          corrected) in rows:
+        if subject_refs and about_another_subject(audience_kind, refs or {}, subject_refs):
+            continue
         lexical_rank, vector_rank = ranks[ident]
         score = sum(reciprocal_rank(r) for r in (lexical_rank, vector_rank) if r is not None)
         if settings.feedback_ranking_enabled:

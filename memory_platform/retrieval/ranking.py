@@ -92,6 +92,18 @@ def subject_boost(row_refs: Mapping[str, Any], wanted: Mapping[str, str]) -> flo
     return min(SUBJECT_BOOST_MAX, 1 + SUBJECT_BOOST_PER_MATCH * matches)
 
 
+def about_another_subject(audience_kind: str, row_refs: Mapping[str, Any],
+                          wanted: Mapping[str, str]) -> bool:
+    """Whether a team row belongs to another subject's conversations: it names a subject
+    key the caller names too, with another value (specification: unrelated sessions do not
+    see contextual team facts unless their subject refs match). Callers naming no subject,
+    rows naming none, private and channel rows (their audience already bounds them) are
+    never left out by it."""
+    return audience_kind == "team" and any(
+        k in SUBJECT_REF_KEYS and k in row_refs and str(row_refs[k]) != str(v)
+        for k, v in wanted.items())
+
+
 def rank(rows: list[Candidate], settings: Settings, limit: int,
           wanted_refs: Mapping[str, str], similarity_floor: float,
           named: frozenset[str] = frozenset(), period: Period | None = None,
@@ -105,8 +117,13 @@ def rank(rows: list[Candidate], settings: Settings, limit: int,
     ``when``: the question asks when (memories that state a time count more); ``scale``:
     the model's similarity scale, which makes the scores mean the same in every search
     (retrieval/scores.py; None: they stay relative to the best hit); ``min_score``: the
-    gate (default ``retrieval_min_score``)."""
+    gate (default ``retrieval_min_score``); ``wanted_refs``: the caller's subject refs (team
+    rows about another subject are left out: :func:`about_another_subject`; matching rows
+    are boosted: :func:`subject_boost`)."""
     gate = settings.retrieval_min_score if min_score is None else min_score
+    if wanted_refs:
+        rows = [r for r in rows if not about_another_subject(
+            r.visibility_scope, json.loads(r.subject_refs), wanted_refs)]
     best_keyword = max((r.keyword_rank for r in rows), default=0.0) or 1.0
     around = settings.retrieval_turn_neighbour_vector_weight
     context = settings.retrieval_turn_context_vector_weight
