@@ -7,12 +7,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from api.auth import api_key, caller_of, with_caller, writer_header
+from api.errors import ApiError
 from api.operation import API, READ, WRITE, Operation, Section
 from api.responses import model_response
 from api.schemas.common import ExactRead, MemoryOut, memory_out
-from api.schemas.memory import MemoryCreate, StoreResponse
+from api.schemas.memory import ForgetResponse, MemoryCreate, StoreResponse
+from api.threads import with_connection
+from memory_platform.maintenance.erasure import forget_memory
 from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval.memories import get_memory
+from memory_platform.retrieval.memories import get_memory, parse_uuid
 from memory_platform.trust import write_trust_class
 
 
@@ -51,10 +54,34 @@ async def create(request: Request, body: MemoryCreate) -> Response:
     return model_response(response, status_code=200 if stored.deduplicated else 201)
 
 
+async def forget(request: Request) -> ForgetResponse:
+    """A person deletes one of their own memories and what was derived only from it
+    (``erasure.forget_memory``). Only with their own user key: an agent or runtime key
+    cannot (it may write a correction, which waits for review). Someone else's memory and an
+    unknown id answer the same 404."""
+    key = api_key(request)
+    if not key.person or not key.user_id:
+        raise ApiError(403, "person_required",
+                       "only the memory's owner, with their own user key, deletes a memory: "
+                       "an agent or runtime key cannot", {"keyKind": key.kind})
+    memory_id = parse_uuid(request.path_params["memory_id"])
+    report = await with_connection(request, forget_memory, request.state.settings,
+                                   key.instance_key, key.user_id, memory_id)
+    return ForgetResponse(memory_id=str(memory_id), erasure_id=str(report.id),
+                          removed={t: n for t, n in report.removed.items() if n},
+                          total_removed=report.total_removed)
+
+
 ROUTES = (Section(API, (
     Operation("POST", "/memory", create,
               "Store a memory (201 created, 200 when deduplicated)", WRITE,
               body=MemoryCreate, response=StoreResponse, status=201),
     Operation("GET", "/memory/{memory_id}", get_one, "Exact retrieval of one memory",
               READ, query=ExactRead, response=MemoryOut),
+    Operation("DELETE", "/memory/{memory_id}", forget,
+              "Delete one of your own memories and what was derived only from it", WRITE,
+              response=ForgetResponse,
+              errors=((403, "person_required: an agent or runtime key cannot delete"),
+                      (404, "not_found: no memory of yours with this id"),
+                      (409, "a Dream is running: delete again when it has finished"))),
 )),)

@@ -71,6 +71,15 @@ class MemoryCreate(Strict):
             raise ValueError(exc.message) from None
 
 
+class ForgetResponse(BaseModel):
+    """What forgetting a memory removed: rows per table, nothing of their content."""
+
+    memory_id: str = Field(serialization_alias="memoryId")
+    erasure_id: str = Field(serialization_alias="erasureId")
+    removed: dict[str, int]
+    total_removed: int = Field(serialization_alias="totalRemoved")
+
+
 class StoreResponse(BaseModel):
     id: str
     audience: Audience

@@ -29,7 +29,7 @@ from memory_platform.errors import InvalidInput
 KINDS = ("memory.written", "memory.deduplicated", "assertion.activated",
          "assertion.superseded", "assertion.rejected", "assertion.expired",
          "assertion.tombstoned", "assertion.conflicted", "assertion.reopened",
-         "dream.completed", "dream.rolled_back", "user.erased")
+         "dream.completed", "dream.rolled_back", "user.erased", "memory.forgotten")
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
 

@@ -76,7 +76,7 @@ from psycopg.types.json import Jsonb
 
 from memory_platform.db.locks import try_dreaming_lock_for_transaction
 from memory_platform.db.units import committed_unit, require_idle
-from memory_platform.errors import DreamLocked, InvalidInput
+from memory_platform.errors import DreamLocked, InvalidInput, NotFound
 from memory_platform.graph import retract
 from memory_platform.graph.types import GraphChanges
 from memory_platform.maintenance import erasure_kept as kept
@@ -157,105 +157,170 @@ def erase_user(conn: psycopg.Connection, settings: Settings, instance_key: str,
     requested_by = requested_by[:MAX_ID_CHARS] if requested_by else ""
     require_idle(conn, "erase_user")
     report = ErasureReport(None, instance_key, subject_hash(instance_key, user_id))
-    params = {"i": instance_key, "u": user_id}
     with committed_unit(conn):
-        if not try_dreaming_lock_for_transaction(conn):
-            raise DreamLocked("a Dream is running (the Dreaming advisory lock is held): it may "
-                              "be reading this person's memories; nothing was erased, erase "
-                              "again when it has finished")
-        started = conn.execute("SELECT clock_timestamp()").fetchone()[0]
-        conn.execute("SELECT set_config('memory.erasure', 'on', true)")
-        # The instance's word counts (0033) change only with the rows deleted below: their
-        # turn is taken now, so what went is what the counts lost.
-        conn.execute("SELECT memory_lexemes_lock(%(i)s)", params)
-        lexemes = _lexeme_rows(conn, params)
-        # The store's lock of every graph partition touched below: the private one, then
-        # (inside retract) those of the withdrawn refs.
-        retract.lock_partitions(conn, instance_key, [("private", user_id)])
-        for definition in SETS:
-            conn.execute(f"CREATE TEMP TABLE {definition} ON COMMIT DROP")
-        for statement in FILL:
-            conn.execute(statement, params)
-        _fill_ledger(conn, params)
-        conn.execute(FILL_REFS)
-        erased = kept.erased_of(conn, params)
-        dreams = kept.dream_candidates(conn, params)
-        places = kept.summary_places(conn, params)
-        (report.dream_ids, report.dagster_run_ids,
-         report.partition_keys) = kept.erased_dream_runs(conn)
-        # Memories without an assertion: their graph refs leave by memory id (refs of removed
-        # assertions leave through retraction; those of kept assertions stay supported).
-        memory_ids = [r[0] for r in conn.execute(
-            "SELECT m.id FROM agent_memories m WHERE m.instance_key = %(i)s"
-            " AND m.id IN (SELECT id FROM erase_memories) AND m.assertion_id IS NULL",
-            params).fetchall()]
-        # Kept assertions whose memory rows go: projected again from what remains.
-        reproject = [r[0] for r in conn.execute(
-            "SELECT DISTINCT m.assertion_id FROM agent_memories m WHERE m.instance_key = %(i)s"
-            " AND m.id IN (SELECT id FROM erase_memories) AND m.assertion_id IS NOT NULL"
-            " AND m.assertion_id NOT IN (SELECT id FROM erase_assertions)", params).fetchall()]
-        assertion_ids = [r[0] for r in conn.execute("SELECT id FROM erase_assertions").fetchall()]
-
-        rows = conn.execute(GRAPH_EVIDENCE, params).fetchall()
-        report.removed["agent_knowledge_evidence"] = len(rows)
-        touched_items = {r[0] for r in rows if r[0]} | {r[1] for r in rows if r[1]} | {
-            r[2] for r in rows if r[2]}
-        for column, statement in UPDATES:
-            report.updated[column] = conn.execute(statement, params).rowcount
-        for table, statement in DELETES:
-            report.removed[table] = conn.execute(statement, params).rowcount
-
-        report.updated["agent_context_items.restored"] = kept.restore_assemblies(
-            conn, params, places)
-        report.updated["agent_memory_ingestion_outbox.enqueued"] = _reproject(
-            conn, instance_key, reproject, uuid4())
-        citing = {table: [r[0] for r in conn.execute(
-            sql.SQL(_CITING).format(table=sql.Identifier(table)), params).fetchall()]
-            for table in ("agent_knowledge_claims", "agent_knowledge_edges")}
-        husks = touched_items | {r[0] for r in conn.execute(
-            _CITED_ENTITIES, {"i": instance_key, "claims": citing["agent_knowledge_claims"],
-                              "edges": citing["agent_knowledge_edges"]}).fetchall()}
-        changes = _withdraw_graph_support(conn, instance_key, assertion_ids, memory_ids,
-                                          touched_items)
-        # Deletion really deletes: a claim or edge that only the person's statements
-        # supported is gone with them, not kept superseded with their words in it; so is
-        # an entity left unconnected (its label was their words).
-        for table, ids in citing.items():
-            report.removed[table] = report.removed.get(table, 0) + (conn.execute(
-                sql.SQL(_UNSUPPORTED_DELETE).format(table=sql.Identifier(table)),
-                {"i": instance_key, "ids": ids}).rowcount if ids else 0)
-        report.removed["agent_knowledge_entities"] += kept.delete_graph_husks(
-            conn, instance_key, husks)
-        for column, statement in SCRUB:
-            report.updated[column] = conn.execute(statement, params).rowcount
-        redacted, runs, items = kept.redact_dreams(conn, instance_key, dreams, erased)
-        report.updated["agent_memory_dreams.redacted"] = len(redacted)
-        report.updated["agent_memory_dreams.items_redacted"] = items
-        report.dream_ids += redacted
-        report.dagster_run_ids = sorted(set(report.dagster_run_ids) | set(runs))
-        for column, count in kept.pseudonymise(
-                conn, params, kept.pseudonym(instance_key, user_id)).items():
-            report.updated[f"{column}.pseudonymised"] = count
-        report.updated["agent_user_profiles.rederived"] = kept.rederive_profiles(
-            conn, settings, params)
-        # Last: deleting their rows above wrote their storage counter (0030) once more.
-        report.removed["agent_storage_usage"] = conn.execute(
-            "DELETE FROM agent_storage_usage WHERE instance_key = %(i)s AND user_id = %(u)s",
-            params).rowcount
-        # The words only the deleted chunks and claims held (their counts reached zero).
-        report.removed["agent_memory_lexemes"] = lexemes - _lexeme_rows(conn, params)
-        report.updated["graph.refs_removed"] = changes.refs_removed
-        report.updated["agent_knowledge_claims.superseded"] = changes.claims_retracted
-        report.updated["agent_knowledge_edges.superseded"] = changes.edges_retracted
-        report.updated["agent_knowledge_entities.quarantined"] = changes.entities_quarantined
-        report.id = conn.execute(
-            """INSERT INTO agent_memory_erasures
-                   (instance_key, subject_hash, requested_by, removed, updated, total_removed,
-                    started_at)
-               VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id""",
-            (instance_key, report.subject_hash, requested_by, Jsonb(report.removed),
-             Jsonb(report.updated), report.total_removed, started)).fetchone()[0]
+        _erase(conn, settings, report, {"i": instance_key, "u": user_id}, ("private", user_id),
+               requested_by)
     return report
+
+
+# What a memory's forgetting seeds the sets with: the memory and the sources it was
+# written from or that name it (FILL_LEDGER then adds what was derived only from them).
+_SEED_MEMORY = (
+    "INSERT INTO erase_memories VALUES (%(m)s)",
+    """INSERT INTO erase_sources
+       SELECT s.id FROM agent_memory_sources s
+        WHERE s.instance_key = %(i)s
+          AND (s.memory_id = %(m)s
+               OR s.id = (SELECT source_id FROM agent_memories
+                           WHERE instance_key = %(i)s AND id = %(m)s))
+       ON CONFLICT DO NOTHING""",
+)
+_OWN_MEMORY = """
+    SELECT visibility_scope, audience_key FROM agent_memories
+     WHERE instance_key = %s AND id = %s AND user_id = %s
+     FOR UPDATE
+"""
+
+
+def forget_memory(conn: psycopg.Connection, settings: Settings, instance_key: str,
+                  user_id: str, memory_id: UUID) -> ErasureReport:
+    """A user deletes one of their own memories (``agent_memories.user_id`` is theirs,
+    checked in SQL; anyone else's or an unknown id: NotFound, the same answer) and what was
+    derived only from it, by the rules of a person's erasure with the sets seeded by the
+    memory instead of the person: its chunks and sources, an assertion no other source
+    supports (with its evidence, reviews, history, feedback, embeddings and projection), the
+    graph refs citing them (claims and edges only they supported go), Dreams' items citing
+    them redacted, profiles listing them re-derived. An assertion other sources support
+    stays, projected again without this one. Nothing of the person else is touched: the
+    user-keyed rules run with an id no user can have. One committed transaction;
+    self-committing; DreamLocked while a Dream runs. The report names the memory by hash.
+    Not cleaned: Dagster's run logs of Dreams that quoted it (erasing the person does)."""
+    instance_key = checked_id(instance_key, "instance")
+    user_id = checked_id(user_id, "user")
+    require_idle(conn, "forget_memory")
+    report = ErasureReport(None, instance_key, subject_hash(instance_key, f"memory:{memory_id}"))
+    with committed_unit(conn):
+        row = conn.execute(_OWN_MEMORY, (instance_key, memory_id, user_id)).fetchone()
+        if row is None:
+            raise NotFound(f"no memory of yours with id {memory_id}",
+                           details={"field": "memoryId"})
+        # A user id is printable (users.checked_user_id): no rule keyed by the person
+        # matches this one, and it is new each time.
+        params = {"i": instance_key, "u": f"\x01forget:{uuid4()}", "m": memory_id}
+        _erase(conn, settings, report, params, (row[0], row[1]), "owner", seed=_SEED_MEMORY,
+               memory_audience=(row[0], row[1]))
+    return report
+
+
+def _erase(conn: psycopg.Connection, settings: Settings, report: ErasureReport,
+           params: dict[str, Any], partition: tuple[str, str], requested_by: str, *,
+           seed: tuple[str, ...] = (),
+           memory_audience: tuple[str, str] | None = None) -> None:
+    """The erasure inside the caller's transaction: the sets (``seed`` statements first,
+    then the person's rules over ``params["u"]``), the deletes and the kept rows' changes,
+    the report row (``memory_audience``: a forgotten memory's, whose event it gets).
+    ``partition``: the graph partition locked first."""
+    instance_key = params["i"]
+    if not try_dreaming_lock_for_transaction(conn):
+        raise DreamLocked("a Dream is running (the Dreaming advisory lock is held): it may "
+                          "be reading these memories; nothing was erased, erase "
+                          "again when it has finished")
+    started = conn.execute("SELECT clock_timestamp()").fetchone()[0]
+    conn.execute("SELECT set_config('memory.erasure', 'on', true)")
+    # The instance's word counts (0033) change only with the rows deleted below: their
+    # turn is taken now, so what went is what the counts lost.
+    conn.execute("SELECT memory_lexemes_lock(%(i)s)", params)
+    lexemes = _lexeme_rows(conn, params)
+    # The store's lock of every graph partition touched below: the seed's own, then
+    # (inside retract) those of the withdrawn refs.
+    retract.lock_partitions(conn, instance_key, [partition])
+    for definition in SETS:
+        conn.execute(f"CREATE TEMP TABLE {definition} ON COMMIT DROP")
+    for statement in seed:
+        conn.execute(statement, params)
+    for statement in FILL:
+        conn.execute(statement, params)
+    _fill_ledger(conn, params)
+    conn.execute(FILL_REFS)
+    erased = kept.erased_of(conn, params)
+    dreams = kept.dream_candidates(conn, params)
+    places = kept.summary_places(conn, params)
+    (report.dream_ids, report.dagster_run_ids,
+     report.partition_keys) = kept.erased_dream_runs(conn)
+    # Memories without an assertion: their graph refs leave by memory id (refs of removed
+    # assertions leave through retraction; those of kept assertions stay supported).
+    memory_ids = [r[0] for r in conn.execute(
+        "SELECT m.id FROM agent_memories m WHERE m.instance_key = %(i)s"
+        " AND m.id IN (SELECT id FROM erase_memories) AND m.assertion_id IS NULL",
+        params).fetchall()]
+    # Kept assertions whose memory rows go: projected again from what remains.
+    reproject = [r[0] for r in conn.execute(
+        "SELECT DISTINCT m.assertion_id FROM agent_memories m WHERE m.instance_key = %(i)s"
+        " AND m.id IN (SELECT id FROM erase_memories) AND m.assertion_id IS NOT NULL"
+        " AND m.assertion_id NOT IN (SELECT id FROM erase_assertions)", params).fetchall()]
+    assertion_ids = [r[0] for r in conn.execute("SELECT id FROM erase_assertions").fetchall()]
+
+    rows = conn.execute(GRAPH_EVIDENCE, params).fetchall()
+    report.removed["agent_knowledge_evidence"] = len(rows)
+    touched_items = {r[0] for r in rows if r[0]} | {r[1] for r in rows if r[1]} | {
+        r[2] for r in rows if r[2]}
+    for column, statement in UPDATES:
+        report.updated[column] = conn.execute(statement, params).rowcount
+    for table, statement in DELETES:
+        report.removed[table] = conn.execute(statement, params).rowcount
+
+    report.updated["agent_context_items.restored"] = kept.restore_assemblies(
+        conn, params, places)
+    report.updated["agent_memory_ingestion_outbox.enqueued"] = _reproject(
+        conn, instance_key, reproject, uuid4())
+    citing = {table: [r[0] for r in conn.execute(
+        sql.SQL(_CITING).format(table=sql.Identifier(table)), params).fetchall()]
+        for table in ("agent_knowledge_claims", "agent_knowledge_edges")}
+    husks = touched_items | {r[0] for r in conn.execute(
+        _CITED_ENTITIES, {"i": instance_key, "claims": citing["agent_knowledge_claims"],
+                          "edges": citing["agent_knowledge_edges"]}).fetchall()}
+    changes = _withdraw_graph_support(conn, instance_key, assertion_ids, memory_ids,
+                                      touched_items)
+    # Deletion really deletes: a claim or edge that only the person's statements
+    # supported is gone with them, not kept superseded with their words in it; so is
+    # an entity left unconnected (its label was their words).
+    for table, ids in citing.items():
+        report.removed[table] = report.removed.get(table, 0) + (conn.execute(
+            sql.SQL(_UNSUPPORTED_DELETE).format(table=sql.Identifier(table)),
+            {"i": instance_key, "ids": ids}).rowcount if ids else 0)
+    report.removed["agent_knowledge_entities"] += kept.delete_graph_husks(
+        conn, instance_key, husks)
+    for column, statement in SCRUB:
+        report.updated[column] = conn.execute(statement, params).rowcount
+    redacted, runs, items = kept.redact_dreams(conn, instance_key, dreams, erased)
+    report.updated["agent_memory_dreams.redacted"] = len(redacted)
+    report.updated["agent_memory_dreams.items_redacted"] = items
+    report.dream_ids += redacted
+    report.dagster_run_ids = sorted(set(report.dagster_run_ids) | set(runs))
+    for column, count in kept.pseudonymise(
+            conn, params, kept.pseudonym(instance_key, params["u"])).items():
+        report.updated[f"{column}.pseudonymised"] = count
+    report.updated["agent_user_profiles.rederived"] = kept.rederive_profiles(
+        conn, settings, params)
+    # Last: deleting their rows above wrote their storage counter (0030) once more.
+    report.removed["agent_storage_usage"] = conn.execute(
+        "DELETE FROM agent_storage_usage WHERE instance_key = %(i)s AND user_id = %(u)s",
+        params).rowcount
+    # The words only the deleted chunks and claims held (their counts reached zero).
+    report.removed["agent_memory_lexemes"] = lexemes - _lexeme_rows(conn, params)
+    report.updated["graph.refs_removed"] = changes.refs_removed
+    report.updated["agent_knowledge_claims.superseded"] = changes.claims_retracted
+    report.updated["agent_knowledge_edges.superseded"] = changes.edges_retracted
+    report.updated["agent_knowledge_entities.quarantined"] = changes.entities_quarantined
+    report.id = conn.execute(
+        """INSERT INTO agent_memory_erasures
+               (instance_key, subject_hash, requested_by, removed, updated, total_removed,
+                started_at, subject_kind, audience_kind, audience_key)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id""",
+        (instance_key, report.subject_hash, requested_by, Jsonb(report.removed),
+         Jsonb(report.updated), report.total_removed, started,
+         "memory" if memory_audience else "user", *(memory_audience or (None, None)))
+    ).fetchone()[0]
 
 
 def _lexeme_rows(conn: psycopg.Connection, params: dict[str, str]) -> int:

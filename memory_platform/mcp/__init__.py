@@ -12,9 +12,11 @@ Narrow tools call the HTTP API (``MEMORY_API_URL``, default ``http://127.0.0.1:8
 * ``knowledge_search``, ``knowledge_get_entity``, ``knowledge_neighbors`` and
   ``knowledge_explain_claim`` (the knowledge graph: hybrid search, one entity, its
   neighbourhood, one claim's provenance), with the same read token;
-* ``memory_store`` and ``session_append``, listed only when the separate ``MEMORY_WRITE_TOKEN``
-  is set (an API key with ``memory:write``); durable mutation is an explicit operator opt-in
-  even when the adapter is installed globally. Both mark every write as the agent's
+* ``memory_store``, ``session_append``, ``memory_feedback`` and ``memory_forget`` (delete one
+  of the user's own memories: destructive), listed only when the separate
+  ``MEMORY_WRITE_TOKEN`` is set (an API key with ``memory:write``); durable mutation is an
+  explicit operator opt-in even when the adapter is installed globally. The writes mark
+  every write as the agent's
   (``X-Memory-Writer: agent``): a ``memory_store`` memory waits for review, it is not active
   at once; ``session_append`` hands over turns of a conversation, verbatim, to the user's
   session, and the run it lands in is agent-written, so no fact drawn from it counts as the
@@ -54,6 +56,7 @@ from memory_platform.mcp.descriptions import (
     DESCRIBE_DESCRIPTION,
     EXPAND_DESCRIPTION,
     FEEDBACK_DESCRIPTION,
+    FORGET_DESCRIPTION,
     GET_DESCRIPTION,
     GREP_DESCRIPTION,
     INSTRUCTIONS,
@@ -483,6 +486,22 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
             ids = [i.removeprefix("assertion:") for i in assertionIds]
             return await api.call("POST", FEEDBACK_PATH, write_token, body=_given(
                 assertionIds=ids, kind=kind, runId=runId, note=note))
+
+        async def memory_forget(
+            id: Annotated[str, Field(min_length=1, max_length=100, description=(
+                "The memory's id (id of a memory_search or memory_get result)."))],
+        ) -> str:
+            return await api.call("DELETE", f"{MEMORY_PATH}/{quote(id, safe='')}",
+                                  write_token)
+
+        server.add_tool(memory_forget, name="memory_forget",
+                        title="Delete one of the user's own memories",
+                        description=FORGET_DESCRIPTION,
+                        annotations=ToolAnnotations(read_only_hint=False,
+                                                    destructive_hint=True,
+                                                    idempotent_hint=True,
+                                                    open_world_hint=False),
+                        structured_output=False)
 
         # Writes that change nothing when repeated (dedup, client item ids, once per run).
         idempotent_write = ToolAnnotations(read_only_hint=False, destructive_hint=False,

@@ -94,6 +94,13 @@ FEEDBACK_DESCRIPTION = (
     "runId; only items you may see count."
 )
 
+FORGET_DESCRIPTION = (
+    "Delete one of the user's own memories for good, with what was derived only from it "
+    "(its assertion, graph links, profile text). Only when the user asks you to forget "
+    "something, with the id memory_search or memory_get showed; to fix a memory instead, "
+    "store the corrected statement. Memories of other people cannot be deleted."
+)
+
 APPEND_DESCRIPTION = (
     "Append turns of a conversation to one of the user's sessions, verbatim (role and "
     "content, optionally when it was said and a clientItemId): they are searchable at once "

@@ -97,4 +97,16 @@ def test_context_search_then_context_get_end_to_end(live: LiveApi, database_url:
             "query": "staging database restored", "subjectRefs": {"customer": "x"}})
         assert is_error and "memory API error 400" in text and "subjectRefs" in text, text
 
+        # memory_forget: the user's own memory goes, for good (issue 32.4).
+        assert tools["memory_forget"].annotations.destructive_hint is True
+        is_error, text = await call(client, "memory_store", {"content": "My locker is 17."})
+        assert not is_error, text
+        stored = json.loads(text)["id"]
+        is_error, text = await call(client, "memory_forget", {"id": stored})
+        assert not is_error and json.loads(text)["memoryId"] == stored, text
+        for tool, arguments in (("memory_forget", {"id": stored}),
+                                ("memory_get", {"id": stored})):
+            is_error, text = await call(client, tool, arguments)
+            assert is_error and "memory API error 404" in text, text
+
     run_in_process(env, scenario)

@@ -1,0 +1,92 @@
+"""Forgetting one memory (issue 32.4): a person deletes one of their own memories through
+``DELETE /api/v1/memory/{id}``, and what was derived only from it goes too (its chunks,
+source, assertion with its evidence and projection, events); nobody else can delete it,
+and an agent or runtime key cannot. (An assertion other sources support stays: the rule of
+a person's erasure, tested in tests/api/test_erasure_complete.py.)"""
+
+from __future__ import annotations
+
+import uuid
+
+from tests.api.conftest import READ, WRITE, assert_error, bearer, store
+
+PLATE = "My bicycle lock code is 4471, kept in the blue notebook."
+
+
+def _rows(conn, memory_id: str, assertion_id: str) -> dict[str, int]:
+    def count(sql: str, value: str) -> int:
+        return conn.execute(sql, (value,)).fetchone()[0]
+    return {
+        "memories": count("SELECT count(*) FROM agent_memories WHERE id = %s", memory_id),
+        "chunks": count("SELECT count(*) FROM agent_memory_chunks WHERE memory_id = %s",
+                        memory_id),
+        "assertions": count("SELECT count(*) FROM agent_memory_assertions WHERE id = %s",
+                            assertion_id),
+        "evidence": count("SELECT count(*) FROM agent_memory_assertion_evidence"
+                          " WHERE assertion_id = %s", assertion_id),
+        "projections": count("SELECT count(*) FROM agent_memories WHERE assertion_id = %s",
+                             assertion_id),
+        "events": count("SELECT count(*) FROM agent_memory_events WHERE memory_id = %s",
+                        memory_id),
+    }
+
+
+def _texts(conn, needle: str) -> int:
+    """Rows of the memory tables whose text still holds ``needle``."""
+    return conn.execute(
+        "SELECT (SELECT count(*) FROM agent_memories WHERE content LIKE %(n)s)"
+        " + (SELECT count(*) FROM agent_memory_chunks WHERE content LIKE %(n)s)"
+        " + (SELECT count(*) FROM agent_memory_assertions WHERE assertion_text LIKE %(n)s)"
+        " + (SELECT count(*) FROM agent_memory_sources WHERE content LIKE %(n)s)",
+        {"n": f"%{needle}%"}).fetchone()[0]
+
+
+def test_a_person_deletes_their_own_memory_and_what_was_derived_only_from_it(
+        client, conn, make_key):
+    owner = bearer(make_key("ola", (READ, WRITE)))
+    stored = store(client, owner, PLATE, visibility="private")
+    memory_id, assertion_id = stored["id"], stored["assertionId"]
+    assert client.get(f"/api/v1/memory/{memory_id}", headers=owner).status_code == 200
+    before = _rows(conn, memory_id, assertion_id)
+    assert before["memories"] == before["assertions"] == 1 and before["chunks"] >= 1
+    assert _texts(conn, "4471") >= 3
+
+    deleted = client.delete(f"/api/v1/memory/{memory_id}", headers=owner)
+    assert deleted.status_code == 200, deleted.text
+    body = deleted.json()
+    assert body["memoryId"] == memory_id and body["totalRemoved"] >= 4
+    assert body["removed"]["agent_memories"] >= 1
+    assert body["removed"]["agent_memory_assertions"] == 1
+
+    assert _rows(conn, memory_id, assertion_id) == dict.fromkeys(before, 0)
+    assert _texts(conn, "4471") == 0                       # deletion really deletes
+    assert_error(client.get(f"/api/v1/memory/{memory_id}", headers=owner), 404)
+    found = client.get("/api/v1/memory", headers=owner,
+                       params={"query": "bicycle lock code"}).json()["results"]
+    assert all("4471" not in r["content"] for r in found)
+    events = client.get("/api/v1/events", headers=owner).json()
+    kinds = [e["kind"] for e in events["events"]]
+    assert "memory.forgotten" in kinds and "user.erased" not in kinds
+    assert_error(client.delete(f"/api/v1/memory/{memory_id}", headers=owner), 404)
+
+
+def test_nobody_else_deletes_it_and_an_agent_key_cannot(client, conn, make_key):
+    owner = bearer(make_key("ola", (READ, WRITE)))
+    other = bearer(make_key("pia", (READ, WRITE)))
+    agent = bearer(make_key("ola", (READ, WRITE), agent=True))
+    runtime = bearer(make_key(None, (READ, WRITE), runtime=True))
+    team = store(client, owner, "The team's printer is on the third floor.",
+                 visibility="team")["id"]
+    # another user sees the team memory, but it is not theirs: the same 404 as no memory
+    assert client.get(f"/api/v1/memory/{team}", headers=other).status_code == 200
+    assert_error(client.delete(f"/api/v1/memory/{team}", headers=other), 404)
+    assert_error(client.delete(f"/api/v1/memory/{uuid.uuid4()}", headers=owner), 404)
+    assert_error(client.delete("/api/v1/memory/not-a-uuid", headers=owner), 404)
+    for headers in (agent, runtime):
+        error = assert_error(client.delete(f"/api/v1/memory/{team}", headers=headers), 403)
+        assert error["code"] == "person_required"
+    reader = bearer(make_key("ola", (READ,)))
+    assert_error(client.delete(f"/api/v1/memory/{team}", headers=reader), 403)
+    assert conn.execute("SELECT count(*) FROM agent_memories WHERE id = %s",
+                        (team,)).fetchone()[0] == 1
+
