@@ -11,12 +11,19 @@ from api.errors import ApiError
 from api.operation import API, READ, WRITE, Operation, Section
 from api.responses import model_response
 from api.schemas.common import ExactRead, MemoryOut, memory_out
-from api.schemas.memory import ForgetResponse, MemoryCreate, StoreResponse
+from api.schemas.memory import (
+    CorrectionResponse,
+    ForgetResponse,
+    MemoryCorrection,
+    MemoryCreate,
+    StoreResponse,
+)
 from api.threads import with_connection
+from memory_platform.maintenance.corrections import correct_memory
 from memory_platform.maintenance.erasure import forget_memory
 from memory_platform.memories.store import MemoryWrite, store_memory
 from memory_platform.retrieval.memories import get_memory, parse_uuid
-from memory_platform.trust import write_trust_class
+from memory_platform.trust import write_trust_class, written_by_agent
 
 
 async def get_one(request: Request, params: ExactRead) -> MemoryOut:
@@ -72,12 +79,40 @@ async def forget(request: Request) -> ForgetResponse:
                           total_removed=report.total_removed)
 
 
+async def correct(request: Request, body: MemoryCorrection) -> CorrectionResponse:
+    """Correct one of the caller's own memories (``corrections.correct_memory``): a person's
+    correction supersedes it at once; an agent's (agent key, or ``X-Memory-Writer: agent``)
+    is proposed and waits for review."""
+    key, state, writer = api_key(request), request.state, writer_header(request)
+    memory_id = parse_uuid(request.path_params["memory_id"])
+    caller = caller_of(key)
+    metadata = {"writtenVia": "api", "apiKeyId": str(key.id), "keyKind": key.kind}
+
+    def run(conn, ctx):
+        return correct_memory(
+            conn, state.settings, ctx, memory_id, body.content,
+            trust_class=write_trust_class(caller, ctx, declared_agent=writer is not None),
+            by_agent=written_by_agent(caller, declared=writer is not None),
+            metadata=metadata, embedder=state.embedder)
+
+    done = await with_caller(request, body.context, run)
+    return CorrectionResponse(
+        id=str(done.memory_id), status=done.status, corrected_id=str(done.corrected_id),
+        assertion_id=str(done.assertion_id) if done.assertion_id else None,
+        conflict_id=str(done.conflict_id) if done.conflict_id else None)
+
+
 ROUTES = (Section(API, (
     Operation("POST", "/memory", create,
               "Store a memory (201 created, 200 when deduplicated)", WRITE,
               body=MemoryCreate, response=StoreResponse, status=201),
     Operation("GET", "/memory/{memory_id}", get_one, "Exact retrieval of one memory",
               READ, query=ExactRead, response=MemoryOut),
+    Operation("POST", "/memory/{memory_id}/correction", correct,
+              "Correct one of your own memories (an agent's correction waits for review)",
+              WRITE, body=MemoryCorrection, response=CorrectionResponse,
+              errors=((404, "not_found: no memory of yours with this id"),
+                      (409, "conflict: the memory was already superseded"))),
     Operation("DELETE", "/memory/{memory_id}", forget,
               "Delete one of your own memories and what was derived only from it", WRITE,
               response=ForgetResponse,

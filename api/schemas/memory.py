@@ -71,6 +71,22 @@ class MemoryCreate(Strict):
             raise ValueError(exc.message) from None
 
 
+class MemoryCorrection(Strict):
+    content: str = Field(min_length=1, description="What is true instead: the corrected "
+                         "statement, which replaces the memory (size limit applies).")
+    context: CallerContext | None = None
+
+
+class CorrectionResponse(BaseModel):
+    id: str = Field(description="The new memory.")
+    assertion_id: str | None = Field(None, serialization_alias="assertionId")
+    status: Literal["corrected", "proposed"] = Field(description=(
+        "corrected: the old memory is superseded and the new one recalled; proposed: an "
+        "agent's correction, waiting for a person's review (the old stays recalled)"))
+    corrected_id: str = Field(serialization_alias="correctedId")
+    conflict_id: str | None = Field(None, serialization_alias="conflictId")
+
+
 class ForgetResponse(BaseModel):
     """What forgetting a memory removed: rows per table, nothing of their content."""
 

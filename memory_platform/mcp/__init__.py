@@ -12,8 +12,9 @@ Narrow tools call the HTTP API (``MEMORY_API_URL``, default ``http://127.0.0.1:8
 * ``knowledge_search``, ``knowledge_get_entity``, ``knowledge_neighbors`` and
   ``knowledge_explain_claim`` (the knowledge graph: hybrid search, one entity, its
   neighbourhood, one claim's provenance), with the same read token;
-* ``memory_store``, ``session_append``, ``memory_feedback`` and ``memory_forget`` (delete one
-  of the user's own memories: destructive), listed only when the separate
+* ``memory_store``, ``session_append``, ``memory_feedback``, ``memory_correct`` (a proposal,
+  waiting for review) and ``memory_forget`` (delete one of the user's own memories:
+  destructive), listed only when the separate
   ``MEMORY_WRITE_TOKEN`` is set (an API key with ``memory:write``); durable mutation is an
   explicit operator opt-in even when the adapter is installed globally. The writes mark
   every write as the agent's
@@ -53,6 +54,7 @@ from memory_platform.mcp.descriptions import (
     APPEND_DESCRIPTION,
     CONTEXT_GET_DESCRIPTION,
     CONTEXT_SEARCH_DESCRIPTION,
+    CORRECT_DESCRIPTION,
     DESCRIBE_DESCRIPTION,
     EXPAND_DESCRIPTION,
     FEEDBACK_DESCRIPTION,
@@ -494,6 +496,24 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
             return await api.call("DELETE", f"{MEMORY_PATH}/{quote(id, safe='')}",
                                   write_token)
 
+        async def memory_correct(
+            id: Annotated[str, Field(min_length=1, max_length=100, description=(
+                "The memory's id (id of a memory_search or memory_get result)."))],
+            content: Annotated[str, Field(min_length=1, description=(
+                "The whole corrected statement."))],
+        ) -> str:
+            return await api.call("POST", f"{MEMORY_PATH}/{quote(id, safe='')}/correction",
+                                  write_token, body={"content": content},
+                                  headers=AGENT_WRITER_HEADERS)
+
+        server.add_tool(memory_correct, name="memory_correct",
+                        title="Propose a correction of one of the user's memories",
+                        description=CORRECT_DESCRIPTION,
+                        annotations=ToolAnnotations(read_only_hint=False,
+                                                    destructive_hint=False,
+                                                    idempotent_hint=False,
+                                                    open_world_hint=False),
+                        structured_output=False)
         server.add_tool(memory_forget, name="memory_forget",
                         title="Delete one of the user's own memories",
                         description=FORGET_DESCRIPTION,

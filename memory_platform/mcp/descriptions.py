@@ -101,6 +101,13 @@ FORGET_DESCRIPTION = (
     "store the corrected statement. Memories of other people cannot be deleted."
 )
 
+CORRECT_DESCRIPTION = (
+    "Propose a correction of one of the user's own memories, when the user says it is wrong "
+    "or outdated: the corrected statement is stored as your proposal and waits for the "
+    "user's review (the old memory stays recalled until then). Use the id memory_search or "
+    "memory_get showed; content is the whole corrected statement."
+)
+
 APPEND_DESCRIPTION = (
     "Append turns of a conversation to one of the user's sessions, verbatim (role and "
     "content, optionally when it was said and a clientItemId): they are searchable at once "

@@ -90,3 +90,67 @@ def test_nobody_else_deletes_it_and_an_agent_key_cannot(client, conn, make_key):
     assert conn.execute("SELECT count(*) FROM agent_memories WHERE id = %s",
                         (team,)).fetchone()[0] == 1
 
+
+
+def _recalled(client, headers, query: str) -> list[str]:
+    response = client.get("/api/v1/memory", headers=headers, params={"query": query})
+    assert response.status_code == 200, response.text
+    return [r["content"] for r in response.json()["results"]]
+
+
+def test_a_person_corrects_their_memory_and_the_old_stays_in_the_history(
+        client, conn, make_key):
+    owner = bearer(make_key("ola", (READ, WRITE)))
+    old = store(client, owner, "My dentist appointment is on Tuesday at 9.",
+                visibility="private")
+    url = f"/api/v1/memory/{old['id']}/correction"
+    for bad in ({}, {"content": ""}, {"content": 7}, {"content": "x", "surprise": 1}):
+        assert_error(client.post(url, json=bad, headers=owner), 400)
+
+    corrected = client.post(url, json={"content": "My dentist appointment is on Thursday"
+                                                  " at 9."}, headers=owner)
+    assert corrected.status_code == 200, corrected.text
+    body = corrected.json()
+    assert body["status"] == "corrected" and body["correctedId"] == old["id"]
+    recalled = _recalled(client, owner, "when is my dentist appointment")
+    assert "My dentist appointment is on Thursday at 9." in recalled
+    assert "My dentist appointment is on Tuesday at 9." not in recalled
+    assert_error(client.get(f"/api/v1/memory/{old['id']}", headers=owner), 404)
+    # the history keeps the old one, superseded by the new
+    assert conn.execute("SELECT status, superseded_by FROM agent_memory_assertions"
+                        " WHERE id = %s", (old["assertionId"],)).fetchone() == (
+        "superseded", uuid.UUID(body["assertionId"]))
+    assert conn.execute("SELECT memory_state, superseded_by_memory_id FROM agent_memories"
+                        " WHERE id = %s", (old["id"],)).fetchone() == (
+        "superseded", uuid.UUID(body["id"]))
+    # corrected once: the old one cannot be corrected again; a stranger's try is a 404
+    assert_error(client.post(url, json={"content": "Friday."}, headers=owner), 409)
+    other = bearer(make_key("pia", (READ, WRITE)))
+    assert_error(client.post(f"/api/v1/memory/{body['id']}/correction",
+                             json={"content": "Friday."}, headers=other), 404)
+    assert_error(client.post(f"/api/v1/memory/{body['id']}/correction",
+                             json={"content": "My dentist appointment is on Thursday at 9."},
+                             headers=owner), 400)
+
+
+def test_an_agents_correction_waits_for_a_persons_review(client, conn, make_key):
+    owner = bearer(make_key("ola", (READ, WRITE)))
+    agent = bearer(make_key("ola", (READ, WRITE), agent=True))
+    old = store(client, owner, "The team standup is at 9:30.", visibility="team")
+    proposed = client.post(f"/api/v1/memory/{old['id']}/correction",
+                           json={"content": "The team standup is at 10:00."}, headers=agent)
+    assert proposed.status_code == 200, proposed.text
+    body = proposed.json()
+    assert body["status"] == "proposed" and body["conflictId"]
+    recalled = _recalled(client, owner, "when is the team standup")
+    assert "The team standup is at 9:30." in recalled           # still recalled
+    assert "The team standup is at 10:00." not in recalled      # waits for review
+    assert conn.execute("SELECT status, review_state FROM agent_memory_assertions"
+                        " WHERE id = %s", (body["assertionId"],)).fetchone()[0] == "candidate"
+    assert conn.execute("SELECT status FROM agent_memory_assertion_conflicts WHERE id = %s",
+                        (body["conflictId"],)).fetchone() == ("open",)
+    # the same through X-Memory-Writer: agent on the person's own key
+    declared = client.post(f"/api/v1/memory/{old['id']}/correction",
+                           json={"content": "The team standup is at 10:15."},
+                           headers={**owner, "X-Memory-Writer": "agent"})
+    assert declared.status_code == 200 and declared.json()["status"] == "proposed"

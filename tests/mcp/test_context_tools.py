@@ -97,6 +97,15 @@ def test_context_search_then_context_get_end_to_end(live: LiveApi, database_url:
             "query": "staging database restored", "subjectRefs": {"customer": "x"}})
         assert is_error and "memory API error 400" in text and "subjectRefs" in text, text
 
+        # memory_correct: the agent proposes, the user reviews (issue 32.4).
+        is_error, text = await call(client, "memory_store",
+                                    {"content": "The staging VPN is vpn-old.example."})
+        assert not is_error, text
+        proposed = json.loads(text)["id"]
+        is_error, text = await call(client, "memory_correct", {
+            "id": proposed, "content": "The staging VPN is vpn-new.example."})
+        assert not is_error and json.loads(text)["status"] == "proposed", text
+
         # memory_forget: the user's own memory goes, for good (issue 32.4).
         assert tools["memory_forget"].annotations.destructive_hint is True
         is_error, text = await call(client, "memory_store", {"content": "My locker is 17."})

@@ -35,7 +35,8 @@ READ_TOOLS = {"context_search", "context_get", "session_replay",
               "memory_search", "memory_get", "memory_grep", "memory_describe", "memory_expand",
               "knowledge_search", "knowledge_get_entity", "knowledge_neighbors",
               "knowledge_explain_claim"}
-WRITE_TOOLS = {"memory_store", "session_append", "memory_feedback", "memory_forget"}
+WRITE_TOOLS = {"memory_store", "session_append", "memory_feedback", "memory_forget",
+               "memory_correct"}
 
 
 class LiveApi:
