@@ -409,6 +409,14 @@ def session_run(conn: Conn, instance: str, **overrides: Any) -> tuple[str, str, 
     return inserted["instance_key"], inserted["session_key"], inserted["run_id"]
 
 
+def erasure_report(conn: Conn, instance: str, **overrides: Any) -> uuid.UUID:
+    # A forgotten memory's report names its audience (agent_memory_erasures_memory_audience).
+    row = {"instance_key": instance, "subject_hash": uuid.uuid4().hex * 2,
+           "started_at": _now(), "audience_kind": "workspace",
+           "audience_key": instance} | overrides
+    return _insert(conn, "agent_memory_erasures", row)["id"]
+
+
 def maintenance_event(conn: Conn, instance: str, **overrides: Any) -> int:
     row = {"instance_key": instance, "session_key": SESSION_KEY, "operation": "memory_flush",
            "outcome": "completed"} | overrides
@@ -449,5 +457,6 @@ FACTORIES: dict[str, Factory] = {
     "agent_context_items": context_item,
     "agent_session_runs": session_run,
     "agent_session_maintenance_events": maintenance_event,
+    "agent_memory_erasures": erasure_report,
 }
 """Table name -> factory, for tests that discover tables from the catalog."""

@@ -134,6 +134,7 @@ ENUMERATED_COLUMNS: dict[str, tuple[str, ...]] = {
     "agent_memory_assertion_reviews": ("decision", "reviewer_kind"),
     "agent_memory_assertion_conflicts": ("status", "resolution", "detected_by"),
     "agent_memory_retrieval_feedback": ("event_type",),
+    "agent_memory_erasures": ("subject_kind",),
     "agent_memory_ingestion_outbox": ("job_type", "status"),
     "agent_memories": ("memory_scope", "visibility_scope", "source_type", "memory_state"),
     "agent_memory_relations": ("relation_type",),
