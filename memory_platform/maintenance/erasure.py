@@ -65,7 +65,6 @@ updates) are data in ``erasure_statements.py``.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID, uuid4
@@ -76,7 +75,7 @@ from psycopg.types.json import Jsonb
 
 from memory_platform.db.locks import try_dreaming_lock_for_transaction
 from memory_platform.db.units import committed_unit, require_idle
-from memory_platform.errors import DreamLocked, InvalidInput, NotFound
+from memory_platform.errors import DreamLocked, NotFound
 from memory_platform.graph import retract
 from memory_platform.graph.types import GraphChanges
 from memory_platform.maintenance import erasure_kept as kept
@@ -92,9 +91,7 @@ from memory_platform.maintenance.erasure_statements import (
 )
 from memory_platform.projection.outbox import ASSERTION_PROJECTION, enqueue
 from memory_platform.settings import Settings
-
-MAX_ID_CHARS = 200
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+from memory_platform.users import USER_ID_MAX_CHARS, checked_user_id
 
 
 @dataclass
@@ -135,12 +132,9 @@ def subject_hash(instance_key: str, user_id: str) -> str:
 
 
 def checked_id(value: object, name: str) -> str:
-    """``value`` if it names an instance or user an erasure can take, else InvalidInput."""
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(f"{name} is required")
-    if len(value) > MAX_ID_CHARS or _CONTROL.search(value):
-        raise InvalidInput(f"{name} must be at most {MAX_ID_CHARS} printable characters")
-    return value
+    """``value`` if it names an instance or user an erasure can take, else InvalidInput
+    (``users.checked_user_id``: the one rule)."""
+    return checked_user_id(value, name)
 
 
 
@@ -154,7 +148,7 @@ def erase_user(conn: psycopg.Connection, settings: Settings, instance_key: str,
     convention of maintenance work (profiles are re-derived with it)."""
     instance_key = checked_id(instance_key, "instance")
     user_id = checked_id(user_id, "user")
-    requested_by = requested_by[:MAX_ID_CHARS] if requested_by else ""
+    requested_by = requested_by[:USER_ID_MAX_CHARS] if requested_by else ""
     require_idle(conn, "erase_user")
     report = ErasureReport(None, instance_key, subject_hash(instance_key, user_id))
     with committed_unit(conn):
@@ -218,7 +212,7 @@ def _erase(conn: psycopg.Connection, settings: Settings, report: ErasureReport,
            memory_audience: tuple[str, str] | None = None) -> None:
     """The erasure inside the caller's transaction: the sets (``seed`` statements first,
     then the person's rules over ``params["u"]``), the deletes and the kept rows' changes,
-    the report row (``memory_audience``: a forgotten memory's, whose event it gets).
+    the report row (``memory_audience``: a forgotten memory's, where its event goes).
     ``partition``: the graph partition locked first."""
     instance_key = params["i"]
     if not try_dreaming_lock_for_transaction(conn):
@@ -315,12 +309,18 @@ def _erase(conn: psycopg.Connection, settings: Settings, report: ErasureReport,
     report.id = conn.execute(
         """INSERT INTO agent_memory_erasures
                (instance_key, subject_hash, requested_by, removed, updated, total_removed,
-                started_at, subject_kind, audience_kind, audience_key)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id""",
+                started_at, subject_kind)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id""",
         (instance_key, report.subject_hash, requested_by, Jsonb(report.removed),
          Jsonb(report.updated), report.total_removed, started,
-         "memory" if memory_audience else "user", *(memory_audience or (None, None)))
-    ).fetchone()[0]
+         "memory" if memory_audience else "user")).fetchone()[0]
+    if memory_audience:  # who could see the memory learns that it went (migration 0038)
+        conn.execute(
+            "INSERT INTO agent_memory_events"
+            "       (instance_key, kind, audience_kind, audience_key, erasure_id, payload)"
+            " VALUES (%s, 'memory.forgotten', %s, %s, %s, %s)",
+            (instance_key, *memory_audience, report.id,
+             Jsonb({"totalRemoved": report.total_removed})))
 
 
 def _lexeme_rows(conn: psycopg.Connection, params: dict[str, str]) -> int:

@@ -89,6 +89,9 @@ AGENT_WRITER_HEADERS = {"X-Memory-Writer": "agent"}
 log = logging.getLogger("memory_platform.mcp")
 
 Visibility = Literal["private", "team", "workspace", "channel"]
+# A memory's id, as memory_search or memory_get returned it (memory_get, _correct, _forget).
+MemoryId = Annotated[str, Field(min_length=1, max_length=200,
+                                description="The memory id, as memory_search returned it.")]
 SourceType = Literal["prompt_file", "summary", "fact", "manual", "dream", "flush"]
 Role = Literal["user", "assistant", "system", "tool"]
 
@@ -266,10 +269,7 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
                 params["sourceTypes"] = ",".join(sourceTypes)
             return await api.call("GET", MEMORY_PATH, read_token, params=params)
 
-        async def memory_get(
-            id: Annotated[str, Field(min_length=1, max_length=200,
-                                     description="The memory id, as memory_search returned it.")],
-        ) -> str:
+        async def memory_get(id: MemoryId) -> str:
             return await api.call("GET", f"{MEMORY_PATH}/{quote(id, safe='')}", read_token)
 
         async def memory_grep(
@@ -489,16 +489,12 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
             return await api.call("POST", FEEDBACK_PATH, write_token, body=_given(
                 assertionIds=ids, kind=kind, runId=runId, note=note))
 
-        async def memory_forget(
-            id: Annotated[str, Field(min_length=1, max_length=100, description=(
-                "The memory's id (id of a memory_search or memory_get result)."))],
-        ) -> str:
+        async def memory_forget(id: MemoryId) -> str:
             return await api.call("DELETE", f"{MEMORY_PATH}/{quote(id, safe='')}",
                                   write_token)
 
         async def memory_correct(
-            id: Annotated[str, Field(min_length=1, max_length=100, description=(
-                "The memory's id (id of a memory_search or memory_get result)."))],
+            id: MemoryId,
             content: Annotated[str, Field(min_length=1, description=(
                 "The whole corrected statement."))],
         ) -> str:
@@ -506,34 +502,25 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
                                   write_token, body={"content": content},
                                   headers=AGENT_WRITER_HEADERS)
 
-        server.add_tool(memory_correct, name="memory_correct",
-                        title="Propose a correction of one of the user's memories",
-                        description=CORRECT_DESCRIPTION,
-                        annotations=ToolAnnotations(read_only_hint=False,
-                                                    destructive_hint=False,
-                                                    idempotent_hint=False,
-                                                    open_world_hint=False),
-                        structured_output=False)
-        server.add_tool(memory_forget, name="memory_forget",
-                        title="Delete one of the user's own memories",
-                        description=FORGET_DESCRIPTION,
-                        annotations=ToolAnnotations(read_only_hint=False,
-                                                    destructive_hint=True,
-                                                    idempotent_hint=True,
-                                                    open_world_hint=False),
-                        structured_output=False)
+        def write(destructive: bool = False, idempotent: bool = True) -> ToolAnnotations:
+            return ToolAnnotations(read_only_hint=False, destructive_hint=destructive,
+                                   idempotent_hint=idempotent, open_world_hint=False)
 
-        # Writes that change nothing when repeated (dedup, client item ids, once per run).
-        idempotent_write = ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                           idempotent_hint=True, open_world_hint=False)
-        for tool, name, title, description in (
+        # Most writes change nothing when repeated (dedup, client item ids, once per run);
+        # a correction writes a new proposal each time; forgetting cannot be undone.
+        for tool, name, title, description, annotations in (
                 (memory_feedback, "memory_feedback", "Say whether recalled memories helped",
-                 FEEDBACK_DESCRIPTION),
-                (memory_store, "memory_store", "Store a memory", STORE_DESCRIPTION),
+                 FEEDBACK_DESCRIPTION, write()),
+                (memory_store, "memory_store", "Store a memory", STORE_DESCRIPTION, write()),
                 (session_append, "session_append", "Append conversation turns to a session",
-                 APPEND_DESCRIPTION)):
+                 APPEND_DESCRIPTION, write()),
+                (memory_correct, "memory_correct",
+                 "Propose a correction of one of the user's memories", CORRECT_DESCRIPTION,
+                 write(idempotent=False)),
+                (memory_forget, "memory_forget", "Delete one of the user's own memories",
+                 FORGET_DESCRIPTION, write(destructive=True))):
             server.add_tool(tool, name=name, title=title, description=description,
-                            annotations=idempotent_write, structured_output=False)
+                            annotations=annotations, structured_output=False)
 
     if not (api.read_token or api.write_token):
         _hint("no MEMORY_READ_TOKEN or MEMORY_WRITE_TOKEN set: serving no tools. Create keys "

@@ -67,6 +67,11 @@ def test_a_person_deletes_their_own_memory_and_what_was_derived_only_from_it(
     events = client.get("/api/v1/events", headers=owner).json()
     kinds = [e["kind"] for e in events["events"]]
     assert "memory.forgotten" in kinds and "user.erased" not in kinds
+    # the append-only report names neither the person nor the memory (a later erasure of
+    # the person could not remove it): a hash and counts only
+    assert conn.execute("SELECT count(*) FROM agent_memory_erasures e"
+                        " WHERE to_jsonb(e)::text LIKE '%%ola%%'"
+                        "    OR to_jsonb(e)::text LIKE %s", (f"%{memory_id}%",)).fetchone()[0] == 0
     assert_error(client.delete(f"/api/v1/memory/{memory_id}", headers=owner), 404)
 
 

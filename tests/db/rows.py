@@ -410,10 +410,8 @@ def session_run(conn: Conn, instance: str, **overrides: Any) -> tuple[str, str, 
 
 
 def erasure_report(conn: Conn, instance: str, **overrides: Any) -> uuid.UUID:
-    # A forgotten memory's report names its audience (agent_memory_erasures_memory_audience).
     row = {"instance_key": instance, "subject_hash": uuid.uuid4().hex * 2,
-           "started_at": _now(), "audience_kind": "workspace",
-           "audience_key": instance} | overrides
+           "started_at": _now()} | overrides
     return _insert(conn, "agent_memory_erasures", row)["id"]
 
 
