@@ -228,10 +228,25 @@ def ask(caller: Caller, settings: Settings, corpus: Sequence[Conversation],
     return report
 
 
+CLEANUP_ATTEMPTS = 3
+
+
 def cleanup(conn: psycopg.Connection, instance_key: str) -> int:
     """Delete the benchmark users' memories (chunks cascade), the source envelopes no ledger
     evidence names, the users' session participation and their registry rows (their keys
-    registered them); answers the memories deleted."""
+    registered them); answers the memories deleted. A deadlock with an API that is still
+    stamping the recalled rows (its deferred stamper) rolls the cleanup back: it is tried
+    again, at most ``CLEANUP_ATTEMPTS`` times."""
+    for attempt in range(1, CLEANUP_ATTEMPTS + 1):
+        try:
+            return _cleanup_once(conn, instance_key)
+        except psycopg.errors.DeadlockDetected:
+            if attempt == CLEANUP_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _cleanup_once(conn: psycopg.Connection, instance_key: str) -> int:
     users = f"{USER_PREFIX}%"
     with conn.transaction():
         sources = conn.execute(
