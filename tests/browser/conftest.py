@@ -32,6 +32,10 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--disable-dev-shm-usage"]
 VIEWPORT = {"width": 1600, "height": 1000}
+# How long an expectation or an action waits. Playwright's 5 s is too short for a full suite
+# on 2 busy cores (4 workers): a clean-clone CI run once saw /docs render Swagger UI's 1.5 MB
+# bundle after the 5 s had passed. A test that waits the whole 20 s still fails.
+WAIT_MS = 20_000
 
 
 def chromium_path() -> str | None:
@@ -60,8 +64,9 @@ def browser():
         if os.environ.get("MEMORY_TEST_REQUIRE_BROWSER") == "1":
             pytest.fail(advice + " (MEMORY_TEST_REQUIRE_BROWSER=1)")
         pytest.skip(advice)
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    expect.set_options(timeout=WAIT_MS)
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
         try:
@@ -73,6 +78,7 @@ def browser():
 @pytest.fixture
 def page(browser):
     context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(WAIT_MS)
     try:
         yield context.new_page()
     finally:
