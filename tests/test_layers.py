@@ -69,7 +69,7 @@ DOMAIN: dict[str, tuple[str, ...]] = {
                     "retrieval", "users"),
     "review": ("access", "consolidation", "projection"),
     "dreaming": ("access", "consolidation", "embeddings", "graph", "ledger", "llm",
-                 "projection", "retrieval"),
+                 "memories", "projection", "retrieval"),
     "sessions": ("access", "dreaming", "embeddings", "llm", "membership", "memories",
                  "retrieval"),
     "portability": ("access", "dreaming", "embeddings", "ledger", "membership", "memories"),

@@ -23,6 +23,7 @@ EXCERPT_MAX_CHARS = 300
 TITLE_MAX_CHARS = 120
 SLUG_PATTERN = "^[a-z0-9][a-z0-9-]*(/[a-z0-9][a-z0-9-]*)*$"
 WIKI_BODY_MAX_CHARS = 4000
+VALID_UNTIL_MAX_CHARS = 40
 
 
 def dream_schema(settings: Settings) -> dict[str, Any]:
@@ -46,7 +47,7 @@ def dream_schema(settings: Settings) -> dict[str, Any]:
         "type": "object",
         "additionalProperties": False,
         "required": ["text", "type", "confidence", "subject", "predicate", "evidence",
-                     "relation", "timeBounded", "transient"],
+                     "relation", "timeBounded", "validUntil", "transient"],
         "properties": {
             "text": {"type": "string", "maxLength": settings.dream_max_field_chars,
                      "description": "One atomic, durable statement."},
@@ -60,6 +61,11 @@ def dream_schema(settings: Settings) -> dict[str, Any]:
                                         "explicit high-confidence correction"},
             "timeBounded": {"type": "boolean",
                             "description": "true if it only holds for a limited time"},
+            "validUntil": {"type": ["string", "null"], "maxLength": VALID_UNTIL_MAX_CHARS,
+                           "description": "When a time-bounded statement stops being true: "
+                                          "an ISO-8601 date-time with an offset, e.g. "
+                                          "2026-05-01T00:00:00Z; null when it does not end "
+                                          "or the rows do not say when"},
             "transient": {"type": "boolean",
                           "description": "true for momentary task state, not durable"},
         },

@@ -324,6 +324,7 @@ class ExtractiveModel:
                          for memory, sentence in candidate.evidence],
             "relation": "derives",
             "timeBounded": False,
+            "validUntil": None,
             "transient": False,
         }
 

@@ -178,7 +178,7 @@ def promote(
                     predicate=item.predicate, confidence=item.confidence,
                     metadata={"dreamRelation": item.relation, "timeBounded": item.time_bounded,
                               "transient": item.transient},
-                    dream_id=dream_id,
+                    dream_id=dream_id, valid_to=item.valid_until,
                 )
                 # A projection of this very assertion is not evidence for it.
                 cited = [ev for ev in item.evidence

@@ -33,8 +33,11 @@ Answer with exactly one JSON object that satisfies the JSON schema below, and no
 3. Never cite an id that is not listed below. Never invent ids.
 4. Do not record secrets, credentials, personal data beyond what the rows state, or
    momentary task state (what someone is doing right now, today's status, open to-dos).
-   Set "transient": true for momentary state and "timeBounded": true for statements that
-   only hold for a limited period; such items will not be activated.
+   Set "transient": true for momentary state (it will not be activated) and
+   "timeBounded": true for statements that only hold for a limited period. A time-bounded
+   statement is kept only with "validUntil": the moment it stops being true, as an ISO-8601
+   date-time with an offset, resolved against the row's own time when the row says "until
+   Friday" (it then expires by itself); without "validUntil" it will not be activated.
 5. "relation" is "derives" unless the statement is an exact duplicate of a listed fact or an
    explicit, high-confidence correction of one (then "updates").
 6. "confidence" is your probability (0 to 1) that the statement is true and durable.

@@ -6,8 +6,10 @@ one activation table (ledger/policy.py, origin ``dream``; the trust class is the
 source of the cited evidence set): safe, durable facts and preferences whose evidence is all
 human, at ``dream_activation_confidence``, activate; decisions, constraints, procedures,
 workspace-wide assertions and assistant-inferred or imported evidence wait for a person
-(``defer``). Missing evidence, unsafe content, transient or time-bounded statements,
-unsupported types or evidence, low confidence and slot conflicts are rejected; an explicit
+(``defer``). Missing evidence, unsafe content, transient statements, time-bounded ones
+without an end (with a ``validUntil`` they are judged like any other and expire by their
+``valid_to``), unsupported types or evidence, low confidence and slot conflicts are
+rejected; an explicit
 ``updates`` correction of an active assertion waits for a person (a conflict row is opened
 and the corrected assertion's feedback records a correction). Every state change is an
 appended review row (reviewer_kind ``policy``) with a reason code; a human decision is never
@@ -20,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -91,6 +94,7 @@ class Candidate:
     review_state: str | None = None
     human_reviewed: bool = False
     conflicts: tuple[UUID, ...] = ()
+    valid_until: datetime | None = None   # a time-bounded statement's end (its valid_to)
 
 
 @dataclass(frozen=True)
@@ -119,7 +123,9 @@ def judge(candidate: Candidate, settings: Settings) -> Verdict:
         return Verdict("reject", UNSAFE_INSTRUCTION)
     if c.transient or _TRANSIENT.search(c.text):
         return Verdict("reject", TRANSIENT)
-    if c.time_bounded or _TIME_BOUNDED.search(c.text):
+    if (c.time_bounded or _TIME_BOUNDED.search(c.text)) and c.valid_until is None:
+        # Kept only with its end: the assertion's valid_to, which the read rule and the
+        # expiry sweep act on. Without one it would be told as if it held for ever.
         return Verdict("reject", TIME_BOUNDED)
     table = policy.decide("dream", trust, c.assertion_type, c.audience_kind)
     if table.outcome == policy.REJECT:
@@ -183,7 +189,7 @@ class SafetyResult:
 
 _STATE = """
     SELECT a.status, a.review_state, a.assertion_type, a.assertion_text, a.confidence,
-           a.subject, a.predicate,
+           a.subject, a.predicate, a.valid_to,
            EXISTS (SELECT 1 FROM agent_memory_assertion_reviews r
                     WHERE r.instance_key = a.instance_key AND r.assertion_id = a.id
                       AND r.reviewer_kind = 'human')
@@ -228,7 +234,7 @@ def slot_conflicts(conn, partition: Partition, subject: str | None, predicate: s
 
 def _ledger_candidate(conn, partition: Partition, assertion_id: UUID,
                       item: AcceptedAssertion) -> Candidate:
-    (status, review, atype, text, confidence, subject, predicate,
+    (status, review, atype, text, confidence, subject, predicate, valid_to,
      human) = conn.execute(_STATE, (partition.instance_key, assertion_id)).fetchone()
     trust = tuple(r[0] for r in conn.execute(_EVIDENCE_TRUST,
                                              (partition.instance_key, assertion_id)))
@@ -237,7 +243,7 @@ def _ledger_candidate(conn, partition: Partition, assertion_id: UUID,
         text=text, assertion_type=atype, confidence=max(float(confidence), item.confidence),
         audience_kind=partition.kind, relation=item.relation,
         time_bounded=item.time_bounded, transient=item.transient, evidence_trust=trust,
-        status=status, review_state=review, human_reviewed=human,
+        status=status, review_state=review, human_reviewed=human, valid_until=valid_to,
         conflicts=slot_conflicts(conn, partition, subject, predicate, text, assertion_id))
 
 
@@ -331,6 +337,7 @@ def preview(
                 text=item.text, assertion_type=item.type, confidence=item.confidence,
                 audience_kind=partition.kind, relation=item.relation,
                 time_bounded=item.time_bounded, transient=item.transient,
+                valid_until=item.valid_until,
                 evidence_trust=tuple(_dry_trust(inputs[e.memory_id]) for e in item.evidence),
                 conflicts=slot_conflicts(conn, partition, item.subject, item.predicate,
                                          item.text, None))

@@ -10,8 +10,9 @@ Two levels, both fail closed:
   input of this partition, an excerpt that is not verbatim or too short to mean anything, a
   text its excerpts do not support, an ``updates`` that is neither an exact duplicate nor a
   high-confidence correction, a duplicate, a credential or an instruction aimed at the model
-  in a text, excerpt or wiki body; the text rules are in ``grounding``). That item is
-  rejected with a reason code; the others stand on their own.
+  in a text, excerpt or wiki body, a ``validUntil`` that is no date-time with an offset or
+  has already passed; the text rules are in ``grounding``). That item is rejected with a
+  reason code; the others stand on their own.
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
 from memory_platform.dreaming import contract, grounding
 from memory_platform.dreaming.inputs import DreamInput
+from memory_platform.errors import InvalidInput
 from memory_platform.ledger.assertions import identity_hash
+from memory_platform.memories.validation import parse_occurred_at
 from memory_platform.secrets import find_secret as find_credential
 from memory_platform.settings import Settings
 from memory_platform.text import normalise
@@ -45,10 +49,13 @@ WIKI_REF_REJECTED = "wiki_ref_rejected"
 EXCERPT_UNINFORMATIVE = "excerpt_uninformative"
 TEXT_NOT_SUPPORTED = "text_not_supported"
 UNSAFE_INSTRUCTION = "unsafe_instruction"
+INVALID_VALID_UNTIL = "invalid_valid_until"
+ALREADY_ENDED = "already_ended"
 ITEM_REASONS = (INVALID_MEMORY_ID, CITATION_OUTSIDE_PARTITION, EXCERPT_NOT_VERBATIM,
                 EXCERPT_EMPTY, EMPTY_TEXT, UPDATES_NOT_ALLOWED, DUPLICATE_ASSERTION,
                 CONTAINS_CREDENTIAL, WIKI_REF_INVALID, WIKI_REF_REJECTED,
-                EXCERPT_UNINFORMATIVE, TEXT_NOT_SUPPORTED, UNSAFE_INSTRUCTION)
+                EXCERPT_UNINFORMATIVE, TEXT_NOT_SUPPORTED, UNSAFE_INSTRUCTION,
+                INVALID_VALID_UNTIL, ALREADY_ENDED)
 
 
 @dataclass(frozen=True)
@@ -70,12 +77,14 @@ class AcceptedAssertion:
     time_bounded: bool
     transient: bool
     duplicate_of_input: bool = False   # 'updates' of an exact duplicate
+    valid_until: datetime | None = None  # when it stops being true (the assertion's valid_to)
 
     def as_json(self) -> dict[str, Any]:
         return {"index": self.index, "text": self.text, "type": self.type,
                 "confidence": self.confidence, "subject": self.subject,
                 "predicate": self.predicate, "relation": self.relation,
                 "timeBounded": self.time_bounded, "transient": self.transient,
+                "validUntil": self.valid_until.isoformat() if self.valid_until else None,
                 "evidence": [{"memoryId": e.memory_id, "excerpt": e.excerpt}
                              for e in self.evidence]}
 
@@ -283,6 +292,9 @@ def _assertion(index: int, item: dict[str, Any], inputs: dict[str, DreamInput],
         return Rejection("assertion", index, TEXT_NOT_SUPPORTED,
                          {"support": round(support, 2),
                           "required": settings.dream_min_text_support})
+    valid_until = _valid_until(item["validUntil"])
+    if isinstance(valid_until, Rejection):
+        return Rejection("assertion", index, valid_until.reason, valid_until.detail)
     subject = (item["subject"] or "").strip() or None
     predicate = (item["predicate"] or "").strip() or None
     duplicate = any(inputs[e.memory_id].assertion_id is not None
@@ -299,7 +311,23 @@ def _assertion(index: int, item: dict[str, Any], inputs: dict[str, DreamInput],
                              confidence=float(item["confidence"]), subject=subject,
                              predicate=predicate, evidence=evidence, relation=item["relation"],
                              time_bounded=item["timeBounded"], transient=item["transient"],
-                             duplicate_of_input=duplicate)
+                             duplicate_of_input=duplicate, valid_until=valid_until)
+
+
+def _valid_until(value: str | None) -> datetime | Rejection | None:
+    """The end of a time-bounded statement (UTC), or the item's rejection: not a date-time
+    with an offset (the write path's rule, ``parse_occurred_at``), or already past (an ended
+    statement is no memory to activate)."""
+    if value is None:
+        return None
+    try:
+        end = parse_occurred_at(value.strip(), field="validUntil")
+    except InvalidInput as exc:
+        return Rejection("assertion", -1, INVALID_VALID_UNTIL,
+                         {"validUntil": value[:40], "message": exc.message})
+    if end <= datetime.now(UTC):
+        return Rejection("assertion", -1, ALREADY_ENDED, {"validUntil": end.isoformat()})
+    return end
 
 
 def _wiki(index: int, item: dict[str, Any], accepted: dict[int, AcceptedAssertion],

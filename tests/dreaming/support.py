@@ -81,6 +81,6 @@ def assertion(text: str, memory_id: Any, excerpt: str | None = None, **fields: A
     item = {"text": text, "type": "fact", "confidence": 0.9, "subject": None,
             "predicate": None,
             "evidence": [{"memoryId": str(memory_id), "excerpt": excerpt or text}],
-            "relation": "derives", "timeBounded": False, "transient": False}
+            "relation": "derives", "timeBounded": False, "validUntil": None, "transient": False}
     item.update(fields)
     return item

@@ -3,9 +3,12 @@ scripted model: every decision is a policy review row with a reason code; people
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from psycopg.rows import dict_row
 
 from memory_platform.access import AccessContext
+from memory_platform.consolidation.lifecycle import expire_due
 from memory_platform.dreaming.engine import run_dream_partition
 from memory_platform.dreaming.partitions import Partition
 from memory_platform.ledger.assertions import record_decision
@@ -188,3 +191,29 @@ def test_wiki_output_is_a_draft_with_exact_refs_and_follows_rejections(db, setti
     stale = rows["platform/staging"]
     assert (stale["state"], stale["decided_by"]) == ("rejected", "policy")
     assert stale["decision_reason"] == "supporting_assertion_rejected"
+
+
+def test_a_time_bounded_statement_is_kept_with_its_end_and_expires_by_it(db, settings,
+                                                                          instance):
+    ids = seed(db, settings, instance)
+    end = datetime.now(UTC) + timedelta(days=3)
+
+    result = dream(db, settings, instance,
+                   item(ids, "bounded", timeBounded=True,
+                        validUntil=end.isoformat(timespec="seconds")),
+                   item(ids, "durable", validUntil="2020-01-01T00:00:00Z"),
+                   item(ids, "other", validUntil="next Friday"))
+
+    [bounded] = result.activated_ids
+    row = db.execute("SELECT assertion_text, valid_to FROM agent_memory_assertions"
+                     " WHERE id = %s", (bounded,)).fetchone()
+    assert row[0] == LINES["bounded"] and row[1] == end.replace(microsecond=0)
+    assert reviews(db, bounded)[0]["reason_code"] == "dream_policy_safe"
+    # An end already past or no date-time at all rejects the item before the ledger.
+    assert result.stats["rejected"] == {"already_ended": 1, "invalid_valid_until": 1}
+    assert len(result.assertion_ids) == 1
+
+    db.execute("UPDATE agent_memory_assertions SET valid_to = now() - interval '1 minute'"
+               " WHERE id = %s", (bounded,))
+    assert expire_due(db, settings, instance_key=instance) == [bounded]
+    assert status(db, bounded) == ("expired", "policy_approved")

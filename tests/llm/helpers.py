@@ -19,7 +19,7 @@ PAYLOAD: dict[str, Any] = {
         "text": "Anna bevorzugt kurze Antworten.", "type": "preference", "confidence": 0.8,
         "subject": "Anna", "predicate": "bevorzugt",
         "evidence": [{"memoryId": "m1", "excerpt": "Anna bevorzugt kurze Antworten."}],
-        "relation": "derives", "timeBounded": False, "transient": False,
+        "relation": "derives", "timeBounded": False, "validUntil": None, "transient": False,
     }],
     "wikiProposals": [],
 }
