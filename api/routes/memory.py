@@ -45,10 +45,11 @@ async def create(request: Request, body: MemoryCreate) -> Response:
             content=body.content, source_type="fact", memory_class="explicit",
             visibility=body.visibility, explicit_private=body.explicit_private,
             subject_refs=body.subject_refs, assertion_type=body.assertion_type,
-            title=body.title,
+            subject=body.subject, predicate=body.predicate, title=body.title,
             trust_class=write_trust_class(caller_of(key), ctx,
                                           declared_agent=writer is not None),
             metadata=metadata, occurred_at=body.occurred_at, valid_until=body.valid_until,
+            valid_from=body.valid_from,
         )
         return store_memory(conn, state.settings, ctx, memory, embedder=state.embedder,
                             enforce_quota=True)

@@ -6,12 +6,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from api.schemas.common import Audience, CallerContext, Strict, parse_event_time
 from memory_platform.access import AudienceKind
 from memory_platform.errors import InvalidInput
 from memory_platform.memories.validation import parse_occurred_at
+from memory_platform.memories.write_rules import SLOT_PART_MAX_CHARS
 
 AssertionType = Literal["fact", "preference", "decision", "constraint", "procedure"]
 
@@ -32,6 +33,15 @@ class MemoryCreate(Strict):
     subject_refs: dict[str, str | int | float] = Field(default_factory=dict, alias="subjectRefs")
     title: str | None = Field(None, max_length=300)
     assertion_type: AssertionType = Field("fact", alias="assertionType")
+    subject: str | None = Field(
+        None, min_length=1, max_length=SLOT_PART_MAX_CHARS,
+        description="What the fact is about (e.g. 'VAT filing of Mandant Nord'): with "
+        "predicate, the slot it fills. Consolidation only weighs facts of one slot against "
+        "each other. Omitted: the subjectRefs as key=value text; neither: no slot.")
+    predicate: str | None = Field(
+        None, min_length=1, max_length=SLOT_PART_MAX_CHARS,
+        description="Which property of the subject the fact states (e.g. 'due date'). "
+        "Omitted: the assertionType. Needs a subject or subjectRefs.")
     occurred_at: datetime | None = Field(
         None, alias="occurredAt",
         description="When what the memory says happened (ISO-8601 with an offset, e.g. "
@@ -41,6 +51,10 @@ class MemoryCreate(Strict):
         description="When what the memory says stops being true (ISO-8601 with an offset): "
         "from then on it is no longer recalled, and the expiry sweep marks its assertion "
         "expired (its history stays). A past time stores a fact that has already ended.")
+    valid_from: datetime | None = Field(
+        None, alias="validFrom",
+        description="When what the memory says starts being true (ISO-8601 with an offset): "
+        "before then it is not recalled (e.g. a rule that applies from next month).")
     metadata: dict[str, Any] | None = Field(
         None, description="Your own JSON object (at most 16 KiB, no secrets), searchable "
         "with filters (metadata.<key>); the keys " + ", ".join(sorted(PLATFORM_METADATA_KEYS))
@@ -60,13 +74,14 @@ class MemoryCreate(Strict):
     def _event_time(cls, value: object) -> datetime | None:
         return parse_event_time(value, "occurredAt")
 
-    @field_validator("valid_until", mode="before")
+    @field_validator("valid_until", "valid_from", mode="before")
     @classmethod
-    def _validity_end(cls, value: object) -> datetime | None:
+    def _validity_bound(cls, value: object, info: ValidationInfo) -> datetime | None:
         if value is None:
             return None
+        alias = {"valid_until": "validUntil", "valid_from": "validFrom"}[info.field_name]
         try:
-            return parse_occurred_at(value, field="validUntil")
+            return parse_occurred_at(value, field=alias)
         except InvalidInput as exc:
             raise ValueError(exc.message) from None
 

@@ -83,24 +83,30 @@ def ensure_assertion(
     metadata: Mapping[str, Any] | None = None,
     dream_id: UUID | None = None,
     valid_to: datetime | None = None,
+    valid_from: datetime | None = None,
+    slot_in_identity: bool = True,
 ) -> AssertionRef:
     """The assertion with this identity in this audience, created as a candidate if new
-    (``valid_to``: when what it says stops being true; the expiry sweep and the read rule
-    act on it)."""
-    identity = identity_hash(text, subject, predicate)
+    (``valid_from`` / ``valid_to``: when what it says starts and stops being true; the read
+    rule and the expiry sweep act on them). The identity is the text in its slot;
+    ``slot_in_identity=False`` (the write path, one assertion per text and audience whichever
+    slot a write names, as the bulk import has it) hashes the text alone and keeps the slot
+    of the first write."""
+    identity = (identity_hash(text, subject, predicate) if slot_in_identity
+                else identity_hash(text))
     row = conn.execute(
         """
         INSERT INTO agent_memory_assertions
                (instance_key, audience_kind, audience_key, owner_user_id, identity_hash,
                 assertion_type, subject, predicate, assertion_text, origin, confidence,
-                subject_refs, metadata, dream_id, valid_to)
-        VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                subject_refs, metadata, dream_id, valid_to, valid_from)
+        VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
         ON CONFLICT (instance_key, audience_kind, audience_key, identity_hash) DO NOTHING
         RETURNING id, status, review_state
         """,
         (instance_key, audience.kind, audience.key, owner_user_id, identity, assertion_type,
          subject, predicate, text, origin, confidence, Jsonb(dict(subject_refs or {})),
-         Jsonb(dict(metadata or {})), dream_id, valid_to),
+         Jsonb(dict(metadata or {})), dream_id, valid_to, valid_from),
     ).fetchone()
     if row:
         return AssertionRef(row[0], True, row[1], row[2])

@@ -445,11 +445,21 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
             validUntil: Annotated[str | None, Field(min_length=1, max_length=64, description=(
                 "When it stops being true, if it will (ISO-8601 with an offset): it is not "
                 "recalled after that."))] = None,
+            validFrom: Annotated[str | None, Field(min_length=1, max_length=64, description=(
+                "When it starts being true, if later (ISO-8601 with an offset): it is not "
+                "recalled before that."))] = None,
+            subject: Annotated[str | None, Field(min_length=1, max_length=200, description=(
+                "What it is about, e.g. \"VAT filing of Mandant Nord\": with predicate, the "
+                "slot it fills, so it is only weighed against facts of the same slot."))]
+            = None,
+            predicate: Annotated[str | None, Field(min_length=1, max_length=200, description=(
+                "Which property of the subject it states, e.g. \"due date\"."))] = None,
         ) -> str:
             body: dict[str, Any] = {"content": content, "visibility": visibility,
                                     "explicitPrivate": explicitPrivate}
-            if validUntil is not None:
-                body["validUntil"] = validUntil
+            optional = {"validUntil": validUntil, "validFrom": validFrom, "subject": subject,
+                        "predicate": predicate}
+            body.update({name: value for name, value in optional.items() if value is not None})
             if subjectRefs:
                 body["subjectRefs"] = subjectRefs
             if occurredAt is not None:

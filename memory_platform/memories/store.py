@@ -66,10 +66,12 @@ from memory_platform.memories.vectors import enqueue_vectors, notify_written
 from memory_platform.memories.write_rules import (
     ASSERTION_SOURCE_TYPES,
     audience_refs,
+    check_validity,
     clean_subject_refs,
     dedup_lock_key,
     embedding_texts,
     fact_assertion_fields,
+    fact_slot,
     memory_metadata,
     memory_scope,
     source_locator,
@@ -101,6 +103,10 @@ class MemoryWrite:
     occurred_at: datetime | None = None
     valid_until: datetime | None = None   # when the fact stops being true (its assertion's
                                           # valid_to; a past one stores an ended fact)
+    valid_from: datetime | None = None    # when it starts being true (valid_from; not
+                                          # recalled before)
+    subject: str | None = None     # the slot the fact fills (write_rules.fact_slot)
+    predicate: str | None = None
 
 
 @dataclass(frozen=True)
@@ -198,7 +204,10 @@ def store_memory(
     write = replace(write, title=clean_title(write.title),
                     metadata=clean_metadata(write.metadata),
                     occurred_at=clean_occurred_at(write.occurred_at, now=datetime.now(UTC)))
+    check_validity(write.valid_from, write.valid_until)
     refs = clean_subject_refs(write.subject_refs)
+    slot = fact_slot(write.subject, write.predicate, refs, write.assertion_type)
+    write = replace(write, subject=slot[0], predicate=slot[1])
     kind = resolve_visibility(conn, ctx, write.visibility,
                               explicit_private=write.explicit_private,
                               agent_personal=write.agent_personal)
@@ -311,7 +320,8 @@ def _assert_fact(conn, ctx: AccessContext, write: MemoryWrite, content: str,
         conn, instance_key=ctx.instance_key, audience=audience, text=content,
         assertion_type=write.assertion_type, origin=origin, owner_user_id=owner,
         subject_refs=refs, confidence=confidence, metadata=metadata,
-        valid_to=write.valid_until,
+        valid_to=write.valid_until, valid_from=write.valid_from, subject=write.subject,
+        predicate=write.predicate, slot_in_identity=False,
     )
     ledger.add_evidence(conn, instance_key=ctx.instance_key, audience=audience,
                         assertion_id=assertion.id, source_id=source_id, excerpt=excerpt)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from memory_platform.access import SUBJECT_REF_KEYS, AccessContext, Audience
@@ -28,6 +29,7 @@ ASSERTION_SOURCE_TYPES = ("fact",)
 TRUST_CLASSES = ("human_direct", "human_channel", "assistant_inference", "automation",
                  "system", "imported")
 _MAX_REFS, _MAX_REF_KEY, _MAX_REF_VALUE = 32, 64, 512
+SLOT_PART_MAX_CHARS = 200   # a fact's explicit subject or predicate
 # Subject refs only the server sets (audience_refs): who said a shared fact, and the
 # conversation a channel row belongs to. A caller naming them could attribute a fact to
 # somebody else or tie it to a conversation it was not said in.
@@ -63,6 +65,40 @@ def clean_subject_refs(refs: object) -> dict[str, str]:
         refuse_secret(assignment_text(key, text), field=f"subject_refs.{key}")
         cleaned[key] = text
     return cleaned
+
+
+def fact_slot(subject: object, predicate: object, refs: Mapping[str, str],
+              assertion_type: str) -> tuple[str | None, str | None]:
+    """The slot (subject, predicate) a written fact fills; same-slot consolidation pairs only
+    facts of one slot (consolidation/pairs.py), so two projects' deadlines are never judged
+    against each other. The caller's ``subject`` and ``predicate`` when given; without a
+    predicate, the assertion type (``fact``, ``preference``, ...); without a subject, the
+    caller's own subject refs (``refs``: cleaned, the server's audience refs not yet added) as
+    ``key=value`` text, so facts about the same task or customer share it. A fact with neither
+    a subject nor subject refs stays unslotted: its text alone decides."""
+    subject_text = _slot_part(subject, "subject")
+    predicate_text = _slot_part(predicate, "predicate")
+    if subject_text is None and refs:
+        subject_text = "; ".join(f"{key}={value}" for key, value in sorted(refs.items()))
+    if subject_text is None:
+        if predicate_text is not None:
+            raise InvalidInput("predicate names a slot of a subject: give subject or "
+                               "subjectRefs with it", details={"field": "predicate"})
+        return None, None
+    return subject_text, predicate_text or assertion_type
+
+
+def check_validity(valid_from: datetime | None, valid_until: datetime | None) -> None:
+    """A validity window ends after it starts (the ledger's CHECK, said to the caller)."""
+    if valid_from is not None and valid_until is not None and valid_until <= valid_from:
+        raise InvalidInput("validUntil must be later than validFrom",
+                           details={"field": "validUntil"})
+
+
+def _slot_part(value: object, field: str) -> str | None:
+    if value is None:
+        return None
+    return clean_content(value, max_chars=SLOT_PART_MAX_CHARS, field=field)
 
 
 def validate_kind(source_type: str, trust_class: str, assertion_type: str) -> None:

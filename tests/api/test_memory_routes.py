@@ -207,3 +207,59 @@ def test_valid_until_ends_what_a_memory_says_and_the_sweep_expires_it(client, al
         error = assert_error(client.post("/api/v1/memory", headers=alice, json={
             "content": "Something that ends.", "validUntil": bad}), 400)
         assert "validUntil" in json.dumps(error)
+
+
+def test_valid_from_keeps_a_fact_from_recall_until_it_starts(client, alice, database_url):
+    """A validity window has a start too: a rule that applies from next month is stored now
+    and recalled only from then (the read rule's valid_from); a window that ends before it
+    starts is refused and stores nothing."""
+    now = datetime.now(UTC)
+    later = store(client, alice, "From next month the night shift starts at ten.",
+                  validFrom=(now + timedelta(days=30)).isoformat())
+    begun = store(client, alice, "Since last week the day shift starts at seven.",
+                  validFrom=(now - timedelta(days=7)).isoformat(),
+                  validUntil=(now + timedelta(days=7)).isoformat())
+    found = [r["id"] for r in client.get("/api/v1/memory", headers=alice, params={
+        "query": "when does the shift start"}).json()["results"]]
+    assert begun["id"] in found and later["id"] not in found
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        starts = connection.execute("SELECT valid_from FROM agent_memory_assertions"
+                                    " WHERE id = %s", (later["assertionId"],)).fetchone()[0]
+    assert starts > now + timedelta(days=29)
+
+    before = row_counts(database_url)
+    for fields, field in (({"validFrom": "next month"}, "validFrom"),
+                          ({"validFrom": now.isoformat(), "validUntil": now.isoformat()},
+                           "validUntil")):
+        error = assert_error(client.post("/api/v1/memory", headers=alice, json={
+            "content": "A window that never opens.", **fields}), 400)
+        assert field in json.dumps(error)
+    assert row_counts(database_url) == before
+
+
+def test_a_write_names_the_slot_its_fact_fills(client, alice, database_url):
+    """Issue 32.5 (D10): subject and predicate (or the subject refs) are the fact's slot, so
+    consolidation weighs it only against facts of the same slot; bad ones change nothing."""
+    named = store(client, alice, "The VAT filing of Mandant Nord is due on the 10th.",
+                  subject="VAT filing of Mandant Nord", predicate="due date")
+    tagged = store(client, alice, "Mandant Nord files quarterly.",
+                   subjectRefs={"mandantId": "M-1"}, assertionType="constraint")
+    plain = store(client, alice, "Invoices are archived for ten years.")
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        slots = {row[0]: (row[1], row[2]) for row in connection.execute(
+            "SELECT id::text, subject, predicate FROM agent_memory_assertions"
+            " WHERE id = ANY(%s::uuid[])",
+            ([named["assertionId"], tagged["assertionId"], plain["assertionId"]],))}
+    assert slots == {named["assertionId"]: ("VAT filing of Mandant Nord", "due date"),
+                     tagged["assertionId"]: ("mandantId=M-1", "constraint"),
+                     plain["assertionId"]: (None, None)}
+
+    before = row_counts(database_url)
+    for fields, field in (({"predicate": "due date"}, "predicate"),
+                          ({"subject": ""}, "subject"), ({"subject": "x" * 201}, "subject"),
+                          ({"subject": 7}, "subject"), ({"predicate": "a\x00b",
+                                                         "subject": "s"}, "predicate")):
+        error = assert_error(client.post("/api/v1/memory", headers=alice, json={
+            "content": "A fact with a bad slot.", **fields}), 400)
+        assert field in json.dumps(error)
+    assert row_counts(database_url) == before

@@ -10,12 +10,15 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
+import pytest
 from psycopg import sql
 
 from memory_platform.access import AccessContext
 from memory_platform.consolidation.pairs import UNSLOTTED, candidate_pairs, slot_of
 from memory_platform.consolidation.types import Partition
 from memory_platform.embeddings.generations import forget_active_generations, register_generation
+from memory_platform.errors import InvalidInput
+from memory_platform.memories.write_rules import fact_slot
 from tests.dreaming.support import remember
 
 MONDAY = "The office wifi password rotates every Monday."
@@ -143,3 +146,51 @@ def test_no_pair_without_an_active_generation(db, settings, instance):
                " WHERE instance_key = %s", (instance,))
     forget_active_generations()
     assert candidate_pairs(db, settings, team, limit=10) == []
+
+
+def test_written_facts_fill_the_slot_their_subject_names(db, settings, instance):
+    """Issue 32.5 (D10): the write path slots a fact by its subject and predicate, or by its
+    subject refs, so two tasks' similar facts are never a pair; a fact with neither stays in
+    the unslotted slot."""
+    lower = settings.model_copy(update={"consolidation_similarity_threshold": 0.5})
+
+    def written(text: str, **fields: Any) -> UUID:
+        stored = remember(db, settings, AccessContext(instance, user_id="ada"), text,
+                          source_type="fact", visibility="team", **fields)
+        return stored.assertion_id
+
+    wifi = {"subject": "Office WiFi", "predicate": "password rotation"}
+    monday, friday = written(MONDAY, **wifi), written(FRIDAY, subject=" office wifi",
+                                                      predicate="Password  rotation")
+    tea = written(TEA, subject_refs={"taskId": "kitchen-1"})
+    coffee = written(COFFEE, subject_refs={"taskId": "kitchen-2"})
+    team = partition_of(db, monday)
+
+    pairs = candidate_pairs(db, lower, team, limit=10)
+    assert pair_sets(pairs) == [{monday, friday}]          # TEA and COFFEE: two tasks
+    assert pairs[0].slot == slot_of("office wifi", "password rotation")
+    slots = dict(db.execute("SELECT id, array[subject, predicate] FROM agent_memory_assertions"
+                            " WHERE id = ANY(%s)", ([tea, coffee],)).fetchall())
+    assert slots == {tea: ["taskId=kitchen-1", "fact"], coffee: ["taskId=kitchen-2", "fact"]}
+
+    milk = written("Ada prefers milk in the morning.", subject_refs={"taskId": "kitchen-1"},
+                   assertion_type="preference")
+    juice = written("Ada prefers juice in the morning.", subject_refs={"taskId": "kitchen-1"},
+                    assertion_type="preference")
+    assert {milk, juice} in pair_sets(candidate_pairs(db, lower, team, limit=10))
+
+
+def test_the_slot_of_a_write_is_one_rule():
+    assert fact_slot("Office WiFi", "rotation", {}, "fact") == ("Office WiFi", "rotation")
+    assert fact_slot("Office WiFi", None, {"taskId": "7"}, "decision") == ("Office WiFi",
+                                                                            "decision")
+    assert fact_slot(None, None, {"taskId": "7", "documentId": "d"}, "fact") == (
+        "documentId=d; taskId=7", "fact")
+    assert fact_slot(None, "due date", {"taskId": "7"}, "fact") == ("taskId=7", "due date")
+    assert fact_slot(None, None, {}, "fact") == (None, None)
+    for subject, predicate, field in ((None, "due date", "predicate"), ("", None, "subject"),
+                                      ("x" * 201, None, "subject"), (7, None, "subject"),
+                                      ("ok", "line\x00break", "predicate")):
+        with pytest.raises(InvalidInput) as raised:
+            fact_slot(subject, predicate, {}, "fact")
+        assert raised.value.details["field"] == field

@@ -56,9 +56,11 @@ PARITY_ROWS = [
     {"content": "Anna prefers invoices as PDF by email.", "user_id": "anna",
      "source_type": "fact", "trust_class": "human_direct",
      "subject_refs": {"mandantId": "M-7", "note": "crm"}},
-    # an explicit team fact that needs review (imported trust), with title and metadata
+    # an explicit team fact that needs review (imported trust), with title, metadata and the
+    # slot it fills
     {"content": "Die Steuererklärung 2024 für Nordlicht ist eingereicht.", "user_id": "ben",
-     "visibility": "team", "source_type": "fact", "title": "Steuer", "metadata": {"crm": 1}},
+     "visibility": "team", "source_type": "fact", "title": "Steuer", "metadata": {"crm": 1},
+     "subject": "Steuererklärung 2024 Nordlicht", "predicate": "Stand"},
     # a workspace manual note without any identity
     {"content": "The office is closed on public holidays.", "visibility": "workspace"},
     # an unlinked channel thread: channel audience, channel scope
@@ -82,7 +84,8 @@ def _write_one_by_one(conn, settings, instance, rows):
             subject_refs=row.get("subject_refs", {}),
             assertion_type=row.get("assertion_type", "fact"),
             trust_class=row.get("trust_class", "imported"), title=row.get("title"),
-            metadata=row.get("metadata", {}),
+            metadata=row.get("metadata", {}), subject=row.get("subject"),
+            predicate=row.get("predicate"),
         ), embedder=EMBEDDER)
 
 
@@ -109,6 +112,10 @@ def test_imported_rows_equal_the_same_rows_written_through_store_memory(db, modu
     assert team["reviews"] == [{"decision": "defer", "reviewer_kind": "policy",
                                 "reason_code": "not_direct_human"}]
     assert team["memory"]["subject_refs"] == {"userId": "ben"}
+    assert (team["assertion"]["subject"], team["assertion"]["predicate"]) == (
+        "Steuererklärung 2024 Nordlicht", "Stand")
+    assert (anna["assertion"]["subject"], anna["assertion"]["predicate"]) == (
+        "mandantId=M-7; note=crm", "fact")                  # slotted by its subject refs
     channel = by_content["Release train leaves every Thursday."]
     assert channel["memory"]["visibility_scope"] == "channel"
     long_fact = by_content[LONG_FACT]

@@ -35,6 +35,7 @@ from memory_platform.memories.write_rules import (
     ASSERTION_SOURCE_TYPES,
     clean_subject_refs,
     embedding_texts,
+    fact_slot,
     validate_kind,
 )
 from memory_platform.secrets import refuse_secret
@@ -52,7 +53,8 @@ DEFAULT_ASSERTION_TYPE = "fact"
 ACCESS_FIELDS = ("user_id", "session_key", "group_room_id", "channel_thread_key",
                  "channel_type", "instance_key")
 ROW_FIELDS = ("content", "visibility", *ACCESS_FIELDS, "subject_refs", "source_type",
-              "assertion_type", "trust_class", "title", "metadata", "occurred_at")
+              "assertion_type", "trust_class", "title", "metadata", "occurred_at", "subject",
+              "predicate")
 _ROW_FIELD_SET = frozenset(ROW_FIELDS)
 
 
@@ -74,6 +76,8 @@ class ImportRow:
     chunks: list[Chunk]
     # The event time (ISO-8601 with an offset in the row; UTC here), None when not given.
     occurred_at: datetime | None = None
+    # The slot a fact fills (write_rules.fact_slot): subject and predicate, or (None, None).
+    slot: tuple[str | None, str | None] = (None, None)
     ctx: AccessContext | None = None
     audience: Audience | None = None
     subject: str = ""
@@ -135,11 +139,12 @@ def check_row(value: object, settings: Settings, line: int, *,
     title = clean_title(value.get("title"))
     metadata = clean_metadata(value.get("metadata"))
     refs = clean_subject_refs(value.get("subject_refs"))
+    slot = fact_slot(value.get("subject"), value.get("predicate"), refs, assertion_type)
     occurred_at = clean_occurred_at(value.get("occurred_at"), now=now or datetime.now(UTC),
                                     field="occurred_at")
     chunks = chunk_text(content, settings.chunk_target_chars, settings.chunk_overlap_chars)
     return ImportRow(line, value, content, refs, source_type, trust_class, assertion_type,
-                     title, metadata, content_hash(content), chunks, occurred_at)
+                     title, metadata, content_hash(content), chunks, occurred_at, slot)
 
 
 # What prepare answers: the items' count, the rows that passed the checks, the rejected ones,

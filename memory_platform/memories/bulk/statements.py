@@ -7,7 +7,8 @@ TEMP_TABLES = """
 CREATE TEMP TABLE IF NOT EXISTS memory_import_assertions (
     ord int, instance_key text, audience_kind text, audience_key text, owner_user_id text,
     identity_hash text, assertion_type text, assertion_text text, origin text,
-    confidence real, subject_refs jsonb, metadata jsonb, status text, review_state text
+    confidence real, subject_refs jsonb, metadata jsonb, status text, review_state text,
+    subject text, predicate text
 ) ON COMMIT DELETE ROWS;
 CREATE TEMP TABLE IF NOT EXISTS memory_import_evidence (
     ord int, instance_key text, audience_kind text, audience_key text, assertion_id uuid,
@@ -42,11 +43,11 @@ WITH created AS (
 INSERT INTO agent_memory_assertions
        (instance_key, audience_kind, audience_key, owner_user_id, identity_hash,
         assertion_type, assertion_text, origin, confidence, subject_refs, metadata, status,
-        review_state)
+        review_state, subject, predicate)
 SELECT DISTINCT ON (instance_key, audience_kind, audience_key, identity_hash)
        instance_key, audience_kind, audience_key, owner_user_id, identity_hash,
        assertion_type, assertion_text, origin, confidence, subject_refs, metadata, status,
-       review_state
+       review_state, subject, predicate
   FROM memory_import_assertions
  ORDER BY instance_key, audience_kind, audience_key, identity_hash, ord
 ON CONFLICT (instance_key, audience_kind, audience_key, identity_hash) DO NOTHING

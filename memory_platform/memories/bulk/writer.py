@@ -256,10 +256,11 @@ class Importer:
         with cur.copy(
             "COPY memory_import_assertions (ord, instance_key, audience_kind, audience_key,"
             " owner_user_id, identity_hash, assertion_type, assertion_text, origin, confidence,"
-            " subject_refs, metadata, status, review_state) FROM STDIN (FORMAT BINARY)"
+            " subject_refs, metadata, status, review_state, subject, predicate)"
+            " FROM STDIN (FORMAT BINARY)"
         ) as copy:
             copy.set_types(["int4", "text", "text", "text", "text", "text", "text", "text",
-                            "text", "float4", "jsonb", "jsonb", "text", "text"])
+                            "text", "float4", "jsonb", "jsonb", "text", "text", "text", "text"])
             for i, r in facts:
                 ctx, audience = r.ctx, r.audience
                 assert ctx is not None and audience is not None
@@ -270,6 +271,7 @@ class Importer:
                     i, ctx.instance_key, audience.kind, audience.key,
                     source_owner(ctx, audience), identity_hash(r.content), r.assertion_type,
                     r.content, origin, confidence, r.refs, metadata, status, review,
+                    *r.slot,
                 ))
         found = cur.execute(INSERT_ASSERTIONS).fetchall()
         created = {id_ for _, id_, _, _, new in found if new}
