@@ -8,6 +8,9 @@ per pass and sweep):
 1. **Memories**: ``agent_memories`` rows in state ``superseded`` or ``archived`` whose
    ``archived_at`` (else ``updated_at``) is older than ``retention_days`` are deleted;
    their chunks, relations, retrieval feedback and graph evidence of inactive items cascade.
+   Use restarts the clock (the specification: retention "can use" the recall stamps to favor
+   useful memories, seed:89): a row recalled (``last_retrieved_at``) or whose assertion was
+   called helpful (an explicit ``helpful`` event) within ``retention_days`` waits.
    A row is kept while anything live still references it: its own assertion, or an
    assertion citing its source envelope through evidence, in a live state
    (:data:`LIVE_ASSERTION_STATES`), or a graph evidence row of an active claim or edge or an
@@ -103,8 +106,14 @@ _MEMORY_SCOPE = """
        (%(instance)s::text IS NULL OR m.instance_key = %(instance)s)
    AND (%(kind)s::text IS NULL OR (m.visibility_scope = %(kind)s AND m.audience_key = %(key)s))
    AND m.memory_state IN ('superseded', 'archived')
-   AND coalesce(m.archived_at, m.updated_at) < now() - make_interval(days => %(days)s)
+   AND greatest(coalesce(m.archived_at, m.updated_at), m.last_retrieved_at)
+       < now() - make_interval(days => %(days)s)
    AND m.source_type <> 'dream' AND m.dream_id IS NULL
+   AND NOT EXISTS (
+       SELECT 1 FROM agent_memory_retrieval_feedback f
+        WHERE f.assertion_id = m.assertion_id AND f.instance_key = m.instance_key
+          AND f.event_type = 'helpful'
+          AND f.created_at >= now() - make_interval(days => %(days)s))
    AND NOT EXISTS (
        SELECT 1 FROM agent_memory_assertions a
         WHERE a.instance_key = m.instance_key AND a.id = m.assertion_id

@@ -28,7 +28,6 @@ import time
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from uuid import UUID
 
 import psycopg
 from psycopg import sql
@@ -62,7 +61,7 @@ from memory_platform.retrieval.lexicon import (
 from memory_platform.retrieval.planner import bounded_count, gate, planner_settings
 from memory_platform.retrieval.question import QueryVector, embed_question, vector_of
 from memory_platform.retrieval.ranking import Candidate, MemoryHit, candidate_row, rank
-from memory_platform.retrieval.stamping import RetrievalStamper
+from memory_platform.retrieval.stamping import RetrievalStamper, stamp_retrieved
 from memory_platform.retrieval.statements import Numbered, ShapeCache
 from memory_platform.retrieval.terms import query_terms, tsquery, words
 from memory_platform.retrieval.when import asks_when, named_period
@@ -455,9 +454,9 @@ def search_memories(
     if stamp and hits:
         ids = [h.memory_id for h in hits]
         if stamper is not None:
-            stamper.record(ctx.instance_key, ids)
+            stamper.record(ctx, ids)
         else:
-            stamp_retrieved(conn, ctx.instance_key, ids)
+            stamp_retrieved(conn, ctx, ids)
     return hits
 
 
@@ -575,15 +574,3 @@ def _weights(counts: Rarity, settings: Settings, terms: list[str],
     weights = term_weights(counts)
     return {"terms_weights": [weights[t] for t in terms],
             "generating_weights": [weights[t] for t in generating]}
-
-
-def stamp_retrieved(conn: psycopg.Connection, instance_key: str, memory_ids: list[UUID]) -> None:
-    """Count a successful recall on each returned memory (one small UPDATE)."""
-    conn.execute(
-        """
-        UPDATE agent_memories
-           SET retrieval_count = retrieval_count + 1, last_retrieved_at = now()
-         WHERE instance_key = %s AND id = ANY(%s)
-        """,
-        (instance_key, memory_ids),
-    )

@@ -270,3 +270,31 @@ def test_explicit_feedback_is_an_event_once_per_run_and_moves_the_ranking(client
     assert other_run["counted"] == 0 and other_run["ignored"] == 1   # alice's private fact
     assert_error(client.post("/api/v1/feedback/explicit", headers=alice,
                              json={**body, "kind": "meh"}), 400)
+
+
+def test_a_search_is_a_retrieved_event_of_the_searcher(api_settings, make_key, database_url):
+    """Issue 32.6 (seed:75, 89): what a search returned is a durable ``retrieved`` event with
+    the searcher and the session, written by the API's deferred stamper (flushed at the
+    latest when the app stops), beside the memory's retrieval_count."""
+    alice, bob = bearer(make_key("alice", ALL_SCOPES)), bearer(make_key("bob", ALL_SCOPES))
+    with open_client(api_settings) as client:
+        fact = store(client, alice, FACT, visibility="team")
+        for headers, session in ((alice, "s-1"), (alice, "s-1"), (bob, None)):
+            params = {"query": "customer portal single sign-on"}
+            if session:
+                params["sessionKey"] = session
+            found = client.get("/api/v1/memory", headers=headers, params=params).json()
+            assert fact["id"] in [r["id"] for r in found["results"]]
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        events = connection.execute(
+            "SELECT user_id, session_key, assertion_id::text, details FROM"
+            " agent_memory_retrieval_feedback WHERE memory_id = %s AND event_type = 'retrieved'"
+            " ORDER BY user_id", (fact["id"],)).fetchall()
+        count = connection.execute("SELECT retrieval_count FROM agent_memories WHERE id = %s",
+                                   (fact["id"],)).fetchone()[0]
+    assert count == 3
+    recalls: dict[tuple, int] = {}      # one row per recaller and flush interval
+    for user, session, _, details in events:
+        recalls[(user, session)] = recalls.get((user, session), 0) + details["count"]
+    assert recalls == {("alice", "s-1"): 2, ("bob", None): 1}
+    assert {e[2] for e in events} == {fact["assertionId"]}

@@ -88,13 +88,23 @@ def world(db, instance):
     # another partition of the same instance
     m["private_old"] = old_memory(db, instance, visibility_scope="private",
                                   audience_key="alice")
+    # use restarts the clock: recalled lately, or its assertion called helpful lately
+    m["recalled_lately"] = old_memory(db, instance, last_retrieved_at=RECENT)
+    m["recalled_long_ago"] = old_memory(db, instance, last_retrieved_at=OLD)
+    helped = rows.assertion(db, instance, status="superseded", review_state="policy_approved")
+    m["helpful_lately"] = old_memory(db, instance, assertion_id=helped)
+    rows.feedback(db, instance, assertion_id=helped, event_type="helpful", created_at=RECENT)
+    helped_once = rows.assertion(db, instance, status="superseded",
+                                 review_state="policy_approved")
+    m["helpful_long_ago"] = old_memory(db, instance, assertion_id=helped_once)
+    rows.feedback(db, instance, assertion_id=helped_once, event_type="helpful", created_at=OLD)
     return m
 
 
 DELETED = ("old_superseded", "old_archived_no_stamp", "cited_by_rejected",
-           "graph_superseded", "private_old")
+           "graph_superseded", "private_old", "recalled_long_ago", "helpful_long_ago")
 KEPT = ("recent_superseded", "old_active", "cited_by_active", "projection_of_active",
-        "graph_active", "dream_row")
+        "graph_active", "dream_row", "recalled_lately", "helpful_lately")
 
 
 def test_deletes_only_old_unreferenced_rows_after_an_audit_without_content(db, settings,

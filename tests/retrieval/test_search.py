@@ -17,7 +17,8 @@ from memory_platform.access import AccessContext
 from memory_platform.embeddings.generations import index_name
 from memory_platform.errors import InvalidInput
 from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval.search import search_memories, stamp_retrieved
+from memory_platform.retrieval.search import search_memories
+from memory_platform.retrieval.stamping import stamp_retrieved
 from memory_platform.settings import Settings
 from tests.memories.support import OutageEmbedder
 from tests.support.settings import hash_embedding_settings
@@ -173,7 +174,7 @@ def test_a_recall_stamp_is_a_heap_only_update(db, settings, ctx):
     with db.transaction():
         hot_before = db.execute("SELECT pg_stat_get_xact_tuples_hot_updated("
                                 "'agent_memories'::regclass)").fetchone()[0]
-        stamp_retrieved(db, ctx.instance_key, [memory_id])
+        stamp_retrieved(db, ctx, [memory_id])
         hot_after = db.execute("SELECT pg_stat_get_xact_tuples_hot_updated("
                                "'agent_memories'::regclass)").fetchone()[0]
     assert hot_after == hot_before + 1
