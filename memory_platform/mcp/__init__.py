@@ -7,8 +7,8 @@ Narrow tools call the HTTP API (``MEMORY_API_URL``, default ``http://127.0.0.1:8
   (durable memories), ``memory_grep``,
   ``memory_describe`` and ``memory_expand`` (session history: exact search, one node, from a
   summary back to the raw items), ``session_replay`` (a session as a runtime replays it),
-  listed only when ``MEMORY_READ_TOKEN`` is set (an API key
-  with ``memory:read``);
+  listed only when ``MEMORY_READ_TOKEN`` (or its read-only alias ``MEMORY_TOKEN``) is set
+  (an API key with ``memory:read``);
 * ``knowledge_search``, ``knowledge_get_entity``, ``knowledge_neighbors`` and
   ``knowledge_explain_claim`` (the knowledge graph: hybrid search, one entity, its
   neighbourhood, one claim's provenance), with the same read token;
@@ -201,7 +201,10 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
     env = os.environ if env is None else env
     api = MemoryApi(
         base_url=(env.get("MEMORY_API_URL") or DEFAULT_API_URL).rstrip("/"),
-        read_token=(env.get("MEMORY_READ_TOKEN") or "").strip() or None,
+        # MEMORY_TOKEN is a read-only alias: it never lists a write tool, whatever its key may
+        # do (durable mutation needs MEMORY_WRITE_TOKEN, on purpose).
+        read_token=(env.get("MEMORY_READ_TOKEN") or env.get("MEMORY_TOKEN") or "").strip()
+        or None,
         write_token=(env.get("MEMORY_WRITE_TOKEN") or "").strip() or None,
         timeout=_timeout(env.get("MEMORY_API_TIMEOUT_SECONDS")),
     )

@@ -255,6 +255,22 @@ def test_read_token_only_lists_no_store(api: LiveApi, tokens: dict[str, str]):
     run_mcp({"MEMORY_API_URL": api.url, "MEMORY_READ_TOKEN": tokens["read"]}, scenario)
 
 
+def test_the_token_alias_is_read_only(api: LiveApi, tokens: dict[str, str]):
+    """MEMORY_TOKEN stands for MEMORY_READ_TOKEN, and only for it: even a key that may write
+    lists no write tool through the alias."""
+    async def scenario(client: Client) -> None:
+        assert await tool_names(client) == READ_TOOLS
+        is_error, text = await call(client, "memory_search", {"query": "anything"})
+        assert not is_error and json.loads(text) == {"results": []}, text
+
+    run_in_process({"MEMORY_API_URL": api.url, "MEMORY_TOKEN": tokens["read"]}, scenario)
+
+    async def writer(client: Client) -> None:
+        assert await tool_names(client) == READ_TOOLS
+
+    run_in_process({"MEMORY_API_URL": api.url, "MEMORY_TOKEN": tokens["write"]}, writer)
+
+
 def test_write_token_only_lists_only_store(api: LiveApi, tokens: dict[str, str]):
     async def scenario(client: Client) -> None:
         assert await tool_names(client) == WRITE_TOOLS
