@@ -17,10 +17,14 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
+from memory_platform.dreaming.runs import list_dreams
+from memory_platform.dreaming.summary import dream_row_view
 from memory_platform.maintenance.legacy import stored_last_import
 from memory_platform.maintenance.workspace import ORIGIN as WORKSPACE_ORIGIN
 from memory_platform.maintenance.workspace import SOURCE_TYPE as WORKSPACE_SOURCE_TYPE
+from memory_platform.maintenance.workspace import stored_last_sync
 from memory_platform.memories.bulk.indexes import broken_indexes
 from memory_platform.sessions.metrics import session_status
 
@@ -29,7 +33,7 @@ RECENT_DREAMS = 5           # rows of recentDreams
 PROMPT_FILES_SHOWN = 50     # files listed in workspace.files (the count is exact)
 
 
-def _grouped(conn, query: str, instance_key: str) -> dict[str, int]:
+def _grouped(conn, query: str | sql.Composable, instance_key: str) -> dict[str, int]:
     return {str(k): int(n) for k, n in conn.execute(query, (instance_key,))}
 
 
@@ -102,6 +106,7 @@ def memory_status(conn: psycopg.Connection, instance_key: str) -> dict[str, Any]
         "conflicts": _grouped(conn, "SELECT status, count(*) FROM"
                               " agent_memory_assertion_conflicts WHERE instance_key = %s"
                               " GROUP BY 1", instance_key),
+        "graph": graph_counts(conn, instance_key),
         "embeddings": {
             "active": {"id": active[0], "key": active[1], "provider": active[2],
                        "model": active[3], "dimensions": active[4]} if active else None,
@@ -142,10 +147,21 @@ def graph_backlog(conn: psycopg.Connection, instance_key: str,
     return {"entities": int(entities), "claims": int(claims)}
 
 
+def graph_counts(conn: psycopg.Connection, instance_key: str) -> dict[str, dict[str, int]]:
+    """The knowledge graph's entities, claims and edges by status."""
+    return {name: _grouped(conn, sql.SQL("SELECT status, count(*) FROM {} WHERE instance_key"
+                                         " = %s GROUP BY 1").format(sql.Identifier(table)),
+                           instance_key)
+            for name, table in (("entities", "agent_knowledge_entities"),
+                                ("claims", "agent_knowledge_claims"),
+                                ("edges", "agent_knowledge_edges"))}
+
+
 def workspace_status(conn: psycopg.Connection, instance_key: str) -> dict[str, Any]:
     """The workspace's synced prompt files (maintenance/workspace.py): how many, when the
-    last sync changed one, and the path and content hash (sha256) of the first
-    ``PROMPT_FILES_SHOWN`` by path."""
+    last sync changed one, the path and content hash (sha256) of the first
+    ``PROMPT_FILES_SHOWN`` by path, and the last sync's result (``lastSync``: counts, the
+    refused files with their reasons, when)."""
     rows = conn.execute(
         "SELECT metadata->>'importSource', metadata->>'fileHash',"
         "       count(*) OVER (), max(updated_at) OVER ()"
@@ -156,18 +172,16 @@ def workspace_status(conn: psycopg.Connection, instance_key: str) -> dict[str, A
     files, last = (rows[0][2], rows[0][3]) if rows else (0, None)
     return {"files": int(files),
             "lastChangedAt": last.isoformat() if last else None,
-            "promptFiles": [{"path": path, "sha256": digest} for path, digest, *_ in rows]}
+            "promptFiles": [{"path": path, "sha256": digest} for path, digest, *_ in rows],
+            "lastSync": stored_last_sync(conn, instance_key)}
 
 
 def recent_dreams(conn: psycopg.Connection, instance_key: str) -> list[dict[str, Any]]:
-    """The instance's most recent Dreams: id, partition, status, trigger, model, times."""
-    rows = conn.execute(
-        "SELECT id, partition_key, status, trigger_kind, model, dry_run, started_at,"
-        "       finished_at, error FROM agent_memory_dreams WHERE instance_key = %s"
-        " ORDER BY started_at DESC, id LIMIT %s", (instance_key, RECENT_DREAMS)).fetchall()
-    return [{"id": str(r[0]), "partitionKey": r[1], "status": r[2], "trigger": r[3],
-             "model": r[4], "dryRun": r[5], "startedAt": r[6].isoformat(),
-             "finishedAt": r[7].isoformat() if r[7] else None, "error": r[8]} for r in rows]
+    """The instance's most recent Dreams as the Dream listings show them
+    (``dreaming.summary.dream_row_view``): partition, status, trigger, model, times, error,
+    their inputs, outputs and rejections by reason (``stats``) and the rollback state."""
+    return [dream_row_view(row)
+            for row in list_dreams(conn, instance_key=instance_key, limit=RECENT_DREAMS)]
 
 
 _USAGE_WINDOWS = ("last24h", "allTime")

@@ -75,7 +75,7 @@ DOMAIN: dict[str, tuple[str, ...]] = {
     "portability": ("access", "dreaming", "embeddings", "ledger", "membership", "memories"),
     "apikeys": ("review",),
     "inspector_sessions": ("apikeys",),
-    "operator_status": ("maintenance", "memories", "sessions"),
+    "operator_status": ("dreaming", "maintenance", "memories", "sessions"),
     "demo": ("access", "dreaming", "embeddings", "memories"),
     "benchmarks": ("access", "embeddings", "memories", "retrieval"),
 }

@@ -28,13 +28,13 @@ from api.launching import launch_dreams, record_rollback
 from api.operation import ADMIN, INTERNAL, Operation, Section
 from api.paths import path_id
 from api.responses import model_response
+from api.schemas.common import DreamOut
 from api.schemas.dreaming import (
     DreamDetailResponse,
     DreamLaunch,
     DreamLaunchResponse,
     DreamListParams,
     DreamListResponse,
-    DreamOut,
     DreamRollbackResponse,
 )
 from api.threads import with_connection

@@ -173,3 +173,29 @@ def memory_out(item: MemoryHit | MemoryRecord) -> MemoryOut:
         created_at=item.created_at.isoformat(),
         occurred_at=item.occurred_at.isoformat() if item.occurred_at else None,
     )
+
+
+class DreamOut(BaseModel):
+    """One Dream as the listings show it (`dreaming.summary.dream_row_view`): the Dream
+    list and the status report's recent Dreams."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    id: str
+    instance_key: str = Field(alias="instanceKey")
+    partition_key: str = Field(alias="partitionKey")
+    audience: Audience
+    status: str
+    trigger: str | None = None
+    model: str | None = None
+    dry_run: bool = Field(alias="dryRun")
+    dagster_run_id: str | None = Field(None, alias="dagsterRunId")
+    started_at: str | None = Field(None, alias="startedAt")
+    finished_at: str | None = Field(None, alias="finishedAt")
+    rolled_back_at: str | None = Field(None, alias="rolledBackAt")
+    error: str | None = None
+    diagnostics: list[str] = Field(default_factory=list,
+                                   description="Distinct diagnostic codes of the row.")
+    stats: dict[str, Any] = Field(
+        default_factory=dict, description="inputs, inputsByPool, excludedAutomation, "
+        "proposed, accepted, created, reused, activated, rejected, rejectedByReason, "
+        "deferredEmbeddings, wikiProposals, durationSeconds (and rollback when rolled back).")

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from api.schemas.common import Audience, Strict
+from api.schemas.common import DreamOut, Strict
 from memory_platform.dreaming.model import normalise_model_name
 
 
@@ -45,29 +45,6 @@ class DreamLaunch(Strict):
         if (self.partition is not None) == self.all_eligible:
             raise ValueError("give exactly one of 'partition' and 'allEligible': true")
         return self
-
-
-class DreamOut(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-    id: str
-    instance_key: str = Field(alias="instanceKey")
-    partition_key: str = Field(alias="partitionKey")
-    audience: Audience
-    status: str
-    trigger: str | None = None
-    model: str | None = None
-    dry_run: bool = Field(alias="dryRun")
-    dagster_run_id: str | None = Field(None, alias="dagsterRunId")
-    started_at: str | None = Field(None, alias="startedAt")
-    finished_at: str | None = Field(None, alias="finishedAt")
-    rolled_back_at: str | None = Field(None, alias="rolledBackAt")
-    error: str | None = None
-    diagnostics: list[str] = Field(default_factory=list,
-                                   description="Distinct diagnostic codes of the row.")
-    stats: dict[str, Any] = Field(
-        default_factory=dict, description="inputs, inputsByPool, excludedAutomation, "
-        "proposed, accepted, created, reused, activated, rejected, rejectedByReason, "
-        "deferredEmbeddings, wikiProposals, durationSeconds (and rollback when rolled back).")
 
 
 class DreamListResponse(BaseModel):

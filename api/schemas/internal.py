@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.schemas.common import Strict
+from api.schemas.common import DreamOut, Strict
 from memory_platform.access import AudienceKind
 from memory_platform.maintenance.profiles import USER_ID_MAX_CHARS
 
@@ -147,6 +147,14 @@ class PromptFile(_Report):
     sha256: str | None
 
 
+class GraphCounts(_Report):
+    """The knowledge graph's items by status."""
+
+    entities: dict[str, int]
+    claims: dict[str, int]
+    edges: dict[str, int]
+
+
 class WorkspaceStatus(_Report):
     """The workspace's synced prompt files (memory/**/*.md and the bootstrap files)."""
 
@@ -155,18 +163,10 @@ class WorkspaceStatus(_Report):
                                         description="When a sync last changed a file's row.")
     prompt_files: list[PromptFile] = Field(alias="promptFiles", description="Path and "
                                            "content hash of each (the first 50 by path).")
-
-
-class RecentDream(_Report):
-    id: str
-    partition_key: str = Field(alias="partitionKey")
-    status: str
-    trigger: str
-    model: str | None
-    dry_run: bool = Field(alias="dryRun")
-    started_at: str = Field(alias="startedAt")
-    finished_at: str | None = Field(alias="finishedAt")
-    error: str | None
+    last_sync: dict[str, Any] | None = Field(
+        alias="lastSync", description="The last sync's result: files, added, updated, "
+        "unchanged, deleted, refused (path and reason), truncated, seconds, syncedAt; null "
+        "before the first sync.")
 
 
 class StatusResponse(_Report):
@@ -185,8 +185,10 @@ class StatusResponse(_Report):
         alias="legacyImport", description="The last legacy transcript import's result "
         "(`memory-platform import-transcripts`), or null.")
     workspace: WorkspaceStatus
-    recent_dreams: list[RecentDream] = Field(alias="recentDreams",
-                                             description="The five most recent Dreams.")
+    graph: GraphCounts
+    recent_dreams: list[DreamOut] = Field(
+        alias="recentDreams", description="The five most recent Dreams with their inputs, "
+        "outputs, rejections by reason and rollback state (as the Dream list shows them).")
 
 
 class RetentionRequest(Strict):

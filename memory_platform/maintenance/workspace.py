@@ -21,6 +21,8 @@ and ``metadata.importSource`` = the file's path relative to the directory.
   memory with the same text never becomes "the file's row".
 
 ``sync_workspace`` commits its own units (``db/units.py``): call it outside a transaction.
+Its result (counts, refused files with their reasons) is stored per instance in
+``app_settings`` (:func:`stored_last_sync`), so the status report of any process shows it.
 ``sync_workspace_cached`` answers the last result of the same directory for
 :data:`SYNC_TTL_SECONDS` unless forced.
 """
@@ -28,11 +30,13 @@ and ``metadata.importSource`` = the file's path relative to the directory.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -81,6 +85,8 @@ class SyncResult:
 
     def as_dict(self) -> dict:
         return {"instanceKey": self.instance_key, "directory": self.directory,
+                "syncedAt": (datetime.fromtimestamp(self.synced_at, UTC).isoformat()
+                             if self.synced_at else None),
                 "files": self.files, "added": self.added, "updated": self.updated,
                 "unchanged": self.unchanged, "deleted": self.deleted,
                 "refused": [{"path": p, "reason": r} for p, r in self.refused],
@@ -262,7 +268,23 @@ def sync_workspace(conn: psycopg.Connection, settings: Settings, instance_key: s
         commit_if_idle(conn)
     result.seconds = time.perf_counter() - started
     result.synced_at = time.time()
+    with committed_unit(conn):
+        conn.execute(
+            "INSERT INTO app_settings (instance_key, key, value) VALUES (%s, %s, %s)"
+            " ON CONFLICT (instance_key, key) DO UPDATE SET value = EXCLUDED.value",
+            (instance_key, LAST_SYNC_KEY, json.dumps(result.as_dict())))
     return result
+
+
+LAST_SYNC_KEY = "workspace_sync_last"
+
+
+def stored_last_sync(conn: psycopg.Connection, instance_key: str) -> dict | None:
+    """The last sync's result as any process stored it (``app_settings``): counts, refused
+    files with their reasons, when; None before the first sync."""
+    row = conn.execute("SELECT value FROM app_settings WHERE instance_key = %s AND key = %s",
+                       (instance_key, LAST_SYNC_KEY)).fetchone()
+    return json.loads(row[0]) if row and row[0] else None
 
 
 _cache: dict[tuple[str, str], SyncResult] = {}

@@ -6,6 +6,7 @@ import hashlib
 
 import psycopg
 from pgvector.psycopg import register_vector
+from psycopg.types.json import Jsonb
 
 from memory_platform.dreaming.partitions import Partition
 from memory_platform.dreaming.runs import record_finished_dream
@@ -96,6 +97,7 @@ def test_status_reports_prompt_files_the_graph_backlog_and_recent_dreams(
     (workspace / "memory").mkdir(parents=True)
     (workspace / "AGENTS.md").write_text("Always run the tests before a release.\n")
     (workspace / "memory" / "deploys.md").write_text("Deploys go out on Tuesdays.\n")
+    (workspace / "memory" / "huge.md").write_text("x " * 200_000)      # over the size cap
     with psycopg.connect(database_url, autocommit=True) as conn:
         register_vector(conn)
         settings = get_settings().model_copy(update={"database_url": database_url,
@@ -107,7 +109,9 @@ def test_status_reports_prompt_files_the_graph_backlog_and_recent_dreams(
             conn, Partition("default", "team", "default"), "failed", model="gpt-x",
             trigger="scheduled", dry_run=False, orchestrator_run_id=None, stats={},
             diagnostics=[], error="model_unavailable: no endpoint")
-        rows.dream(conn, "default", status="completed", model="extractive")
+        rows.dream(conn, "default", status="completed", model="extractive",
+                   stats_json=Jsonb({"inputsTotal": 4, "accepted": 2, "activated": 1,
+                                     "rejected": {"time_bounded": 1}}))
 
     status = client.get("/internal/memory/status", headers=alice).json()
     files = status["workspace"]
@@ -121,3 +125,13 @@ def test_status_reports_prompt_files_the_graph_backlog_and_recent_dreams(
     broken = next(d for d in dreams if d["id"] == str(failed))
     assert broken["status"] == "failed" and broken["trigger"] == "scheduled"
     assert broken["model"] == "gpt-x" and broken["error"].startswith("model_unavailable")
+    done = next(d for d in dreams if d["id"] != str(failed))
+    assert done["rolledBackAt"] is None and done["stats"]["inputs"] == 4
+    assert (done["stats"]["activated"], done["stats"]["rejectedByReason"]) == (
+        1, {"time_bounded": 1})
+    last = files["lastSync"]
+    assert (last["files"], last["added"], last["syncedAt"] is not None) == (2, 2, True)
+    assert last["refused"] == [{"path": "memory/huge.md",
+                                "reason": "larger than 262144 bytes"}]
+    assert status["graph"]["entities"] == {"active": 1}
+    assert status["graph"]["claims"] == {"active": 1} and status["graph"]["edges"] == {}
