@@ -18,8 +18,8 @@ bootstrap happens to run in (it is cached per user).
 
 Profiles are cached in ``agent_user_profiles`` and rebuilt when older than
 :data:`STALE_AFTER` (:func:`get_profile`) and after each Dream for the affected users
-(:func:`refresh_profiles`). :func:`persists` answers True for any well-formed user id
-(also one ``agent_users`` does not hold): the one place to narrow it (docs/policy.md, D16).
+(:func:`refresh_profiles`). Only a registered user's profile is stored (:func:`persists`,
+``agent_users``); an id nobody registered gets one built in memory per request.
 
 Transactions: every function here runs inside its caller's transaction and commits nothing
 (``db/units.py``).
@@ -121,11 +121,12 @@ def profile_context(ctx: AccessContext) -> AccessContext:
 
 
 def persists(conn: psycopg.Connection, instance_key: str, user_id: str) -> bool:
-    """Whether ``user_id``'s profile is stored. Every user id's is, registered in
-    ``agent_users`` or not: the specification keeps an unregistered id's profile in memory
-    only (seed-coverage D16, open in docs/policy.md); narrowing it here changes which
-    profiles the Dream chain refreshes, so it waits for its own change."""
-    return True
+    """Whether ``user_id``'s profile is stored: only a registered user's (``agent_users``,
+    ``users.py``). An id nobody registered gets its profile built in memory for the request
+    and never stored (the specification, seed:355), so an arbitrary id a caller makes up
+    leaves no row behind."""
+    return conn.execute("SELECT EXISTS (SELECT 1 FROM agent_users WHERE instance_key = %s"
+                        " AND user_id = %s)", (instance_key, user_id)).fetchone()[0]
 
 
 # --- composition ----------------------------------------------------------------------------

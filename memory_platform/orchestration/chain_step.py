@@ -33,8 +33,9 @@ GENERATION_CHECK_DESCRIPTION = ("The instance has at most one active embedding g
                                 "(vectors of different generations are never compared).")
 
 PROFILES_CHECK = "profiles_rebuilt_after_dream"
-PROFILES_CHECK_DESCRIPTION = ("Every user the partition's latest Dream concerned has a "
-                              "stored profile built after that Dream ended.")
+PROFILES_CHECK_DESCRIPTION = ("Every registered user the partition's latest Dream concerned "
+                              "has a stored profile built after that Dream ended (an "
+                              "unregistered id's profile is never stored).")
 
 RETENTION_CHECK = "retention_kept_live_support"
 RETENTION_CHECK_DESCRIPTION = ("No memory the retention sweep deleted is named by the "
@@ -109,7 +110,9 @@ def profiles_check(conn: psycopg.Connection, partition: Partition | str, *,
         stale = [r[0] for r in conn.execute(
             """
             SELECT u.user_id FROM unnest(%(users)s::text[]) AS u(user_id)
-             WHERE NOT EXISTS (
+             WHERE EXISTS (SELECT 1 FROM agent_users r
+                            WHERE r.instance_key = %(instance)s AND r.user_id = u.user_id)
+               AND NOT EXISTS (
                    SELECT 1 FROM agent_user_profiles p
                      JOIN agent_memory_dreams d ON d.id = %(dream)s
                     WHERE p.instance_key = %(instance)s AND p.user_id = u.user_id

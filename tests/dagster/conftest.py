@@ -21,6 +21,7 @@ from memory_platform.dreaming.partitions import Partition
 from memory_platform.orchestration.partitions import AUDIENCES
 from memory_platform.resources import default_resources
 from memory_platform.settings import Settings, get_settings
+from memory_platform.users import register_user
 from tests.conftest import drop_database
 from tests.dreaming.support import HUMAN_FACT, TEAM_SESSIONS, remember
 
@@ -110,7 +111,10 @@ def new_instance_key() -> str:
 
 
 def seed_team(db, settings, instance_key: str) -> Partition:
-    """Four human session summaries and one direct human fact in the team audience."""
+    """Four human session summaries and one direct human fact in the team audience, by the
+    registered team members ada and bob (a registered user's profile is stored)."""
+    for user in ("ada", "bob"):
+        register_user(db, instance_key, user, created_by="test")
     for session, texts in TEAM_SESSIONS.items():
         ctx = AccessContext(instance_key, user_id="ada", session_key=session)
         for text in texts:

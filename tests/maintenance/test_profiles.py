@@ -24,9 +24,16 @@ from memory_platform.maintenance.profiles import (
     refresh_profiles,
     render_profile_block,
 )
+from memory_platform.users import register_user
 from tests.db import rows
 
 ADA, BOB = "ada", "bob"
+
+
+def registered(conn: psycopg.Connection, instance: str, *users: str) -> None:
+    """Register ``users`` in the instance: only a registered user's profile is stored."""
+    for user in users:
+        register_user(conn, instance, user, created_by="test")
 
 
 def user_entity(conn: psycopg.Connection, instance: str, user: str, *, kind: str = "private",
@@ -147,6 +154,7 @@ def test_static_and_recent_sections(db, settings, instance):
 
 
 def test_cache_and_staleness(db, settings, instance):
+    registered(db, instance, ADA)
     ada = user_entity(db, instance, ADA)
     claim(db, instance, ada, "Ada likes spreadsheets.", key=ADA)
     first = get_profile(db, settings, ctx(instance, ADA))
@@ -175,6 +183,7 @@ def test_cache_and_staleness(db, settings, instance):
 
 
 def test_refresh_after_a_dream(db, settings, instance):
+    registered(db, instance, ADA, BOB)
     ada, bob = user_entity(db, instance, ADA), user_entity(db, instance, BOB)
     claim(db, instance, ada, "Ada owns the audit.", key=ADA)
     claim(db, instance, bob, "Bob owns the payroll.", key=BOB)
@@ -188,6 +197,25 @@ def test_refresh_after_a_dream(db, settings, instance):
                        " ORDER BY user_id", (instance,)).fetchall()
     assert users == [(ADA,), (BOB,)]
     assert refresh_profiles(db, settings, instance, []) == 0
+
+
+def test_an_unregistered_id_gets_its_profile_in_memory_only(db, settings, instance):
+    """seed:355 (D16): a user id nobody registered gets a profile built for the request,
+    never stored, and a Dream's refresh skips it; registered, the same id's is stored."""
+    ada = user_entity(db, instance, ADA)
+    claim(db, instance, ada, "Ada likes tea.", key=ADA)
+
+    first = get_profile(db, settings, ctx(instance, ADA))
+    again = get_profile(db, settings, ctx(instance, ADA))
+    assert texts(first.static_facts) == ["Ada likes tea."]
+    assert not first.persisted and not again.cached
+    assert refresh_profiles(db, settings, instance, [ADA]) == 0
+    stored = "SELECT count(*) FROM agent_user_profiles WHERE instance_key = %s"
+    assert db.execute(stored, (instance,)).fetchone()[0] == 0
+
+    registered(db, instance, ADA)
+    assert get_profile(db, settings, ctx(instance, ADA)).persisted
+    assert db.execute(stored, (instance,)).fetchone()[0] == 1
 
 
 def test_affected_users_of_a_dream(db, settings, instance):
@@ -243,6 +271,7 @@ def test_the_handler_models(db, settings, instance):
         ProfileParams.model_validate({"userId": ADA, "other": "x"})
     with pytest.raises(ValueError):
         ProfileParams.model_validate({"userId": ""})
+    registered(db, instance, ADA)
     claim(db, instance, user_entity(db, instance, ADA), "Ada likes tea.", key=ADA)
     body = profile_response(get_profile(db, settings, ctx(instance, ADA))).model_dump(
         by_alias=True, mode="json")
