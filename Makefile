@@ -16,7 +16,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
-	$(BIN)/pip install --quiet --constraint constraints.txt --editable '.[dev,local]'
+	$(BIN)/pip install --quiet --constraint constraints.txt --editable '.[dev,local,langgraph,agents]'
 	@touch $(STAMP)
 
 install: $(STAMP)  ## Create .venv and install the project with its pinned dependencies
@@ -74,7 +74,7 @@ test-external: $(STAMP)  ## The test subset + a CLI smoke run against Debian's P
 	MEMORY_TEST_DATABASE_URL=$$test_url $(BIN)/pytest -q $(EXTERNAL_TESTS)
 
 lock: $(BIN)/python  ## Re-resolve dependencies and rewrite constraints.txt
-	$(BIN)/pip install --quiet --upgrade --editable '.[dev,local]'
+	$(BIN)/pip install --quiet --upgrade --editable '.[dev,local,langgraph,agents]'
 	$(BIN)/pip freeze --exclude-editable | grep -v '^-e' > constraints.txt
 
 clean:  ## Remove the venv and local state (the embedded database included!)

@@ -85,10 +85,15 @@ ADAPTERS: dict[str, tuple[str, ...]] = {
     "dagster": ("resources", "orchestration", "assets", "sensors", "definitions", "launch"),
     "http": ("api",),
     "mcp": ("mcp",),
+    "client": ("client", "integrations"),
 }
 # May start any column (the API by name only); devlock is devserver's data-directory lock.
 ENTRY_POINTS = ("cli", "devserver", "devlock", "__main__")
-ISOLATED = {"memory_platform.mcp"}                # imports nothing of the platform
+# Import nothing of the platform but what is named: the MCP server (over HTTP), the Python
+# client and the framework integrations over it (installable beside an agent without the
+# server's dependencies).
+ISOLATED = {"memory_platform.mcp": (), "memory_platform.client": (),
+            "memory_platform.integrations": ("memory_platform.client",)}
 
 # Adapter folders with one module per feature, and the modules in them that are shared kit
 # (or collectors of the features) rather than a feature's own.
@@ -115,6 +120,8 @@ BY_NAME = {
 # Module size: past this a module holds more than one job (data belongs in data files).
 MAX_MODULE_LINES = 600
 OVER_THE_LIMIT: set[str] = set()                 # still to split, by the engineers on them
+# Written by a generator, not by hand (held in step with its source by a test).
+GENERATED = {"memory_platform/client/models.py"}  # scripts/client_models.py, from /openapi.json
 
 # --- reading the code -------------------------------------------------------------------------
 
@@ -328,17 +335,18 @@ def test_no_module_over_the_size_limit():
     sizes = {path.relative_to(ROOT).as_posix(): len(path.read_text().splitlines())
              for path in code}
     over = {name: lines for name, lines in sizes.items()
-            if lines > MAX_MODULE_LINES and name not in OVER_THE_LIMIT}
+            if lines > MAX_MODULE_LINES and name not in OVER_THE_LIMIT | GENERATED}
     assert not over, f"split these along their seams (at most {MAX_MODULE_LINES} lines): {over}"
 
 
-def test_the_mcp_server_imports_nothing_of_the_platform():
+def test_the_isolated_packages_import_nothing_of_the_platform():
     for module, path in _modules().items():
         isolated = next((i for i in ISOLATED if module == i or module.startswith(i + ".")),
                         None)
         if isolated is not None:   # its own package's modules only
+            own = (isolated, *ISOLATED[isolated])
             platform = [m for m, _ in _imports(module, path) if _unit(m) is not None
-                        and not (m == isolated or m.startswith(isolated + "."))]
+                        and not any(m == o or m.startswith(o + ".") for o in own)]
             assert not platform, f"{module} imports {platform}"
 
 
