@@ -18,6 +18,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from itertools import count
 from typing import Any
 from urllib.parse import quote
 
@@ -61,6 +62,20 @@ class _Base(Methods):
         return _Call(op, url, query or None, body_of(body) if body is not None else None,
                      is_safe(op, body))
 
+    def _wait_after(self, call: _Call, attempt: int, response: httpx.Response) -> float | None:
+        """Seconds to wait before trying ``call`` again, or None: its answer stands."""
+        if not should_retry(self.retry, attempt, call.safe, response):
+            return None
+        return self.retry.delay(attempt, retry_after_seconds(response))
+
+    def _wait_after_failure(self, call: _Call, attempt: int, exc: httpx.TransportError) -> float:
+        """Seconds to wait before trying ``call`` again after no answer; raises when it is
+        not tried again."""
+        if not should_retry(self.retry, attempt, call.safe, None):
+            raise MemoryConnectionError(f"{call.operation.method} {call.url}: "
+                                        f"{type(exc).__name__}: {exc}") from exc
+        return self.retry.delay(attempt, None)
+
     @staticmethod
     def _answer(call: _Call, response: httpx.Response) -> Any:
         if response.is_error:
@@ -90,21 +105,17 @@ class MemoryClient(_Base):
     def _send(self, name: str, *, path: dict[str, Any] | None = None,
               query: dict[str, str] | None = None, body: BaseModel | None = None) -> Any:
         call = self._call(name, path, query, body)
-        attempt = 0
-        while True:
-            attempt += 1
+        for attempt in count(1):
             try:
                 response = self._http.request(call.operation.method, call.url,
                                               params=call.params, json=call.json)
             except httpx.TransportError as exc:
-                if not should_retry(self.retry, attempt, call.safe, None):
-                    raise MemoryConnectionError(f"{call.operation.method} {call.url}: "
-                                                f"{type(exc).__name__}: {exc}") from exc
-                time.sleep(self.retry.delay(attempt, None))
+                time.sleep(self._wait_after_failure(call, attempt, exc))
                 continue
-            if not should_retry(self.retry, attempt, call.safe, response):
+            wait = self._wait_after(call, attempt, response)
+            if wait is None:
                 return self._answer(call, response)
-            time.sleep(self.retry.delay(attempt, retry_after_seconds(response)))
+            time.sleep(wait)
 
     def healthz(self) -> dict[str, Any]:
         return self._probe("healthz")
@@ -176,21 +187,17 @@ class AsyncMemoryClient(_Base):
     async def _send(self, name: str, *, path: dict[str, Any] | None = None,
                     query: dict[str, str] | None = None, body: BaseModel | None = None) -> Any:
         call = self._call(name, path, query, body)
-        attempt = 0
-        while True:
-            attempt += 1
+        for attempt in count(1):
             try:
                 response = await self._http.request(call.operation.method, call.url,
                                                     params=call.params, json=call.json)
             except httpx.TransportError as exc:
-                if not should_retry(self.retry, attempt, call.safe, None):
-                    raise MemoryConnectionError(f"{call.operation.method} {call.url}: "
-                                                f"{type(exc).__name__}: {exc}") from exc
-                await asyncio.sleep(self.retry.delay(attempt, None))
+                await asyncio.sleep(self._wait_after_failure(call, attempt, exc))
                 continue
-            if not should_retry(self.retry, attempt, call.safe, response):
+            wait = self._wait_after(call, attempt, response)
+            if wait is None:
                 return self._answer(call, response)
-            await asyncio.sleep(self.retry.delay(attempt, retry_after_seconds(response)))
+            await asyncio.sleep(wait)
 
     async def healthz(self) -> dict[str, Any]:
         return await self._probe("healthz")
