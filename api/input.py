@@ -8,7 +8,8 @@ every query parameter (names and values) before the model sees it:
   characters (U+0001-U+001F, U+007F-U+009F) other than tab, line feed and carriage return;
 * free text (:data:`FREE_TEXT`, the top-level fields a person writes: content, title, query,
   pattern, responseText; and :data:`FREE_TEXT_PATHS` below the top level: the content of each
-  turn item of a session append) may hold tab, line feed and carriage return;
+  turn item of a session append; and every string of :data:`FREE_TEXT_TREES`: a turn item's
+  raw form) may hold tab, line feed and carriage return;
 * everything else is an identifier, a key or a reference (context fields, run ids, subject
   refs, partition keys, parameter names): no control character at all, and no invisible
   format character (Unicode Cf, e.g. zero-width space, soft hyphen, bidi overrides, BOM) or
@@ -47,6 +48,9 @@ MAX_VALUES = 2000
 FREE_TEXT = frozenset({"content", "title", "query", "pattern", "responseText"})
 # Free-text fields below the top level, by path with every list index written ``[]``.
 FREE_TEXT_PATHS = frozenset({"items[].content"})
+# Free-text trees: every string below them, at any depth and in lists, is free text (their
+# keys stay keys). A turn item's raw form holds the item's text in the client's own shape.
+FREE_TEXT_TREES = ("items[].raw.", "items[].raw[")
 _INDEX = re.compile(r"\[\d+\]")
 
 _FREE_TEXT_REFUSED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -69,7 +73,8 @@ def is_free_text(path: str) -> bool:
     """Whether the field at ``path`` (``content``, ``items[3].content``) holds free text."""
     if "[" not in path:
         return path in FREE_TEXT
-    return _INDEX.sub("[]", path) in FREE_TEXT_PATHS
+    general = _INDEX.sub("[]", path)
+    return general in FREE_TEXT_PATHS or general.startswith(FREE_TEXT_TREES)
 
 
 def _describe(char: str) -> str:
@@ -116,7 +121,8 @@ def _check(value: object, path: str, depth: int, free_text: bool, root: str,
             _check(item, inner, depth + 1, is_free_text(inner), root, budget)
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            _check(item, f"{path}[{index}]", depth + 1, False, root, budget)
+            inner = f"{path}[{index}]"
+            _check(item, inner, depth + 1, is_free_text(inner), root, budget)
 
 
 def check_characters(data: dict[str, object], root: str, max_values: int = MAX_VALUES) -> None:

@@ -16,13 +16,15 @@ from api.schemas.memory import (
     ForgetResponse,
     MemoryCorrection,
     MemoryCreate,
+    MemoryListParams,
+    MemoryListResponse,
     StoreResponse,
 )
 from api.threads import with_connection
 from memory_platform.maintenance.corrections import correct_memory
 from memory_platform.maintenance.erasure import forget_memory
 from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval.memories import get_memory, parse_uuid
+from memory_platform.retrieval.memories import get_memory, list_memories, parse_uuid
 from memory_platform.trust import write_trust_class, written_by_agent
 
 
@@ -62,6 +64,17 @@ async def create(request: Request, body: MemoryCreate) -> Response:
     return model_response(response, status_code=200 if stored.deduplicated else 201)
 
 
+async def list_route(request: Request, params: MemoryListParams) -> MemoryListResponse:
+    """The memories the caller may recall, newest first, narrowed by the search's filters
+    (``retrieval.memories.list_memories``): an export, a store over the platform."""
+    criteria = params.criteria()
+    page = await with_caller(request, params, lambda conn, ctx: list_memories(
+        conn, ctx, criteria=criteria, ids=params.id_list(), limit=params.limit,
+        cursor=params.cursor))
+    return MemoryListResponse(memories=[memory_out(r) for r in page.records],
+                              next_cursor=page.next_cursor)
+
+
 async def forget(request: Request) -> ForgetResponse:
     """A person deletes one of their own memories and what was derived only from it
     (``erasure.forget_memory``). Only with their own user key: an agent or runtime key
@@ -94,7 +107,7 @@ async def correct(request: Request, body: MemoryCorrection) -> CorrectionRespons
             conn, state.settings, ctx, memory_id, body.content,
             trust_class=write_trust_class(caller, ctx, declared_agent=writer is not None),
             by_agent=written_by_agent(caller, declared=writer is not None),
-            metadata=metadata, embedder=state.embedder)
+            metadata=metadata, own_metadata=body.metadata, embedder=state.embedder)
 
     done = await with_caller(request, body.context, run)
     return CorrectionResponse(
@@ -107,6 +120,9 @@ ROUTES = (Section(API, (
     Operation("POST", "/memory", create,
               "Store a memory (201 created, 200 when deduplicated)", WRITE,
               body=MemoryCreate, response=StoreResponse, status=201),
+    Operation("GET", "/memories", list_route,
+              "List the memories you may recall, newest first, with their metadata", READ,
+              query=MemoryListParams, response=MemoryListResponse),
     Operation("GET", "/memory/{memory_id}", get_one, "Exact retrieval of one memory",
               READ, query=ExactRead, response=MemoryOut),
     Operation("POST", "/memory/{memory_id}/correction", correct,

@@ -25,6 +25,8 @@ from api.schemas.sessions import (
     GrepHitOut,
     GrepParams,
     GrepResponse,
+    ItemRemovalParams,
+    ItemsParams,
     NodeParams,
     ReplayItemOut,
     ReplayParams,
@@ -33,6 +35,10 @@ from api.schemas.sessions import (
     RunCompletionResponse,
     SessionAppend,
     SessionAppendResponse,
+    SessionItemOut,
+    SessionItemPopped,
+    SessionItemsCleared,
+    SessionItemsResponse,
     SessionNodeOut,
     SummaryRefOut,
     append_value_limit,
@@ -47,6 +53,12 @@ from memory_platform.sessions.reads import (
     grep,
 )
 from memory_platform.sessions.replay import replay
+from memory_platform.sessions.transcript import (
+    TranscriptItem,
+    clear_items,
+    pop_item,
+    read_items,
+)
 from memory_platform.trust import written_by_agent
 
 KEY_MAX_CHARS = 200
@@ -96,7 +108,7 @@ async def append(request: Request, body: SessionAppend) -> Response:
     items = [TurnItem(role=i.role, content=i.content, author_user_id=i.author_user_id,
                       occurred_at=i.occurred_at, client_item_id=i.client_item_id,
                       metadata=i.metadata.model_dump(by_alias=True, exclude_none=True)
-                      if i.metadata is not None else None)
+                      if i.metadata is not None else None, raw=i.raw)
              for i in body.items]
     result = await with_caller(
         request, context,
@@ -215,6 +227,74 @@ async def replay_route(request: Request, params: ReplayParams) -> ReplayResponse
                           omitted_summaries=found.omitted_summaries)
 
 
+def _item_out(item: TranscriptItem) -> SessionItemOut:
+    return SessionItemOut(id=item.node_id, seq=item.seq, role=item.role, content=item.content,
+                          user_id=item.user_id, run_id=item.run_id,
+                          client_item_id=item.client_item_id,
+                          occurred_at=_iso(item.occurred_at),
+                          created_at=item.created_at.isoformat(), metadata=item.metadata,
+                          raw=item.raw, compacted=item.compacted)
+
+
+async def items_route(request: Request, params: ItemsParams) -> SessionItemsResponse:
+    """The session's items as written (``transcript.read_items``), for its participants and
+    the runtime acting for one (THE history rule, in SQL)."""
+    session_key = _path_key(request, "session_key", "sessionKey")
+    context = _in_session(params, session_key)
+    page = await with_caller(request, context, lambda conn, ctx: read_items(
+        conn, ctx, limit=params.limit, after_seq=params.after_seq,
+        before_seq=params.before_seq))
+    return SessionItemsResponse(session_key=page.session_key,
+                                items=[_item_out(i) for i in page.items],
+                                next_before_seq=page.next_before_seq,
+                                next_after_seq=page.next_after_seq)
+
+
+def _author_key(request: Request) -> None:
+    """Removing session items is their author's: a user's own key or the runtime acting for
+    them, never an agent key (as forgetting a memory)."""
+    key = api_key(request)
+    if key.agent:
+        raise ApiError(403, "person_required",
+                       "an agent key cannot remove session items: their author's own key, or "
+                       "the runtime acting for them, can", {"keyKind": key.kind})
+
+
+async def pop_route(request: Request, params: ItemRemovalParams) -> SessionItemPopped:
+    """Remove the newest item of yours and what was derived from it
+    (``transcript.pop_item``)."""
+    _author_key(request)
+    session_key = _path_key(request, "session_key", "sessionKey")
+    context = _in_session(params, session_key)
+    settings = request.state.settings
+    done = await with_caller(request, context,
+                             lambda conn, ctx: pop_item(conn, settings, ctx))
+    assert done.report is not None
+    return SessionItemPopped(session_key=done.session_key, item=_item_out(done.items[0]),
+                             session_removed=done.session_removed,
+                             erasure_id=str(done.report.id),
+                             removed={t: n for t, n in done.report.removed.items() if n},
+                             total_removed=done.report.total_removed)
+
+
+async def clear_route(request: Request, params: ItemRemovalParams) -> SessionItemsCleared:
+    """Remove every item of yours in the session and what was derived from them
+    (``transcript.clear_items``)."""
+    _author_key(request)
+    session_key = _path_key(request, "session_key", "sessionKey")
+    context = _in_session(params, session_key)
+    settings = request.state.settings
+    done = await with_caller(request, context,
+                             lambda conn, ctx: clear_items(conn, settings, ctx))
+    report = done.report
+    return SessionItemsCleared(
+        session_key=done.session_key, items_removed=len(done.items),
+        session_removed=done.session_removed,
+        erasure_id=str(report.id) if report else None,
+        removed={t: n for t, n in report.removed.items() if n} if report else {},
+        total_removed=report.total_removed if report else 0)
+
+
 ROUTES = (Section(API, (
     Operation("GET", "/sessions/grep", grep_route,
               "memory_grep: exact, case-insensitive text search over session history "
@@ -242,4 +322,25 @@ ROUTES = (Section(API, (
               errors=((409, "run_completed: the named run is completed (append to a new "
                             "run or without a runId); concurrent_append: another writer "
                             "stored the same client item ids meanwhile (retry)"),)),
+    Operation("GET", "/sessions/{session_key:path}/items", items_route,
+              "The session's items exactly as written (raw form included), in order, "
+              "paged: the newest by default, afterSeq forward, beforeSeq backward", READ,
+              query=ItemsParams, response=SessionItemsResponse),
+    Operation("DELETE", "/sessions/{session_key:path}/items/last", pop_route,
+              "Remove the newest item you wrote in the session and what was derived from it",
+              WRITE, query=ItemRemovalParams, response=SessionItemPopped,
+              errors=((403, "person_required: an agent key cannot remove items; "
+                            "user_required: a runtime key names the author (userId)"),
+                      (404, "no_items: you have no item in this session"),
+                      (409, "item_compacted: a summary covers it already (clear instead); "
+                            "dream_locked: a Dream is running, remove again when it has "
+                            "finished"))),
+    Operation("DELETE", "/sessions/{session_key:path}/items", clear_route,
+              "Remove every item you wrote in the session and what was derived from them "
+              "(an otherwise empty session goes too)", WRITE,
+              query=ItemRemovalParams, response=SessionItemsCleared,
+              errors=((403, "person_required: an agent key cannot remove items; "
+                            "user_required: a runtime key names the author (userId)"),
+                      (409, "dream_locked: a Dream is running: remove again when it has "
+                            "finished"))),
 )),)

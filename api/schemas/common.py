@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memory_platform.access import SUBJECT_REF_KEYS, AudienceKind
 from memory_platform.errors import InvalidInput
 from memory_platform.memories.validation import parse_occurred_at
+from memory_platform.memories.write_rules import caller_metadata
 from memory_platform.retrieval.criteria import Criteria, parse_criteria
 from memory_platform.retrieval.memories import MemoryRecord
 from memory_platform.retrieval.ranking import MemoryHit
@@ -146,6 +147,9 @@ class MemoryOut(BaseModel):
     occurred_at: str | None = Field(
         None, serialization_alias="occurredAt",
         description="When what the memory says happened, if the writer said (null: unknown).")
+    metadata: dict[str, Any] | None = Field(
+        None, description="The writer's own metadata (without the platform's keys), on exact "
+        "reads and listings; null in search hits.")
 
 
 class ErrorBody(BaseModel):
@@ -172,6 +176,7 @@ def memory_out(item: MemoryHit | MemoryRecord) -> MemoryOut:
         assertion_id=str(item.assertion_id) if item.assertion_id else None,
         created_at=item.created_at.isoformat(),
         occurred_at=item.occurred_at.isoformat() if item.occurred_at else None,
+        metadata=None if is_hit else caller_metadata(item.metadata),
     )
 
 

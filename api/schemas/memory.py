@@ -6,20 +6,35 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from api.schemas.common import Audience, CallerContext, Strict, parse_event_time
+from api.schemas.common import (
+    Audience,
+    CallerContext,
+    MemoryOut,
+    Strict,
+    TimeRanges,
+    parse_event_time,
+    search_criteria,
+)
 from memory_platform.access import AudienceKind
 from memory_platform.errors import InvalidInput
 from memory_platform.memories.validation import parse_occurred_at
-from memory_platform.memories.write_rules import SLOT_PART_MAX_CHARS
+from memory_platform.memories.write_rules import PLATFORM_METADATA_KEYS, SLOT_PART_MAX_CHARS
+from memory_platform.retrieval.criteria import Criteria
+from memory_platform.retrieval.memories import LIST_DEFAULT, LIST_IDS_MAX, LIST_MAX
 
 AssertionType = Literal["fact", "preference", "decision", "constraint", "procedure"]
 
 
-# Metadata keys the API writes itself (who wrote a memory, how): a client cannot set them.
-PLATFORM_METADATA_KEYS = frozenset({"writtenVia", "apiKeyId", "keyKind", "writer",
-                                    "memoryClass"})
+
+
+def own_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A request's metadata, refused when it names a key the platform sets."""
+    taken = sorted(PLATFORM_METADATA_KEYS & set(value or {}))
+    if taken:
+        raise ValueError(f"metadata key {taken[0]!r} is set by the platform")
+    return value
 
 
 class MemoryCreate(Strict):
@@ -64,10 +79,7 @@ class MemoryCreate(Strict):
     @field_validator("metadata")
     @classmethod
     def _own_metadata(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        taken = sorted(PLATFORM_METADATA_KEYS & set(value or {}))
-        if taken:
-            raise ValueError(f"metadata key {taken[0]!r} is set by the platform")
-        return value
+        return own_metadata(value)
 
     @field_validator("occurred_at", mode="before")
     @classmethod
@@ -89,7 +101,15 @@ class MemoryCreate(Strict):
 class MemoryCorrection(Strict):
     content: str = Field(min_length=1, description="What is true instead: the corrected "
                          "statement, which replaces the memory (size limit applies).")
+    metadata: dict[str, Any] | None = Field(
+        None, description="The corrected memory's own metadata (the rules of a write's); "
+        "omitted: the corrected memory keeps the old one's.")
     context: CallerContext | None = None
+
+    @field_validator("metadata")
+    @classmethod
+    def _own_metadata(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return own_metadata(value)
 
 
 class CorrectionResponse(BaseModel):
@@ -117,3 +137,38 @@ class StoreResponse(BaseModel):
     deduplicated: bool
     assertion_id: str | None = Field(None, serialization_alias="assertionId")
     assertion_status: str | None = Field(None, serialization_alias="assertionStatus")
+
+
+class MemoryListParams(CallerContext, TimeRanges):
+    """Query string of a listing: the search's filters without a question (lax numbers, as
+    a query string's are text; unknown names refused)."""
+
+    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+    filter: str | None = Field(
+        None, min_length=1, max_length=8192,
+        description="A filter over metadata and subject refs, as JSON (docs/search-filters.md),"
+        ' e.g. {"metadata.project": {"eq": "apollo"}}.')
+    source_types: str | None = Field(
+        None, alias="sourceTypes", max_length=200,
+        description="Only these source types, comma-separated (e.g. fact,manual).")
+    ids: str | None = Field(
+        None, min_length=1, max_length=LIST_IDS_MAX * 37,
+        description=f"Only these memories, comma-separated ids (at most {LIST_IDS_MAX}): a "
+        "batch of exact reads; an unknown or invisible id is left out.")
+    limit: int = Field(LIST_DEFAULT, ge=1, le=LIST_MAX, description="Memories per page.")
+    cursor: str | None = Field(None, min_length=1, max_length=200,
+                               description="nextCursor of the previous page.")
+
+    def criteria(self) -> Criteria | None:
+        """The criteria of the filters (InvalidInput naming the field)."""
+        return search_criteria(self, self.filter)
+
+    def id_list(self) -> list[str] | None:
+        return self.ids.split(",") if self.ids is not None else None
+
+
+class MemoryListResponse(BaseModel):
+    memories: list[MemoryOut] = Field(description="Newest first, with their metadata.")
+    next_cursor: str | None = Field(serialization_alias="nextCursor",
+                                    description="Pass as cursor for the next page; null: "
+                                    "this was the last.")

@@ -19,6 +19,7 @@ from memory_platform.sessions.reads import (
 )
 from memory_platform.sessions.replay import BUDGET_MAX as REPLAY_BUDGET_MAX
 from memory_platform.sessions.replay import BUDGET_MIN as REPLAY_BUDGET_MIN
+from memory_platform.sessions.transcript import ITEMS_DEFAULT_LIMIT, ITEMS_MAX_LIMIT, SEQ_MAX
 
 ATTACHMENTS_MAX = 32
 
@@ -63,6 +64,11 @@ class SessionItemIn(Strict):
         None, alias="clientItemId", min_length=1, max_length=200,
         description="The client's id of the item: a repeated append of it adds nothing.")
     metadata: ItemMetadata | None = None
+    raw: dict[str, Any] | None = Field(
+        None, description="The item in the client's own form (a JSON object, e.g. an agent "
+        "framework's message, function call or reasoning item), kept exactly and answered by "
+        "GET .../items; content stays the text the platform searches, summarises and "
+        "remembers (MEMORY_SESSION_ITEM_RAW_MAX_BYTES at most, no credentials).")
 
     @field_validator("occurred_at", mode="before")
     @classmethod
@@ -270,3 +276,86 @@ class ReplayResponse(BaseModel):
                                "left out for the budget (their summaries or memory_expand "
                                "reach them).")
     omitted_summaries: int = Field(serialization_alias="omittedSummaries")
+
+
+class ItemsParams(CallerContext):
+    """Query string of a session's items (numbers parsed, unknown names rejected)."""
+
+    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+    limit: int = Field(ITEMS_DEFAULT_LIMIT, ge=1, le=ITEMS_MAX_LIMIT)
+    after_seq: int | None = Field(
+        None, alias="afterSeq", ge=-1, le=SEQ_MAX,
+        description="Forward: the items after this seq, oldest first (-1: from the start; "
+        "nextAfterSeq of the previous page).")
+    before_seq: int | None = Field(
+        None, alias="beforeSeq", ge=0, le=SEQ_MAX,
+        description="Backward: the newest items before this seq (nextBeforeSeq of the "
+        "previous page). Neither cursor: the newest items.")
+
+
+class ItemRemovalParams(CallerContext):
+    """Query string of removing session items: the conversation context (runtime keys:
+    userId, the author the runtime acts for)."""
+
+    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+
+
+class SessionItemOut(BaseModel):
+    """One turn item as it was written."""
+
+    id: str = Field(description="message:<uuid> (memory_describe takes it).")
+    trust: Literal["untrusted-data"] = UNTRUSTED
+    seq: int = Field(description="Its position in the session.")
+    role: str
+    content: str
+    user_id: str | None = Field(serialization_alias="userId")
+    run_id: str | None = Field(serialization_alias="runId")
+    client_item_id: str | None = Field(serialization_alias="clientItemId")
+    occurred_at: str | None = Field(serialization_alias="occurredAt")
+    created_at: str = Field(serialization_alias="createdAt")
+    metadata: dict[str, Any]
+    raw: dict[str, Any] | None = Field(description="The item's raw form exactly as written "
+                                       "(null: it was written without one).")
+    compacted: bool = Field(description="A summary covers it (it can no longer be popped).")
+
+
+class SessionItemsResponse(BaseModel):
+    """A page of the session's items the caller may read, in seq order."""
+
+    session_key: str = Field(serialization_alias="sessionKey")
+    items: list[SessionItemOut]
+    next_before_seq: int | None = Field(serialization_alias="nextBeforeSeq",
+                                        description="Older items remain: beforeSeq of the "
+                                        "next page; null: none.")
+    next_after_seq: int | None = Field(serialization_alias="nextAfterSeq",
+                                       description="Newer items remain: afterSeq of the next "
+                                       "page; null: none (paging forward).")
+
+
+class SessionItemPopped(BaseModel):
+    """The newest item of yours that went, and what went with it."""
+
+    session_key: str = Field(serialization_alias="sessionKey")
+    item: SessionItemOut
+    session_removed: bool = Field(serialization_alias="sessionRemoved",
+                                  description="No item of anyone was left: the session "
+                                  "went too (state, runs, participation).")
+    erasure_id: str = Field(serialization_alias="erasureId")
+    removed: dict[str, int] = Field(description="Rows removed per table (derived summaries, "
+                                    "memories, ... included).")
+    total_removed: int = Field(serialization_alias="totalRemoved")
+
+
+class SessionItemsCleared(BaseModel):
+    """Every item of yours in the session went, and what was derived from them."""
+
+    session_key: str = Field(serialization_alias="sessionKey")
+    items_removed: int = Field(serialization_alias="itemsRemoved")
+    session_removed: bool = Field(serialization_alias="sessionRemoved",
+                                  description="No item of anyone was left: the session "
+                                  "went too (state, runs, participation).")
+    erasure_id: str | None = Field(serialization_alias="erasureId",
+                                   description="The erasure report; null: nothing of yours "
+                                   "was there.")
+    removed: dict[str, int]
+    total_removed: int = Field(serialization_alias="totalRemoved")

@@ -142,6 +142,17 @@ class MemoryClient(_Base):
                 return
             after = page.next_cursor
 
+    def iter_memories(self, *, page_size: int | None = None,
+                      **filters: Any) -> Iterator[m.MemoryOut]:
+        """Every memory the caller may recall (the filters of :meth:`list_memories`)."""
+        cursor = None
+        while True:
+            page = self.list_memories(limit=page_size, cursor=cursor, **filters)
+            yield from page.memories
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
     def iter_review_queue(self, *, page_size: int | None = None,
                           **filters: Any) -> Iterator[dict[str, Any]]:
         """Every item of the review queue (the filters of :meth:`review_queue`)."""
@@ -152,6 +163,17 @@ class MemoryClient(_Base):
             if not page.next_cursor:
                 return
             cursor = page.next_cursor
+
+    def iter_items(self, session_key: str, *, page_size: int | None = None,
+                   context: Context = None) -> Iterator[m.SessionItemOut]:
+        """Every item of the session the caller may read, oldest first."""
+        after = -1
+        while True:
+            page = self.items(session_key, limit=page_size, after_seq=after, context=context)
+            yield from page.items
+            if page.next_after_seq is None:
+                return
+            after = page.next_after_seq
 
     def iter_grep(self, pattern: str, *, page_size: int | None = None,
                   **options: Any) -> Iterator[m.GrepHitOut]:
@@ -223,6 +245,17 @@ class AsyncMemoryClient(_Base):
                 return
             after = page.next_cursor
 
+    async def iter_memories(self, *, page_size: int | None = None,
+                            **filters: Any) -> AsyncIterator[m.MemoryOut]:
+        cursor = None
+        while True:
+            page = await self.list_memories(limit=page_size, cursor=cursor, **filters)
+            for memory in page.memories:
+                yield memory
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
     async def iter_review_queue(self, *, page_size: int | None = None,
                                 **filters: Any) -> AsyncIterator[dict[str, Any]]:
         cursor = None
@@ -233,6 +266,18 @@ class AsyncMemoryClient(_Base):
             if not page.next_cursor:
                 return
             cursor = page.next_cursor
+
+    async def iter_items(self, session_key: str, *, page_size: int | None = None,
+                         context: Context = None) -> AsyncIterator[m.SessionItemOut]:
+        after = -1
+        while True:
+            page = await self.items(session_key, limit=page_size, after_seq=after,
+                                    context=context)
+            for item in page.items:
+                yield item
+            if page.next_after_seq is None:
+                return
+            after = page.next_after_seq
 
     async def iter_grep(self, pattern: str, *, page_size: int | None = None,
                         **options: Any) -> AsyncIterator[m.GrepHitOut]:

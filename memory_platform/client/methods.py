@@ -53,17 +53,33 @@ class Methods:
             occurred_before=occurred_before, created_after=created_after,
             created_before=created_before))
 
+    def list_memories(self, *, filter: dict[str, Any] | str | None = None,
+                      source_types: list[str] | str | None = None,
+                      occurred_after: str | None = None, occurred_before: str | None = None,
+                      created_after: str | None = None, created_before: str | None = None,
+                      ids: list[str] | None = None, limit: int | None = None,
+                      cursor: str | None = None,
+                      context: Context = None) -> m.MemoryListResponse:
+        """The memories the caller may recall, newest first, with their metadata (the
+        search's filters, no question; ``ids``: only these, a batch of exact reads;
+        ``next_cursor``: the next page; :meth:`iter_memories` follows it)."""
+        return self._send("list_memories", query=query_of(
+            context, filter=filter, source_types=source_types, occurred_after=occurred_after,
+            occurred_before=occurred_before, created_after=created_after,
+            created_before=created_before, ids=ids, limit=limit, cursor=cursor))
+
     def get_memory(self, memory_id: str, *, context: Context = None) -> m.MemoryOut:
         """One memory, exactly, under the context a search found it in."""
         return self._send("get_memory", path={"memory_id": memory_id},
                           query=query_of(context))
 
-    def correct(self, memory_id: str, content: str, *,
+    def correct(self, memory_id: str, content: str, *, metadata: dict[str, Any] | None = None,
                 context: Context = None) -> m.CorrectionResponse:
         """Replace a memory by what is true instead (an agent key's correction waits for
-        review). Not retried: a repeat would correct twice."""
+        review); ``metadata``: the new memory's own (omitted: the old one's is kept). Not
+        retried: a repeat would correct twice."""
         return self._send("correct", path={"memory_id": memory_id}, body=m.MemoryCorrection(
-            content=content, context=context_of(context)))
+            content=content, metadata=metadata, context=context_of(context)))
 
     def forget(self, memory_id: str) -> m.ForgetResponse:
         """Delete one of your memories and what was derived only from it."""
@@ -123,6 +139,29 @@ class Methods:
         """The raw messages under a summary, in order (``after_seq``: the next page)."""
         return self._send("expand", path={"node_id": node_id},
                           query=query_of(context, limit=limit, after_seq=after_seq))
+
+    def items(self, session_key: str, *, limit: int | None = None,
+              after_seq: int | None = None, before_seq: int | None = None,
+              context: Context = None) -> m.SessionItemsResponse:
+        """A page of the session's items exactly as written (``raw`` included), in order:
+        the newest by default; ``after_seq`` pages forward (``next_after_seq``),
+        ``before_seq`` backward (``next_before_seq``). :meth:`iter_items` reads them all."""
+        return self._send("items", path={"session_key": session_key}, query=query_of(
+            context, limit=limit, after_seq=after_seq, before_seq=before_seq))
+
+    def pop_item(self, session_key: str, *, context: Context = None) -> m.SessionItemPopped:
+        """Remove the newest item you wrote in the session and what was derived from it
+        (NotFound: none; Conflict ``item_compacted``: a summary covers it). Not retried: a
+        repeat would remove the item before it."""
+        return self._send("pop_item", path={"session_key": session_key},
+                          query=query_of(context))
+
+    def clear_items(self, session_key: str, *,
+                    context: Context = None) -> m.SessionItemsCleared:
+        """Remove every item you wrote in the session and what was derived from them (an
+        otherwise empty session goes too)."""
+        return self._send("clear_items", path={"session_key": session_key},
+                          query=query_of(context))
 
     def participants(self, session_key: str) -> m.SessionParticipantsResponse:
         """Who takes part in a session (admin or runtime key)."""

@@ -59,6 +59,13 @@ class MemoryOut(BaseModel):
             title="Occurred at",
         ),
     ] = None
+    metadata: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description="The writer's own metadata (without the platform's keys), on exact reads and listings; null in search hits.",
+            title="Metadata",
+        ),
+    ] = None
 
 
 class SearchResponse(BaseModel):
@@ -361,7 +368,7 @@ class MemoryCreate(BaseModel):
     metadata: Annotated[
         dict[str, Any] | None,
         Field(
-            description="Your own JSON object (at most 16 KiB, no secrets), searchable with filters (metadata.<key>); the keys apiKeyId, keyKind, memoryClass, writer, writtenVia are the platform's and refused here.",
+            description="Your own JSON object (at most 16 KiB, no secrets), searchable with filters (metadata.<key>); the keys apiKeyId, correctionOf, keyKind, memoryClass, writer, writtenVia are the platform's and refused here.",
             title="Metadata",
         ),
     ] = None
@@ -393,6 +400,24 @@ class StoreResponse(BaseModel):
     ] = None
 
 
+class MemoryListResponse(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    memories: Annotated[
+        list[MemoryOut],
+        Field(description="Newest first, with their metadata.", title="Memories"),
+    ]
+    next_cursor: Annotated[
+        str | None,
+        Field(
+            alias="nextCursor",
+            description="Pass as cursor for the next page; null: this was the last.",
+            title="Next cursor",
+        ),
+    ]
+
+
 class MemoryCorrection(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -406,6 +431,13 @@ class MemoryCorrection(BaseModel):
             title="Content",
         ),
     ]
+    metadata: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description="The corrected memory's own metadata (the rules of a write's); omitted: the corrected memory keeps the old one's.",
+            title="Metadata",
+        ),
+    ] = None
     context: CallerContext | None = None
 
 
@@ -1355,6 +1387,13 @@ class SessionItemIn(BaseModel):
         ),
     ] = None
     metadata: ItemMetadata | None = None
+    raw: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description="The item in the client's own form (a JSON object, e.g. an agent framework's message, function call or reasoning item), kept exactly and answered by GET .../items; content stays the text the platform searches, summarises and remembers (MEMORY_SESSION_ITEM_RAW_MAX_BYTES at most, no credentials).",
+            title="Raw",
+        ),
+    ] = None
 
 
 class SessionAppend(BaseModel):
@@ -1412,6 +1451,116 @@ class SessionAppendResponse(BaseModel):
     appended: Annotated[int, Field(title="Appended")]
     duplicates: Annotated[int, Field(title="Duplicates")]
     items: Annotated[list[AppendedItemOut], Field(title="Items")]
+
+
+class SessionItemOut(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    id: Annotated[
+        str, Field(description="message:<uuid> (memory_describe takes it).", title="ID")
+    ]
+    trust: Annotated[Literal["untrusted-data"], Field(title="Trust")] = "untrusted-data"
+    seq: Annotated[int, Field(description="Its position in the session.", title="Seq")]
+    role: Annotated[str, Field(title="Role")]
+    content: Annotated[str, Field(title="Content")]
+    user_id: Annotated[str | None, Field(alias="userId", title="User ID")]
+    run_id: Annotated[str | None, Field(alias="runId", title="Run ID")]
+    client_item_id: Annotated[
+        str | None, Field(alias="clientItemId", title="Client item ID")
+    ]
+    occurred_at: Annotated[str | None, Field(alias="occurredAt", title="Occurred at")]
+    created_at: Annotated[str, Field(alias="createdAt", title="Created at")]
+    metadata: Annotated[dict[str, Any], Field(title="Metadata")]
+    raw: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description="The item's raw form exactly as written (null: it was written without one).",
+            title="Raw",
+        ),
+    ]
+    compacted: Annotated[
+        bool,
+        Field(
+            description="A summary covers it (it can no longer be popped).",
+            title="Compacted",
+        ),
+    ]
+
+
+class SessionItemsResponse(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    session_key: Annotated[str, Field(alias="sessionKey", title="Session key")]
+    items: Annotated[list[SessionItemOut], Field(title="Items")]
+    next_before_seq: Annotated[
+        int | None,
+        Field(
+            alias="nextBeforeSeq",
+            description="Older items remain: beforeSeq of the next page; null: none.",
+            title="Next before seq",
+        ),
+    ]
+    next_after_seq: Annotated[
+        int | None,
+        Field(
+            alias="nextAfterSeq",
+            description="Newer items remain: afterSeq of the next page; null: none (paging forward).",
+            title="Next after seq",
+        ),
+    ]
+
+
+class SessionItemPopped(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    session_key: Annotated[str, Field(alias="sessionKey", title="Session key")]
+    item: SessionItemOut
+    session_removed: Annotated[
+        bool,
+        Field(
+            alias="sessionRemoved",
+            description="No item of anyone was left: the session went too (state, runs, participation).",
+            title="Session removed",
+        ),
+    ]
+    erasure_id: Annotated[str, Field(alias="erasureId", title="Erasure ID")]
+    removed: Annotated[
+        dict[str, int],
+        Field(
+            description="Rows removed per table (derived summaries, memories, ... included).",
+            title="Removed",
+        ),
+    ]
+    total_removed: Annotated[int, Field(alias="totalRemoved", title="Total removed")]
+
+
+class SessionItemsCleared(BaseModel):
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    session_key: Annotated[str, Field(alias="sessionKey", title="Session key")]
+    items_removed: Annotated[int, Field(alias="itemsRemoved", title="Items removed")]
+    session_removed: Annotated[
+        bool,
+        Field(
+            alias="sessionRemoved",
+            description="No item of anyone was left: the session went too (state, runs, participation).",
+            title="Session removed",
+        ),
+    ]
+    erasure_id: Annotated[
+        str | None,
+        Field(
+            alias="erasureId",
+            description="The erasure report; null: nothing of yours was there.",
+            title="Erasure ID",
+        ),
+    ]
+    removed: Annotated[dict[str, int], Field(title="Removed")]
+    total_removed: Annotated[int, Field(alias="totalRemoved", title="Total removed")]
 
 
 class ProfileItemModel(BaseModel):

@@ -39,6 +39,7 @@ OPERATIONS: dict[str, Operation] = {
     # Memories: a write is deduplicated by content per audience, so it may be sent twice.
     "store": Operation("POST", f"{API}/memory", m.StoreResponse, safe=True),
     "search": Operation("GET", f"{API}/memory", m.SearchResponse, safe=True),
+    "list_memories": Operation("GET", f"{API}/memories", m.MemoryListResponse, safe=True),
     "get_memory": Operation("GET", f"{API}/memory/{{memory_id}}", m.MemoryOut, safe=True),
     "correct": Operation("POST", f"{API}/memory/{{memory_id}}/correction",
                          m.CorrectionResponse),
@@ -54,6 +55,13 @@ OPERATIONS: dict[str, Operation] = {
                           m.RunCompletionResponse),
     "replay": Operation("GET", f"{API}/sessions/{{session_key}}/replay", m.ReplayResponse,
                         safe=True),
+    "items": Operation("GET", f"{API}/sessions/{{session_key}}/items", m.SessionItemsResponse,
+                       safe=True),
+    # A second pop would remove the item before; a second clear finds nothing left.
+    "pop_item": Operation("DELETE", f"{API}/sessions/{{session_key}}/items/last",
+                          m.SessionItemPopped),
+    "clear_items": Operation("DELETE", f"{API}/sessions/{{session_key}}/items",
+                             m.SessionItemsCleared, safe=True),
     "grep": Operation("GET", f"{API}/sessions/grep", m.GrepResponse, safe=True),
     "describe": Operation("GET", f"{API}/sessions/nodes/{{node_id}}", m.SessionNodeOut,
                           safe=True),

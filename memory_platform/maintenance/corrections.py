@@ -26,13 +26,13 @@ from memory_platform.consolidation import lifecycle
 from memory_platform.embeddings.base import EmbeddingProvider
 from memory_platform.errors import Conflict, InvalidInput, NotFound
 from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.memories.write_rules import RESERVED_SUBJECT_REFS
+from memory_platform.memories.write_rules import RESERVED_SUBJECT_REFS, caller_metadata
 from memory_platform.settings import Settings
 
 REASON = "user_correction"
 
 _OWN_ACTIVE = """
-    SELECT visibility_scope, subject_refs, assertion_id, memory_state, source_type
+    SELECT visibility_scope, subject_refs, assertion_id, memory_state, source_type, metadata
       FROM agent_memories
      WHERE instance_key = %s AND id = %s AND user_id = %s
      FOR UPDATE
@@ -50,16 +50,19 @@ class Correction:
 
 def correct_memory(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
                    memory_id: UUID, content: str, *, trust_class: str, by_agent: bool,
-                   metadata: dict | None = None,
+                   metadata: dict | None = None, own_metadata: dict | None = None,
                    embedder: EmbeddingProvider | None = None) -> Correction:
     """Correct ``ctx``'s memory ``memory_id`` to say ``content`` (see the module doc);
-    ``by_agent``: the correction is the agent's, so it is proposed for review."""
+    ``by_agent``: the correction is the agent's, so it is proposed for review. ``metadata``:
+    the platform's keys of the write; ``own_metadata``: the caller's keys of the new memory
+    (None: the old memory's are carried forward)."""
     if not ctx.user_id:
         raise NotFound(f"no memory of yours with id {memory_id}", details={"field": "memoryId"})
     row = conn.execute(_OWN_ACTIVE, (ctx.instance_key, memory_id, ctx.user_id)).fetchone()
     if row is None:
         raise NotFound(f"no memory of yours with id {memory_id}", details={"field": "memoryId"})
-    visibility, subject_refs, old_assertion, state, source_type = row
+    visibility, subject_refs, old_assertion, state, source_type, old_metadata = row
+    kept = caller_metadata(old_metadata) if own_metadata is None else own_metadata
     if state != "active":
         raise Conflict(f"memory {memory_id} is {state}: correct the memory that replaced it",
                        details={"memoryId": str(memory_id), "state": state})
@@ -71,7 +74,7 @@ def correct_memory(conn: psycopg.Connection, settings: Settings, ctx: AccessCont
         subject_refs={k: v for k, v in (subject_refs or {}).items()
                       if k not in RESERVED_SUBJECT_REFS},  # the server sets those again
         trust_class=trust_class,
-        metadata={**(metadata or {}), "correctionOf": str(memory_id)},
+        metadata={**kept, **(metadata or {}), "correctionOf": str(memory_id)},
     ), embedder=embedder, enforce_quota=True)
     if stored.id == memory_id:
         raise InvalidInput("the correction says what the memory already says",

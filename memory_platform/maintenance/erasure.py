@@ -206,13 +206,45 @@ def forget_memory(conn: psycopg.Connection, settings: Settings, instance_key: st
     return report
 
 
+# What removing session items seeds the sets with: the items (FILL then adds the summaries
+# covering them, FILL_LEDGER what was drawn from them).
+_SEED_MESSAGES = ("INSERT INTO erase_messages SELECT DISTINCT unnest(%(ms)s::uuid[])",)
+
+
+def forget_session_items(conn: psycopg.Connection, settings: Settings, instance_key: str,
+                         user_id: str, session_key: str,
+                         message_ids: list[UUID]) -> ErasureReport:
+    """A user's items of a session go (``message_ids``: chosen and locked by the caller,
+    ``sessions.transcript``) with what was derived from them, by the rules of a person's
+    erasure with the sets seeded by the items instead of the person: every summary covering
+    one of them and the summaries above it (the session's assembly then holds what they
+    stood for and stays, ``erasure_kept.restore_assemblies``), the memories drawn from them
+    (a removed summary's memory; shared facts and the flush: ``metadata.sourceMessageId``),
+    their sources, an assertion no other source supports, graph refs, Dreams' items citing
+    them redacted, profiles listing them re-derived. Nothing else of the person is touched
+    (the user-keyed rules run with an id no user can have). Runs inside the caller's
+    transaction and commits nothing; DreamLocked while a Dream runs. The report
+    (``subject_kind = session_items``) names the session by hash and keeps no audience."""
+    instance_key = checked_id(instance_key, "instance")
+    user_id = checked_id(user_id, "user")
+    report = ErasureReport(None, instance_key,
+                           subject_hash(instance_key, f"session:{session_key}"))
+    params = {"i": instance_key, "u": f"\x01forget:{uuid4()}", "ms": list(message_ids)}
+    with conn.transaction():
+        _erase(conn, settings, report, params, ("private", user_id), "owner",
+               seed=_SEED_MESSAGES, subject_kind="session_items")
+    return report
+
+
 def _erase(conn: psycopg.Connection, settings: Settings, report: ErasureReport,
            params: dict[str, Any], partition: tuple[str, str], requested_by: str, *,
            seed: tuple[str, ...] = (),
-           memory_audience: tuple[str, str] | None = None) -> None:
+           memory_audience: tuple[str, str] | None = None,
+           subject_kind: str | None = None) -> None:
     """The erasure inside the caller's transaction: the sets (``seed`` statements first,
     then the person's rules over ``params["u"]``), the deletes and the kept rows' changes,
-    the report row (``memory_audience``: a forgotten memory's, where its event goes).
+    the report row (``memory_audience``: a forgotten memory's, where its event goes;
+    ``subject_kind``: what the report says it erased, by default a memory or a user).
     ``partition``: the graph partition locked first."""
     instance_key = params["i"]
     if not try_dreaming_lock_for_transaction(conn):
@@ -313,7 +345,7 @@ def _erase(conn: psycopg.Connection, settings: Settings, report: ErasureReport,
            VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id""",
         (instance_key, report.subject_hash, requested_by, Jsonb(report.removed),
          Jsonb(report.updated), report.total_removed, started,
-         "memory" if memory_audience else "user")).fetchone()[0]
+         subject_kind or ("memory" if memory_audience else "user"))).fetchone()[0]
     if memory_audience:  # who could see the memory learns that it went (migration 0038)
         conn.execute(
             "INSERT INTO agent_memory_events"

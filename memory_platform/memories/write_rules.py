@@ -35,6 +35,16 @@ SLOT_PART_MAX_CHARS = 200   # a fact's explicit subject or predicate
 # somebody else or tie it to a conversation it was not said in.
 RESERVED_SUBJECT_REFS = ("userId", "groupRoomId", "channelThreadKey")
 
+# Metadata keys the platform writes itself (who wrote a memory, how, what it corrects): a
+# caller cannot set them, and reads answer the rest as the caller's own metadata.
+PLATFORM_METADATA_KEYS = frozenset({"writtenVia", "apiKeyId", "keyKind", "writer",
+                                    "memoryClass", "correctionOf"})
+
+
+def caller_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The part of a memory's metadata its writer set (without the platform's keys)."""
+    return {k: v for k, v in (metadata or {}).items() if k not in PLATFORM_METADATA_KEYS}
+
 
 def clean_subject_refs(refs: object) -> dict[str, str]:
     """Subject refs are a flat object of short string (or number) values; the reserved keys

@@ -1,7 +1,9 @@
-"""Exact retrieval of one memory, under the same recall filter as search."""
+"""Exact retrieval of one memory, and the listing of many, under the same recall filter as
+search."""
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -11,7 +13,8 @@ import psycopg
 from psycopg import sql
 
 from memory_platform.access import AccessContext
-from memory_platform.errors import NotFound
+from memory_platform.errors import InvalidInput, NotFound
+from memory_platform.retrieval.criteria import Criteria, criteria_params, memory_condition
 from memory_platform.retrieval.filters import ASSERTION_JOIN, recallable_memory
 from memory_platform.retrieval.statements import parameter_safe
 
@@ -60,3 +63,77 @@ def get_memory(conn: psycopg.Connection, ctx: AccessContext, memory_id: object) 
     if row is None:
         raise NotFound(f"no memory with id {ident}")
     return MemoryRecord(*row)
+
+
+# --- listing ----------------------------------------------------------------------------------
+
+LIST_DEFAULT, LIST_MAX = 50, 200
+LIST_IDS_MAX = 50          # ids of one listing (a batch of exact reads)
+
+
+@dataclass(frozen=True)
+class MemoryPage:
+    records: list[MemoryRecord]
+    next_cursor: str | None          # None: this was the last page
+
+
+def _cursor(record: MemoryRecord) -> str:
+    raw = f"{record.created_at.isoformat()}|{record.id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _after_cursor(cursor: str | None) -> tuple[datetime | None, UUID | None]:
+    """The (created_at, id) a cursor continues below; anything malformed is a 400."""
+    if cursor is None:
+        return None, None
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        at, _, ident = raw.partition("|")
+        return datetime.fromisoformat(at), UUID(ident)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInput("cursor is not one this route answered: pass nextCursor as it came",
+                           details={"field": "cursor"}) from exc
+
+
+def _listed_id(value: object) -> UUID:
+    try:
+        return value if isinstance(value, UUID) else UUID(str(value).strip())
+    except ValueError as exc:
+        raise InvalidInput(f"ids: {str(value)[:64]!r} is not a memory id",
+                           details={"field": "ids"}) from exc
+
+
+def list_memories(conn: psycopg.Connection, ctx: AccessContext, *,
+                  criteria: Criteria | None = None, ids: list[object] | None = None,
+                  limit: int = LIST_DEFAULT, cursor: str | None = None) -> MemoryPage:
+    """The memories ``ctx`` may recall (the exact read's rule) that meet ``criteria`` (and
+    are among ``ids`` when given: a batch of exact reads), newest first, ``limit`` at a time;
+    ``cursor`` continues after a page (keyset on ``created_at, id``, so writes meanwhile
+    neither repeat nor skip a memory). Listing is not recall: nothing is stamped as
+    retrieved. An id that is unknown or not visible is simply not listed."""
+    if not 1 <= limit <= LIST_MAX:
+        raise InvalidInput(f"limit must be 1 to {LIST_MAX}", details={"field": "limit"})
+    if ids is not None and not 1 <= len(ids) <= LIST_IDS_MAX:
+        raise InvalidInput(f"ids: 1 to {LIST_IDS_MAX} memory ids", details={"field": "ids"})
+    wanted = [_listed_id(i) for i in ids] if ids is not None else None
+    at, ident = _after_cursor(cursor)
+    condition = sql.SQL(" AND {}").format(memory_condition(criteria, "m")) \
+        if criteria is not None and not criteria.empty else sql.SQL("")
+    rows = conn.execute(
+        parameter_safe(sql.SQL("""
+            SELECT m.id, m.content, m.title, m.visibility_scope, m.audience_key, m.memory_scope,
+                   m.source_type, m.subject_refs, m.metadata, m.assertion_id, a.status,
+                   m.source_id, m.created_at, m.updated_at, m.occurred_at
+              FROM agent_memories m
+              {join}
+             WHERE {visible}{criteria}
+               AND (%(ids)s::uuid[] IS NULL OR m.id = ANY(%(ids)s::uuid[]))
+               AND (%(at)s::timestamptz IS NULL OR (m.created_at, m.id) < (%(at)s, %(id)s::uuid))
+             ORDER BY m.created_at DESC, m.id DESC
+             LIMIT %(limit)s
+        """).format(join=ASSERTION_JOIN, visible=recallable_memory(ctx), criteria=condition)),
+        {"at": at, "id": ident, "ids": wanted, "limit": limit + 1,
+         **(criteria_params(criteria) if criteria is not None else {})},
+    ).fetchall()
+    records = [MemoryRecord(*row) for row in rows[:limit]]
+    return MemoryPage(records, _cursor(records[-1]) if len(rows) > limit else None)

@@ -30,6 +30,12 @@ Why it is built this way:
   ``session_owned_by_other_user``) in a session another user started with their own key.
   User-less items said in a channel or room are bound to it (``channel_thread_key``), so
   only its members read them (``access.history_visibility``).
+* **The client's own form, kept exactly.** An item may carry ``raw``: the item as the
+  client's framework has it (an agent SDK's message with content parts, a function call,
+  its output, a reasoning item), a JSON object stored as written (a ``json`` column) and
+  answered by ``transcript.read_items``; ``content`` stays the text the platform searches,
+  summarises and remembers. Its strings are checked like the content (characters,
+  credentials) and its size by ``session_item_raw_max_bytes``.
 * **Written by an agent.** An append from an agent key or marked ``X-Memory-Writer: agent``
   (``written_by_agent``) marks its run ``agent_written``, and a run once marked stays so:
   its turns are the agent's account, not a person's own statements, so every fact drawn from
@@ -41,7 +47,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -59,7 +65,7 @@ from memory_platform.memories.validation import (
     refuse_secrets,
     refused_text_character,
 )
-from memory_platform.secrets import refuse_secret
+from memory_platform.secrets import assignment_text, refuse_secret
 from memory_platform.sessions import state
 from memory_platform.sessions.runs import SessionRun, get_run
 from memory_platform.sessions.tokens import estimate_tokens
@@ -68,6 +74,7 @@ from memory_platform.settings import Settings
 ROLES = ("user", "assistant", "system", "tool")
 IDENTIFIER_MAX_CHARS = 200          # client item ids, run ids, user ids (as every key)
 METADATA_MAX_DEPTH = 8
+RAW_MAX_DEPTH = 24                  # below the body's own bound (api.input.MAX_DEPTH)
 
 # Text may hold tab and line breaks; identifiers no control character at all. Unpaired
 # surrogates and NUL cannot be stored by PostgreSQL.
@@ -84,6 +91,7 @@ class TurnItem:
     occurred_at: datetime | None = None
     client_item_id: str | None = None
     metadata: Mapping[str, Any] | None = None
+    raw: Mapping[str, Any] | None = None    # the item in the client's own form, kept exactly
 
 
 @dataclass(frozen=True)
@@ -199,6 +207,61 @@ def _check_metadata(settings: Settings, metadata: object, field: str) -> dict[st
     return dict(metadata)
 
 
+def _raw_strings(value: object, field: str, depth: int) -> Iterator[tuple[str, str]]:
+    """Every key and string of an item's raw form, with where it is, as the credential scan
+    reads them (a string value with its key: ``secrets.assignment_text``, as metadata); keys
+    take no control character, strings only tab and line breaks (they hold the item's
+    text)."""
+    if depth > RAW_MAX_DEPTH:
+        raise InvalidInput(f"{field} is nested deeper than {RAW_MAX_DEPTH} levels",
+                           code="invalid_raw", details={"field": field})
+    if isinstance(value, str):
+        _refuse_characters(value, field, text=True)
+        yield field, value
+    elif isinstance(value, Mapping):
+        for key, inner in value.items():
+            if not isinstance(key, str):
+                raise InvalidInput(f"{field} has a key that is not text", code="invalid_raw",
+                                   details={"field": field})
+            _refuse_characters(key, field, text=False)
+            yield field, key
+            if isinstance(inner, str):
+                _refuse_characters(inner, f"{field}.{key}", text=True)
+                yield f"{field}.{key}", assignment_text(key, inner)
+            else:
+                yield from _raw_strings(inner, f"{field}.{key}", depth + 1)
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            yield from _raw_strings(inner, f"{field}[{index}]", depth + 1)
+
+
+def _check_raw(settings: Settings, raw: object, field: str) -> list[tuple[str, str]]:
+    """An item's raw form: a JSON object of at most ``session_item_raw_max_bytes``; answers
+    its strings for the batch's secret scan."""
+    if not isinstance(raw, Mapping):
+        raise InvalidInput(f"{field} must be a JSON object", code="invalid_raw",
+                           details={"field": field})
+    try:
+        encoded = raw_json(raw)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"{field} is not JSON: {exc}", code="invalid_raw",
+                           details={"field": field}) from exc
+    size = len(encoded.encode("utf-8", "surrogatepass"))
+    if size > settings.session_item_raw_max_bytes:
+        raise InvalidInput(f"{field} is {size} bytes as JSON; at most "
+                           f"{settings.session_item_raw_max_bytes} are kept per item",
+                           code="raw_too_large",
+                           details={"field": field,
+                                    "limit": settings.session_item_raw_max_bytes})
+    return list(_raw_strings(raw, field, 0))
+
+
+def raw_json(raw: Mapping[str, Any]) -> str:
+    """The text an item's raw form is stored as (``agent_context_messages.raw``, json: kept
+    as written, so it reads back exactly)."""
+    return json.dumps(raw, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
 def check_batch(settings: Settings, items: Sequence[TurnItem], *, acting_user: str | None,
                 author_may_differ: bool) -> list[str | None]:
     """Refuse the whole batch at its first bad item (the error names ``items[i].field``);
@@ -214,6 +277,7 @@ def check_batch(settings: Settings, items: Sequence[TurnItem], *, acting_user: s
     now = datetime.now(UTC)
     seen: dict[str, int] = {}
     authors: list[str | None] = []
+    raw_strings: list[tuple[str, str]] = []
     for index, item in enumerate(items):
         at = f"items[{index}]"
         if item.role not in ROLES:
@@ -252,9 +316,11 @@ def check_batch(settings: Settings, items: Sequence[TurnItem], *, acting_user: s
             _check_occurred_at(item.occurred_at, f"{at}.occurredAt", now)
         if item.metadata is not None:
             _check_metadata(settings, item.metadata, f"{at}.metadata")
+        if item.raw is not None:
+            raw_strings += _check_raw(settings, item.raw, f"{at}.raw")
     # The costliest check last: a structural refusal answers before any text is scanned.
     refuse_secrets([(f"items[{index}].content", item.content)
-                    for index, item in enumerate(items)])
+                    for index, item in enumerate(items)] + raw_strings)
     return authors
 
 
@@ -295,13 +361,13 @@ def _insert_messages(conn: psycopg.Connection, ctx: AccessContext, session_key: 
     inserted = conn.execute(
         "INSERT INTO agent_context_messages (id, instance_key, session_key, user_id,"
         "  channel_thread_key, seq, role, content, token_count, run_id, metadata,"
-        "  client_item_id, occurred_at)"
+        "  client_item_id, occurred_at, raw)"
         " SELECT u.id, %s, %s, u.user_id, %s, u.seq, u.role, u.content, u.tokens, %s,"
-        "        u.metadata, u.client_item_id, u.occurred_at"
+        "        u.metadata, u.client_item_id, u.occurred_at, u.raw::json"
         "   FROM unnest(%s::uuid[], %s::text[], %s::int[], %s::text[], %s::text[], %s::int[],"
-        "               %s::jsonb[], %s::text[], %s::timestamptz[])"
+        "               %s::jsonb[], %s::text[], %s::timestamptz[], %s::text[])"
         "        AS u(id, user_id, seq, role, content, tokens, metadata, client_item_id,"
-        "             occurred_at)"
+        "             occurred_at, raw)"
         " ON CONFLICT (instance_key, session_key, client_item_id) DO NOTHING"
         " RETURNING id",
         (ctx.instance_key, session_key, channel, run_id,
@@ -309,7 +375,8 @@ def _insert_messages(conn: psycopg.Connection, ctx: AccessContext, session_key: 
          [r[2].role for r in rows], [r[2].content for r in rows],
          [estimate_tokens(r[2].content) for r in rows],
          [Jsonb(dict(r[2].metadata or {})) for r in rows],
-         [r[2].client_item_id for r in rows], [r[2].occurred_at for r in rows]),
+         [r[2].client_item_id for r in rows], [r[2].occurred_at for r in rows],
+         [raw_json(r[2].raw) if r[2].raw is not None else None for r in rows]),
     ).fetchall()
     if len(inserted) != len(rows):
         # Only a writer that skipped the session lock can get here; roll the batch back.

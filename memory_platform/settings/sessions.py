@@ -31,6 +31,9 @@ class SessionSettings(BaseModel):
     session_item_metadata_max_bytes: int = Field(
         16 * 1024, ge=256, description="Largest metadata of one turn item (canonical JSON, "
         "UTF-8 bytes): tool name, tool call id, attachment descriptions.")
+    session_item_raw_max_bytes: int = Field(
+        512 * 1024, ge=256, description="Largest raw form of one turn item (the item as the "
+        "client's framework has it, kept exactly beside its content; JSON, UTF-8 bytes).")
     session_context_budget_tokens: int = Field(
         128_000, ge=1000, description="The runtime's model context when a completed run does "
         "not report its own (contextBudgetTokens).")

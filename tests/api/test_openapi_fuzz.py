@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx2
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
@@ -77,17 +78,24 @@ def _refused_strings(value: Any, path: str = "") -> list[str]:
     elif isinstance(value, list):
         for index, item in enumerate(value):
             if isinstance(item, str):
-                if refused_character(item, free_text=False):
+                if refused_character(item, free_text=is_free_text(f"{path}[{index}]")):
                     found.append(repr(item))
             else:
                 found.extend(_refused_strings(item, f"{path}[{index}]"))
     return found
 
 
+def _refused_query(params: dict[str, Any] | None) -> list[str]:
+    """Strings of a query string, as the HTTP client sends them (a value that is neither a
+    string nor a list goes as its text: a generated object is sent as its repr)."""
+    return [repr(value) for name, value in httpx2.QueryParams(params or {}).multi_items()
+            if refused_character(name, free_text=False)
+            or refused_character(value, free_text=is_free_text(name))]
+
+
 def _problem(response, request: dict[str, Any] | None = None) -> str | None:
     if response.status_code < 300 and request is not None:
-        sent = [*_refused_strings(request.get("json")),
-                *_refused_strings(request.get("params") or {})]
+        sent = [*_refused_strings(request.get("json")), *_refused_query(request.get("params"))]
         if sent:
             return f"{response.status_code} for refused characters in {sent[:3]}"
     if response.status_code >= 500:
@@ -123,7 +131,11 @@ def test_no_generated_request_gets_a_5xx(client, make_key, shard):
         def send(case) -> None:
             nonlocal sent
             request = _request(case, token)
-            response = client.request(**request)
+            try:
+                response = client.request(**request)
+            except httpx2.InvalidURL as exc:   # over 65,536 characters: no client sends it
+                assert "too long" in str(exc), exc
+                return
             sent += 1
             problem = _problem(response, request)
             if problem:

@@ -66,6 +66,15 @@ def test_a_memory_is_stored_found_read_corrected_and_forgotten(connect):
     found = [h.content for h in ada.search("who keeps the VAT filing calendar").results]
     assert FACT.replace("Ada", "Bea") in found and FACT not in found
 
+    kept = ada.store("Ada's VAT binder is blue.", visibility="private",
+                     metadata={"shelf": "A2"})
+    moved = ada.correct(kept.id, "Ada's VAT binder is green.", metadata={"shelf": "B1"})
+    listed = ada.list_memories(filter={"metadata.shelf": {"exists": True}}, limit=10)
+    assert [(m.id, m.metadata) for m in listed.memories] == [(moved.id, {"shelf": "B1"})]
+    assert listed.next_cursor is None
+    newest_first = [m.id for m in ada.iter_memories(page_size=1)]
+    assert newest_first[:2] == [moved.id, corrected.id]
+
     forgotten = ada.forget(corrected.id)
     assert forgotten.memory_id == corrected.id and forgotten.total_removed > 0
     with pytest.raises(NotFound) as missing:
@@ -139,6 +148,25 @@ def test_a_session_is_appended_replayed_grepped_described_and_completed(connect)
     with pytest.raises(Forbidden):
         outsider.replay(session)
     assert outsider.grep("kickoff deck", all_sessions=True).results == []
+
+
+def test_a_sessions_items_are_read_back_exactly_popped_and_cleared(connect):
+    user, session = unique("sam"), unique("s")
+    sam = connect(user)
+    raw = {"type": "message", "role": "user", "content": [{"type": "input_text",
+                                                           "text": "Deck?\nPlease."}]}
+    sam.append(session, [{"role": "user", "content": f"turn {n}", "raw": {**raw, "n": n}}
+                         for n in range(3)])
+    newest = sam.items(session, limit=2)
+    assert [i.raw["n"] for i in newest.items] == [1, 2] and newest.next_before_seq == 1
+    assert [i.raw for i in sam.iter_items(session, page_size=2)] == [
+        {**raw, "n": n} for n in range(3)]
+    popped = sam.pop_item(session)
+    assert popped.item.content == "turn 2" and popped.removed["agent_context_messages"] == 1
+    cleared = sam.clear_items(session)
+    assert cleared.items_removed == 2 and cleared.session_removed
+    with pytest.raises(NotFound):
+        sam.pop_item(session)
 
 
 def test_the_runtime_manages_participants_and_channel_members(connect):
