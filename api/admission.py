@@ -41,7 +41,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.errors import BUSY_RETRY_AFTER_SECONDS, ApiError, error_response
-from memory_platform.settings import Settings
+from memory_platform.foundation.settings import Settings
 
 NEVER_REFUSED = ("/healthz", "/readyz", "/metrics")
 # Files served from the packages (the scripts and styles of the inspector and /docs): no

@@ -28,13 +28,13 @@ from api.routes.health import ProbeConnection
 from api.threads import DatabaseThreads
 from api.tracing import TracingMiddleware
 from api.vector_worker import VectorWorker
-from memory_platform import tracing
-from memory_platform.db import migrations
-from memory_platform.db.connection import open_api_pool
-from memory_platform.embeddings.base import EmbeddingProvider
-from memory_platform.embeddings.factory import get_provider
-from memory_platform.retrieval.stamping import RetrievalStamper
-from memory_platform.settings import Settings, get_settings
+from memory_platform.features.retrieval.stamping import RetrievalStamper
+from memory_platform.foundation import tracing
+from memory_platform.foundation.db import migrations
+from memory_platform.foundation.db.connection import open_api_pool
+from memory_platform.foundation.settings import Settings, get_settings
+from memory_platform.shared.embeddings.base import EmbeddingProvider
+from memory_platform.shared.embeddings.factory import get_provider
 
 
 class AppState(TypedDict):

@@ -15,8 +15,8 @@ for ``api_key_cache_seconds`` (a revocation takes effect within that time). At m
 ``api_key_lookup_concurrency`` lookups reach the database at once.
 
 :func:`with_caller` turns the key and the conversation context a request claims into the
-request's :class:`~memory_platform.access.AccessContext` with
-:func:`memory_platform.trust.resolve_context`, on the connection the route then reads with,
+request's :class:`~memory_platform.shared.access.AccessContext` with
+:func:`memory_platform.shared.trust.resolve_context`, on the connection the route then reads with,
 so membership is checked in SQL before any data is read.
 """
 
@@ -37,9 +37,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.errors import ApiError
 from api.threads import with_connection
-from memory_platform.apikeys import ApiKey, StoredKey, live_key, public_id, touch, well_formed
-from memory_platform.settings import Settings
-from memory_platform.trust import Caller, ContextClaims, resolve_context
+from memory_platform.features.apikeys import (
+    ApiKey,
+    StoredKey,
+    live_key,
+    public_id,
+    touch,
+    well_formed,
+)
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.trust import Caller, ContextClaims, resolve_context
 
 T = TypeVar("T")
 

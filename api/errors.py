@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from api.threads import Overloaded
-from memory_platform.errors import (
+from memory_platform.foundation.errors import (
     AccessDenied,
     Conflict,
     CredentialDetected,

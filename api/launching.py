@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from api.errors import ApiError
-from memory_platform.dreaming.rollback import RollbackResult
-from memory_platform.errors import MemoryPlatformError
-from memory_platform.settings import Settings
+from memory_platform.features.dreaming.rollback import RollbackResult
+from memory_platform.foundation.errors import MemoryPlatformError
+from memory_platform.foundation.settings import Settings
 
 log = logging.getLogger("api")
 

@@ -4,7 +4,8 @@ session maintenance (``memory_flush``, ``history_compaction`` and ``shared_facts
 The route label is the route's path template (``/api/v1/memory/{memory_id}``), never the
 raw path, so ids do not explode the label set. Session maintenance runs in Dagster, not in
 this process: its numbers are the ``agent_session_maintenance_events`` rows, summed over
-all instances (no instance is named) by :class:`memory_platform.sessions.metrics.EventTotals`
+all instances (no instance is named) by
+:class:`memory_platform.features.sessions.metrics.EventTotals`
 (each scrape reads only the new rows). A database that cannot answer leaves those metrics
 out of that scrape (logged); the rest of the page is served."""
 
@@ -31,7 +32,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.threads import with_connection
-from memory_platform.sessions.metrics import OUTCOMES, EventAggregate, EventTotals
+from memory_platform.features.sessions.metrics import OUTCOMES, EventAggregate, EventTotals
 
 log = logging.getLogger("api.metrics")
 

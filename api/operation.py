@@ -4,7 +4,8 @@ under a path prefix (:class:`Section`), and the API-key scopes they need.
 Each operation is declared once, in its feature's ``api/routes/<feature>.py`` (``ROUTES``):
 method, path, handler, the API-key scope it needs, its input model (a JSON body or the query
 string), its response model and success status. ``api.table`` collects them over
-``memory_platform.features.FEATURES``; the Starlette routes (one ``Mount`` per prefix), the
+``memory_platform.foundation.features.FEATURES``; the Starlette routes (one ``Mount`` per prefix),
+the
 scope check (:class:`api.auth.RequireScope` on each route that declares a scope) and
 ``/openapi.json`` all derive from that table.
 
@@ -29,7 +30,7 @@ from api import paths  # noqa: F401  (registers the path-id convertor)
 from api.auth import RequireScope
 from api.input import MAX_VALUES, read_json, read_query
 from api.responses import model_response
-from memory_platform.settings import Settings
+from memory_platform.foundation.settings import Settings
 
 READ, WRITE, ADMIN, RUNTIME = "memory:read", "memory:write", "admin", "runtime"
 REVIEW = "memory:review"

@@ -1,7 +1,7 @@
 """The HTTP API's one route table, collected from the features' route modules.
 
 Each feature declares its operations once, in ``api/routes/<feature>.py`` (``ROUTES``: its
-:class:`api.operation.Section`\\ s); ``memory_platform.features.FEATURES`` lists the
+:class:`api.operation.Section`\\ s); ``memory_platform.foundation.features.FEATURES`` lists the
 features once. The table merges the features' sections by prefix (prefixes in the order they
 first appear, operations in feature order), and the Starlette routes (one ``Mount`` per
 prefix), the scope check and ``/openapi.json`` all derive from it.
@@ -19,7 +19,7 @@ from starlette.routing import BaseRoute, Route
 
 from api import openapi
 from api.operation import Operation, Section
-from memory_platform.features import modules
+from memory_platform.foundation.features import modules
 
 
 def collect(features: Iterable[ModuleType]) -> tuple[Section, ...]:

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from starlette.requests import Request
 
-from memory_platform.settings import Settings
+from memory_platform.foundation.settings import Settings
 
 T = TypeVar("T")
 
@@ -82,7 +82,8 @@ async def with_connection(request: Request, fn: Callable[..., T], *args: Any, **
     (:class:`Overloaded` when it waited too long for the thread).
 
     The connection is idle when ``fn`` starts (no transaction open), so ``fn`` may be a
-    function that commits its own units (``memory_platform.db.units``); whatever ``fn`` leaves
+    function that commits its own units (``memory_platform.foundation.db.units``); whatever ``fn``
+    leaves
     open is committed when it returns and rolled back when it raises (the pool's connection
     context does both). If the request is cancelled meanwhile, the call still finishes and
     gives its connection back."""

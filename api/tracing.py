@@ -3,7 +3,8 @@
 The span is named ``<METHOD> <route template>`` (``POST /api/v1/context/search``) and
 carries the method, the route template (never the raw path or the query string: ids and
 keys stay out), the response status and whether the request was refused. With tracing off
-(:mod:`memory_platform.tracing`) the span is the no-op tracer's and costs next to nothing.
+(:mod:`memory_platform.foundation.tracing`) the span is the no-op tracer's and costs next to
+nothing.
 An incoming ``traceparent`` header is not honoured: callers of a memory API are not trusted
 to join its traces.
 """
@@ -14,7 +15,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.metrics import route_template
-from memory_platform import tracing
+from memory_platform.foundation import tracing
 
 
 class TracingMiddleware:

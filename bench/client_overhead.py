@@ -25,9 +25,9 @@ import psycopg
 
 from bench.common import fresh_database, machine_info, percentile, write_result
 from bench.load.server import ApiServer
-from memory_platform.apikeys import create_key
 from memory_platform.client import MemoryClient, models
 from memory_platform.client.operations import query_of
+from memory_platform.features.apikeys import create_key
 
 INSTANCE = "default"
 TOPICS = ("on-call rota", "release train", "database failover", "green tea", "deploy window",

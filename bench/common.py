@@ -26,10 +26,10 @@ import psutil
 import psycopg
 from psycopg import sql
 
-from memory_platform.benchmarks.conversations.variants import Variant, parse_variant
-from memory_platform.db import embedded, migrations
-from memory_platform.db.connection import with_database
-from memory_platform.settings import PROJECT_ROOT
+from memory_platform.features.benchmarks.conversations.variants import Variant, parse_variant
+from memory_platform.foundation.db import embedded, migrations
+from memory_platform.foundation.db.connection import with_database
+from memory_platform.foundation.settings import PROJECT_ROOT
 
 RESULTS_DIR = PROJECT_ROOT / "bench" / "results"
 

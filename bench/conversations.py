@@ -4,7 +4,7 @@ is one or more turns, asked as that user: R@1, R@6, R@10 and MRR@10 per question
 
 Per settings variant (library) or as the API answers (``--via api``: the API as a
 subprocess on loopback). The numbers and the seeding are
-``memory_platform.benchmarks.conversations.evaluate``'s, exactly as
+``memory_platform.features.benchmarks.conversations.evaluate``'s, exactly as
 ``memory-platform bench retrieval --suite conversations`` runs them; this program adds a
 database of its own and the machine facts.
 
@@ -45,11 +45,11 @@ from bench.common import (
     variant_argument,
     write_result,
 )
-from memory_platform.benchmarks.conversations import evaluate
 from memory_platform.cli.bench import api_access
-from memory_platform.db import migrations
-from memory_platform.embeddings.factory import get_provider
-from memory_platform.settings import Settings
+from memory_platform.features.benchmarks.conversations import evaluate
+from memory_platform.foundation.db import migrations
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.embeddings.factory import get_provider
 
 PROGRAM = "python -m bench.conversations"
 

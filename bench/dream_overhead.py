@@ -43,11 +43,11 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from bench.common import fresh_database, machine_info, write_result
-from memory_platform.access import AccessContext
-from memory_platform.dreaming.engine import run_dream_partition
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.settings import PROJECT_ROOT, get_settings
+from memory_platform.features.dreaming.engine import run_dream_partition
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.foundation.settings import PROJECT_ROOT, get_settings
+from memory_platform.shared.access import AccessContext
 
 SENTENCES = (
     "We decided to move the payroll run of {c} to DATEV.",

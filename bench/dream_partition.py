@@ -24,12 +24,12 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from bench.common import fresh_database, machine_info, write_result
-from memory_platform.access import AccessContext
-from memory_platform.dreaming.engine import run_dream_partition
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.settings import Settings
+from memory_platform.features.dreaming.engine import run_dream_partition
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
 
 TEMPLATES = (
     "We decided to move the {thing} of {company} to {tool}. The call ran long.",

@@ -46,8 +46,8 @@ from bench.load import INSTANCE
 from bench.load.client import CLIENT_ERRORS, RawClient
 from bench.load.database import open_database, prepare_database, start_postgres
 from bench.load.server import ApiServer, CpuMeter
-from memory_platform import apikeys
-from memory_platform.settings import Settings
+from memory_platform.features import apikeys
+from memory_platform.foundation.settings import Settings
 
 PROGRAM = "python -m bench.hostile_input"
 TARGET_P99_MS = 100.0

@@ -40,19 +40,19 @@ from bench.common import (
     percentile,
     write_result,
 )
-from memory_platform.access import AccessContext
-from memory_platform.embeddings.generations import (
+from memory_platform.features.graph.search import knowledge_search
+from memory_platform.features.retrieval.lexicon import generating_terms, rarity
+from memory_platform.features.retrieval.question import embed_question
+from memory_platform.features.retrieval.terms import or_tsquery, query_terms
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.embeddings.generations import (
     EMBEDDING_TABLES,
     ensure_generation,
     ensure_vector_indexes,
     index_name,
 )
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.graph.search import knowledge_search
-from memory_platform.retrieval.lexicon import generating_terms, rarity
-from memory_platform.retrieval.question import embed_question
-from memory_platform.retrieval.terms import or_tsquery, query_terms
-from memory_platform.settings import Settings
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
 
 INSTANCE = "bench-graph"
 USERS = [f"user-{i:03d}" for i in range(20)]
@@ -188,7 +188,7 @@ def random_context(rng: random.Random) -> AccessContext:
 def bare_lexical(conn: psycopg.Connection, settings: Settings, ctx: AccessContext,
                  query: str) -> int:
     """The former graph arm of context_search: one bounded GIN arm over claim texts."""
-    from memory_platform.access import graph_predicate
+    from memory_platform.shared.access import graph_predicate
 
     terms = query_terms(query)
     generating = generating_terms(rarity(conn, ctx.instance_key, terms), settings)

@@ -72,20 +72,20 @@ from bench.locomo_metrics import (
     ranked,
     summary,
 )
-from memory_platform.access import AccessContext
-from memory_platform.benchmarks.conversations import evaluate
-from memory_platform.benchmarks.conversations.corpus import Conversation, Turn
-from memory_platform.benchmarks.conversations.variants import (
+from memory_platform.features.benchmarks.conversations import evaluate
+from memory_platform.features.benchmarks.conversations.corpus import Conversation, Turn
+from memory_platform.features.benchmarks.conversations.variants import (
     Variant,
     checked_value,
 )
-from memory_platform.db import embedded, migrations
-from memory_platform.db.connection import with_database
-from memory_platform.embeddings.factory import get_provider
-from memory_platform.retrieval import lexicon
-from memory_platform.retrieval.question import QueryVector, embed_question
-from memory_platform.retrieval.search import search_memories
-from memory_platform.settings import Settings
+from memory_platform.features.retrieval import lexicon
+from memory_platform.features.retrieval.question import QueryVector, embed_question
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.foundation.db import embedded, migrations
+from memory_platform.foundation.db.connection import with_database
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.embeddings.factory import get_provider
 
 PROGRAM = "python -m bench.locomo"
 ASK_LIMIT = 10

@@ -32,7 +32,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memory_platform.benchmarks.conversations.corpus import (
+from memory_platform.features.benchmarks.conversations.corpus import (
     Category,
     Conversation,
     Question,

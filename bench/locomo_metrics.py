@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory_platform.benchmarks.conversations.corpus import CATEGORIES, Conversation
-from memory_platform.retrieval.stopwords import ALL as STOPWORDS
-from memory_platform.retrieval.terms import words
+from memory_platform.features.benchmarks.conversations.corpus import CATEGORIES, Conversation
+from memory_platform.features.retrieval.stopwords import ALL as STOPWORDS
+from memory_platform.features.retrieval.terms import words
 
 RECALL_AT = (1, 3, 6, 10)
 MRR_WITHIN = 10

@@ -25,15 +25,15 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from bench.common import fresh_database, machine_info, percentile, synthetic_corpus, write_result
-from memory_platform.access import AccessContext
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.maintenance.reembedding import KINDS, convert
-from memory_platform.memories.bulk import import_memories
-from memory_platform.memories.bulk.reader import context_from_row
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.projection.switch import switch_generation
-from memory_platform.retrieval.search import search_memories
-from memory_platform.settings import Settings
+from memory_platform.features.maintenance.reembedding import KINDS, convert
+from memory_platform.features.memories.bulk import import_memories
+from memory_platform.features.memories.bulk.reader import context_from_row
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
+from memory_platform.shared.projection.switch import switch_generation
 
 INSTANCE = "bench-reembed"
 

@@ -74,9 +74,9 @@ def held_server(pgdata: Path | None) -> Iterator[None]:
     if pgdata is None:
         yield
         return
-    from memory_platform.db import embedded
-    from memory_platform.db.connection import start_embedded
-    from memory_platform.settings import Settings
+    from memory_platform.foundation.db import embedded
+    from memory_platform.foundation.db.connection import start_embedded
+    from memory_platform.foundation.settings import Settings
 
     start_embedded(Settings(_env_file=None, embedded_pgdata=pgdata))  # type: ignore[call-arg]
     try:

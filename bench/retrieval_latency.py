@@ -41,13 +41,13 @@ from bench.common import (
     synthetic_corpus,
     write_result,
 )
-from memory_platform.access import AccessContext
-from memory_platform.db import migrations
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.memories.bulk import import_memories
-from memory_platform.memories.bulk.reader import context_from_row
-from memory_platform.retrieval.search import search_memories
-from memory_platform.settings import Settings
+from memory_platform.features.memories.bulk import import_memories
+from memory_platform.features.memories.bulk.reader import context_from_row
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.foundation.db import migrations
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
 
 DEFAULT_INSTANCE = "bench-latency"
 QUESTIONS = (

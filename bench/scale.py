@@ -73,14 +73,14 @@ from bench.retrieval_latency import COMPANIES, PEOPLE, PRODUCTS, QUESTIONS, rand
 from bench.scale_plot import write_svg
 from bench.scale_raw import raw_copy, table_rows, written_tables
 from bench.scale_report import HEADER, closing, subtitle, table_row
-from memory_platform.db import embedded
-from memory_platform.embeddings.generations import indexed_distance
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.memories.bulk import ImportStats, import_memories
-from memory_platform.memories.bulk.reader import context_from_row
-from memory_platform.retrieval.planner import EF_SEARCH_MAX, planner_settings
-from memory_platform.retrieval.search import search_memories
-from memory_platform.settings import PROJECT_ROOT, Settings
+from memory_platform.features.memories.bulk import ImportStats, import_memories
+from memory_platform.features.memories.bulk.reader import context_from_row
+from memory_platform.features.retrieval.planner import EF_SEARCH_MAX, planner_settings
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.foundation.db import embedded
+from memory_platform.foundation.settings import PROJECT_ROOT, Settings
+from memory_platform.shared.embeddings.generations import indexed_distance
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
 
 PROGRAM = "python -m bench.scale"
 DEFAULT_PLOT = PROJECT_ROOT / "docs" / "images" / "scale.svg"

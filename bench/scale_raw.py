@@ -20,9 +20,9 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from memory_platform.embeddings.generations import index_name
-from memory_platform.memories.bulk.indexes import BULK_INDEX_TABLES, FULLTEXT_INDEXES
-from memory_platform.settings import Settings
+from memory_platform.features.memories.bulk.indexes import BULK_INDEX_TABLES, FULLTEXT_INDEXES
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.embeddings.generations import index_name
 
 RAW_SCHEMA = "bench_raw"
 _BLOCK = 1 << 20

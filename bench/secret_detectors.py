@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.secret_detectors [--json out.json]
 
-``memory_platform.secrets.find_secret`` (the platform's own filter) against Yelp's
+``memory_platform.foundation.secrets.find_secret`` (the platform's own filter) against Yelp's
 ``detect-secrets`` (PyPI), default plugins and without its entropy and keyword plugins
 (which take ordinary words of free text for keys), and the combination "ours or
 detect-secrets without entropy". detect-secrets is no dependency of the platform: install it
@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from memory_platform.secrets import find_secret  # noqa: E402
+from memory_platform.foundation.secrets import find_secret  # noqa: E402
 from tests.secrets_corpus import credentials, prose  # noqa: E402
 
 # Inputs built to make a backtracking pattern work hard: runs of the characters a rule
@@ -122,7 +122,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
-    detectors: dict[str, Detector] = {"memory_platform.secrets": _ours, **_detect_secrets()}
+    detectors: dict[str, Detector] = {"memory_platform.foundation.secrets": _ours,
+                                      **_detect_secrets()}
     quiet = detectors.get("detect-secrets (no entropy, no keyword)")
     if quiet is not None:
         detectors["ours or detect-secrets (no entropy)"] = (

@@ -44,10 +44,10 @@ from psycopg import sql
 
 from bench.common import fresh_database, machine_info, percentile, write_result
 from bench.load.server import ApiServer
-from memory_platform import apikeys
-from memory_platform.access import AccessContext, history_visibility
-from memory_platform.retrieval.statements import parameter_safe
-from memory_platform.sessions.reads import grep, grep_statement, like_pattern
+from memory_platform.features import apikeys
+from memory_platform.features.retrieval.statements import parameter_safe
+from memory_platform.features.sessions.reads import grep, grep_statement, like_pattern
+from memory_platform.shared.access import AccessContext, history_visibility
 
 INSTANCE, FOREIGN = "default", "other-tenant"
 PATTERN = "ass"

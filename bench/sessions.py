@@ -64,8 +64,8 @@ from bench.load.server import ApiServer
 from bench.sessions_common import INSTANCE, KINDS, PROGRAM, Texts, log
 from bench.sessions_lag import lag
 from bench.sessions_throughput import throughput
-from memory_platform import apikeys
-from memory_platform.settings import Settings
+from memory_platform.features import apikeys
+from memory_platform.foundation.settings import Settings
 
 
 # --- main --------------------------------------------------------------------------------------

@@ -22,9 +22,9 @@ from bench.common import (
 )
 from bench.load.server import ApiServer, CpuMeter
 from bench.sessions_common import INSTANCE, Texts, log, rounded, turn_item
-from memory_platform.db.connection import connect
-from memory_platform.sessions.maintenance import run_due_sessions
-from memory_platform.settings import Settings
+from memory_platform.features.sessions.maintenance import run_due_sessions
+from memory_platform.foundation.db.connection import connect
+from memory_platform.foundation.settings import Settings
 
 
 # --- part 2: maintenance lag -------------------------------------------------------------------

@@ -30,7 +30,7 @@ import psycopg
 
 from bench.common import fresh_database, machine_info, percentile, write_result
 from bench.load.server import ApiServer
-from memory_platform.apikeys import create_key
+from memory_platform.features.apikeys import create_key
 
 INSTANCE = "default"
 QUERIES = ("on-call rota", "release train", "database failover", "green tea", "deploy window")

@@ -34,11 +34,11 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from bench.common import fresh_database, machine_info, write_result
-from memory_platform.access import AccessContext
-from memory_platform.benchmarks.conversations.generate import generate
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.settings import Settings
+from memory_platform.features.benchmarks.conversations.generate import generate
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
 
 INSTANCE = "bench-turn-writes"
 KINDS = ("turns", "turns-1v", "plain")

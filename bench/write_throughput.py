@@ -31,10 +31,10 @@ from bench.common import (
     synthetic_corpus,
     write_result,
 )
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.memories.bulk import ImportStats, import_memories
-from memory_platform.memories.bulk.reader import context_from_row
-from memory_platform.settings import Settings
+from memory_platform.features.memories.bulk import ImportStats, import_memories
+from memory_platform.features.memories.bulk.reader import context_from_row
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
 
 INSTANCE = "bench-import"
 

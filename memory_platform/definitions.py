@@ -44,16 +44,17 @@ from typing import Any
 
 from dagster import Definitions, definitions
 
-from memory_platform.features import modules
+from memory_platform.foundation.features import modules
+from memory_platform.foundation.settings import Settings, get_settings
 from memory_platform.resources import default_resources
-from memory_platform.settings import Settings, get_settings
 
 
 def build_definitions(resources: dict[str, Any] | None = None,
                       settings: Settings | None = None) -> Definitions:
     """The code location for ``settings`` (default: the process's): every feature's
     ``assets/<feature>.py`` DEFINITIONS and ``sensors/<feature>.py`` automations, in the
-    order of ``memory_platform.features.FEATURES``; ``resources`` replaces the settings-derived
+    order of ``memory_platform.foundation.features.FEATURES``; ``resources`` replaces the
+    settings-derived
     defaults (tests)."""
     settings = settings or get_settings()
     declared = [module.DEFINITIONS

@@ -28,11 +28,11 @@ from pathlib import Path
 
 import click
 
-from memory_platform.db import embedded, migrations
-from memory_platform.db.connection import connect, start_embedded
 from memory_platform.devlock import DataDirInUse, DataDirLock, claim_data_dir
+from memory_platform.foundation.db import embedded, migrations
+from memory_platform.foundation.db.connection import connect, start_embedded
+from memory_platform.foundation.settings import PROJECT_ROOT, Settings
 from memory_platform.orchestration.home import prepare_dagster_home
-from memory_platform.settings import PROJECT_ROOT, Settings
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _GRACE_SECONDS = 20

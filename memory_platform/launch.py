@@ -3,7 +3,8 @@
 Every run lands in the platform's Dagster instance (DAGSTER_HOME from the settings, run
 storage in PostgreSQL), so it shows in the UI's run list with its materialisations, checks
 and logs. Only partitions the database knows are launched
-(:func:`memory_platform.dreaming.targets.known_partitions`), so a typo never becomes a Dagster
+(:func:`memory_platform.features.dreaming.targets.known_partitions`), so a typo never becomes a
+Dagster
 partition. Two ways to start a run:
 
 * :func:`execute_dreams` runs in this process, in the foreground (the CLI): one audience
@@ -37,15 +38,15 @@ from memory_platform.assets.dreaming import (
     asset_run_config,
     batch_run_config,
 )
-from memory_platform.db.connection import connect
 from memory_platform.definitions import build_definitions
-from memory_platform.dreaming.runs import Trigger
-from memory_platform.dreaming.schedule import batches
-from memory_platform.dreaming.targets import known_partitions, parse_partition_keys
-from memory_platform.errors import Conflict
+from memory_platform.features.dreaming.runs import Trigger
+from memory_platform.features.dreaming.schedule import batches
+from memory_platform.features.dreaming.targets import known_partitions, parse_partition_keys
+from memory_platform.foundation.db.connection import connect
+from memory_platform.foundation.errors import Conflict
+from memory_platform.foundation.settings import Settings, get_settings, redact_url
 from memory_platform.orchestration.home import DREAMING_RUN_TAG, dagster_instance
 from memory_platform.orchestration.partitions import register_partitions
-from memory_platform.settings import Settings, get_settings, redact_url
 
 __all__ = ["LaunchedRun", "RunReport", "execute_dreams", "launch_dream_run", "plan_runs",
            "refuse_unknown_partitions"]

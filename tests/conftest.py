@@ -20,9 +20,9 @@ import pytest
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
-from memory_platform.db import embedded, migrations
-from memory_platform.db.connection import with_database
-from memory_platform.settings import PROJECT_ROOT, Settings
+from memory_platform.foundation.db import embedded, migrations
+from memory_platform.foundation.db.connection import with_database
+from memory_platform.foundation.settings import PROJECT_ROOT, Settings
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
 

@@ -8,7 +8,8 @@ import uuid
 import pytest
 from psycopg import sql
 
-from memory_platform.access import (
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.shared.access import (
     AccessContext,
     AccessError,
     Audience,
@@ -16,7 +17,6 @@ from memory_platform.access import (
     audience_predicate,
     visibility_predicate,
 )
-from memory_platform.memories.store import MemoryWrite, store_memory
 from tests.support.settings import hash_embedding_settings
 
 A, B = "acme", "globex"

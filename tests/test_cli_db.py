@@ -12,9 +12,7 @@ from click.testing import CliRunner
 from api.schemas import StatusResponse
 from memory_platform.cli import main
 from memory_platform.cli.db import psql_target
-from memory_platform.embeddings.generations import register_generation
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.memories.bulk.indexes import (
+from memory_platform.features.memories.bulk.indexes import (
     BULK_INDEX_TABLES,
     FULLTEXT_INDEXES,
     drop_fulltext_indexes,
@@ -22,8 +20,10 @@ from memory_platform.memories.bulk.indexes import (
     index_state,
     install_placeholders,
 )
-from memory_platform.operator_status import memory_status
-from memory_platform.settings import get_settings
+from memory_platform.features.operator_status import memory_status
+from memory_platform.foundation.settings import get_settings
+from memory_platform.shared.embeddings.generations import register_generation
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
 
 
 @pytest.fixture

@@ -15,10 +15,10 @@ from click.testing import CliRunner
 from memory_platform.cli import main
 from memory_platform.cli.common import PlatformCommand, PlatformGroup, error_message
 from memory_platform.cli.keys import keys
-from memory_platform.db.migrations import PendingMigrations
-from memory_platform.embeddings.base import EmbeddingError
-from memory_platform.errors import DreamLocked, InvalidInput, NotFound
-from memory_platform.settings import get_settings
+from memory_platform.foundation.db.migrations import PendingMigrations
+from memory_platform.foundation.errors import DreamLocked, InvalidInput, NotFound
+from memory_platform.foundation.settings import get_settings
+from memory_platform.shared.embeddings.base import EmbeddingError
 
 
 def _commands(command: click.Command, path: str = "memory-platform"):

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import psutil
 
-from memory_platform.db import embedded
 from memory_platform.devserver import port_conflicts
-from memory_platform.settings import Settings
+from memory_platform.foundation.db import embedded
+from memory_platform.foundation.settings import Settings
 
 
 def _free_port() -> int:

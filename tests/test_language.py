@@ -1,4 +1,5 @@
-"""memory_platform.language: the text rules every extractor and retrieval share, each stated
+"""memory_platform.foundation.language: the text rules every extractor and retrieval share, each
+stated
 once. One language guess (the extractive model and the offline graph extractor used two that
 had drifted apart), one list of the words that are never a name (three copies had drifted:
 the extractive model, the offline graph and the summaries' anchors each skipped different
@@ -10,12 +11,12 @@ from __future__ import annotations
 
 import pytest
 
-from memory_platform import language
-from memory_platform.dreaming import extractive
-from memory_platform.embeddings import hashing
-from memory_platform.graph import offline
-from memory_platform.retrieval import stopwords, terms
-from memory_platform.sessions import facts_offline, summarise
+from memory_platform.features.dreaming import extractive
+from memory_platform.features.graph import offline
+from memory_platform.features.retrieval import stopwords, terms
+from memory_platform.features.sessions import facts_offline, summarise
+from memory_platform.foundation import language
+from memory_platform.shared.embeddings import hashing
 
 
 def test_one_language_guess_serves_every_extractor():

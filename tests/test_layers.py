@@ -10,7 +10,8 @@ leaves on top of it.
    each other (only the entry points start them), and one feature's module in an adapter
    folder (``api/routes/<feature>.py``, ``api/inspector/<feature>.py``,
    ``assets/<feature>.py``, ...) does not import another feature's module; the collectors
-   (``api.table``, ``memory_platform.features``, ``definitions``, the CLI's group, ...) may.
+   (``api.table``, ``memory_platform.foundation.features``, ``definitions``, the CLI's group,
+   ...) may.
    ``dagster``, ``starlette`` and ``click`` are imported only by the adapters that own them.
 3. **Every import counts**: imports inside functions and under ``TYPE_CHECKING``, relative
    imports (resolved against their package), ``from package import module``, and the
@@ -143,12 +144,19 @@ def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(), str(path))
 
 
+# The layer packages of memory_platform: their units are the names one level down.
+LAYERS = ("foundation", "shared", "features")
+
+
 def _unit(module: str) -> str | None:
-    """The unit of a module: ``api``, or the first name under ``memory_platform``."""
+    """The unit of a module: ``api``, the first name under ``memory_platform``, or under one
+    of its layer packages (``memory_platform.features.retrieval`` is ``retrieval``)."""
     parts = module.split(".")
     if parts[0] == "api":
         return "api"
-    if parts[0] == "memory_platform" and len(parts) > 1:
+    if parts[0] == "memory_platform" and len(parts) > 2 and parts[1] in LAYERS:
+        return parts[2]
+    if parts[0] == "memory_platform" and len(parts) > 1 and parts[1] not in LAYERS:
         return parts[1]
     return None
 
@@ -305,7 +313,7 @@ def test_names_of_callables_are_checked_like_imports():
     """A ``module:name`` string names a module that exists and defines ``name``; the string
     counts as an import of the module that holds it, and a setting's default as one of each
     unit that reads the setting."""
-    from memory_platform.settings import Settings
+    from memory_platform.foundation.settings import Settings
 
     named = [(module, value, f"{path.relative_to(ROOT)}:{line}")
              for module, path in _modules().items() if _unit(module) != "settings"
@@ -365,6 +373,7 @@ def test_the_checker_sees_what_it_must(tmp_path):
     package = tmp_path / "memory_platform" / "graph"
     package.mkdir(parents=True)
     (package / "probe.py").write_text("from ..context import x\nfrom . import store\n")
-    found = [m for m, _ in _imports("memory_platform.graph.probe", package / "probe.py")]
-    assert {"memory_platform.context", "memory_platform.graph.store"} <= set(found)
+    found = [m for m, _ in _imports("memory_platform.features.graph.probe", package / "probe.py")]
+    assert {"memory_platform.features.context",
+            "memory_platform.features.graph.store"} <= set(found)
     assert CALLABLE_NAME.fullmatch("memory_platform.launch:launch_for_api")

@@ -12,8 +12,8 @@ import uuid
 import psycopg
 import pytest
 
-from memory_platform.errors import AccessDenied, Conflict, InvalidInput
-from memory_platform.membership import (
+from memory_platform.foundation.errors import AccessDenied, Conflict, InvalidInput
+from memory_platform.shared.membership import (
     add_channel_member,
     add_session_participant,
     channel_members,

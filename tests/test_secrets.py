@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from memory_platform.demo import SESSIONS
-from memory_platform.errors import CredentialDetected
-from memory_platform.secrets import (
+from memory_platform.features.demo import SESSIONS
+from memory_platform.foundation.errors import CredentialDetected
+from memory_platform.foundation.secrets import (
     assignment_text,
     find_secret,
     refuse_secret,
@@ -179,12 +179,12 @@ def _literals(path: Path) -> list[str]:
 
 def _fixture_prose() -> list[tuple[str, str]]:
     """(source, text): the benchmark corpus, the demo, and ordinary prose."""
-    corpus = json.loads((ROOT / "memory_platform/benchmarks/retrieval_fixtures.json")
+    corpus = json.loads((ROOT / "memory_platform/features/benchmarks/retrieval_fixtures.json")
                         .read_text())
     texts = [("retrieval_fixtures.json", m["content"]) for m in corpus["memories"]]
     texts += [("retrieval_fixtures.json", m["query"]["text"]) for m in corpus["memories"]]
     texts += [("demo.py", row.content) for session in SESSIONS for row in session.rows]
-    texts += [("demo.py", text) for text in _literals(ROOT / "memory_platform/demo.py")]
+    texts += [("demo.py", text) for text in _literals(ROOT / "memory_platform/features/demo.py")]
     texts += [("bench/common.py", text) for text in _literals(ROOT / "bench/common.py")
               if "Passwort: Sommer" not in text]
     texts += [("ordinary", text) for text in ORDINARY_PROSE]

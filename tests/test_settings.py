@@ -1,4 +1,5 @@
-"""Defaults live once in memory_platform/settings/ and match DESIGN.md; secrets never print."""
+"""Defaults live once in memory_platform/foundation/settings/ and match DESIGN.md; secrets never
+print."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from memory_platform.cli import main
-from memory_platform.settings import Settings, redact_url
+from memory_platform.foundation.settings import Settings, redact_url
 
 
 def _defaults() -> Settings:
@@ -71,7 +72,7 @@ def test_redaction_masks_url_passwords_only():
 
 def _config_show_json(monkeypatch, **environment: str):
     """`config show --json` under ``environment`` (MEMORY_ variables), settings re-read."""
-    from memory_platform.settings import get_settings
+    from memory_platform.foundation.settings import get_settings
 
     for name, value in environment.items():
         monkeypatch.setenv(name, value)

@@ -1,5 +1,6 @@
 """The settings grouped by feature (issue 30): every ``MEMORY_*`` name still names the same
-field with the same default, and each module of ``memory_platform/settings/`` holds only its
+field with the same default, and each module of ``memory_platform/foundation/settings/`` holds only
+its
 own feature's fields."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import annotated_types
 import pydantic
 import pytest
 
-from memory_platform.settings import FEATURES, PROJECT_ROOT, Settings
+from memory_platform.foundation.settings import FEATURES, PROJECT_ROOT, Settings
 
 # Every setting, by name (the variable is MEMORY_ + the name in capitals): none lost, none new
 # without a line here.

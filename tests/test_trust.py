@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.errors import AccessDenied, InvalidInput
-from memory_platform.membership import add_channel_member, join_session, session_participants
-from memory_platform.trust import (
+from memory_platform.foundation.errors import AccessDenied, InvalidInput
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.membership import add_channel_member, join_session, session_participants
+from memory_platform.shared.trust import (
     Caller,
     ContextClaims,
     acting_user,

@@ -1,4 +1,4 @@
-"""Users of an instance and their share-with-team preference (memory_platform/users.py,
+"""Users of an instance and their share-with-team preference (memory_platform/shared/users.py,
 memories/sharing.py, the CLI `users list/share`, the admin handlers in api/routes/users.py).
 
 Real PostgreSQL: one migrated database per module (``db``), tests apart by instance key.
@@ -18,15 +18,15 @@ from psycopg.rows import dict_row
 
 from api.errors import ApiError
 from api.routes.users import require_person, user_out
-from memory_platform.access import AccessContext
-from memory_platform.apikeys import create_key
 from memory_platform.cli.users import users as users_cli
-from memory_platform.errors import InvalidInput
+from memory_platform.features.apikeys import create_key
+from memory_platform.features.memories.sharing import share_preference
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.foundation.errors import InvalidInput
+from memory_platform.foundation.settings import get_settings
 from memory_platform.mcp import build_server
-from memory_platform.memories.sharing import share_preference
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.settings import get_settings
-from memory_platform.users import get_user, list_users, register_user, set_sharing
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.users import get_user, list_users, register_user, set_sharing
 from tests.support.settings import hash_embedding_settings
 
 ROOT = Path(__file__).resolve().parents[1]

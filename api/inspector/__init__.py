@@ -19,14 +19,14 @@ from starlette.staticfiles import StaticFiles
 from api import paths  # noqa: F401  (registers the path-id convertor)
 from api.inspector import pages
 from api.page_headers import SecurityHeaders
-from memory_platform.features import modules
+from memory_platform.foundation.features import modules
 
 STATIC = Path(__file__).parent / "static"
 
 
 def routes() -> list[Route | Mount]:
     """The pages, and under ``/api`` the JSON endpoints of every feature the inspector shows
-    (``api/inspector/<feature>.py``, in ``memory_platform.features`` order)."""
+    (``api/inspector/<feature>.py``, in ``memory_platform.foundation.features`` order)."""
     api = [route for feature in modules("api.inspector") for route in feature.ROUTES]
     inner = [
         Route("/", pages.index, methods=["GET"], name="index"),

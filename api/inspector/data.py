@@ -1,12 +1,13 @@
 """What the inspector's JSON endpoints (under ``/inspector/api``) share; the endpoints live in
 one module per feature (``api/inspector/<feature>.py``, each declaring its ``ROUTES``,
-collected over ``memory_platform.features.FEATURES``).
+collected over ``memory_platform.foundation.features.FEATURES``).
 
 Each one resolves the signed-in key to the caller's access context exactly as the REST API
-does (``api.auth.with_caller``: ``memory_platform.trust.resolve_context`` on the request's
-connection) and calls the same domain functions: ``memory_platform.graph.views`` for the
-graph, ``memory_platform.review`` for the queues and decisions, ``memory_platform.dreaming``
-and ``api.launching`` for Dreams, ``memory_platform.llm.selection`` for the model. Every POST
+does (``api.auth.with_caller``: ``memory_platform.shared.trust.resolve_context`` on the request's
+connection) and calls the same domain functions: ``memory_platform.features.graph.views`` for the
+graph, ``memory_platform.features.review`` for the queues and decisions,
+``memory_platform.features.dreaming``
+and ``api.launching`` for Dreams, ``memory_platform.shared.llm.selection`` for the model. Every POST
 checks the session's CSRF token first (403 otherwise, nothing changed). Errors are the API's
 one JSON error shape.
 """

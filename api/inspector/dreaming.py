@@ -21,11 +21,11 @@ from api.paths import path_id
 from api.routes.dreaming import NO_DREAM, detail_for, roll_back
 from api.schemas.dreaming import DreamDetailResponse, DreamLaunch
 from api.threads import with_connection
-from memory_platform.dreaming.runs import list_dreams
-from memory_platform.dreaming.summary import dream_row_view
-from memory_platform.dreaming.targets import target_partitions
-from memory_platform.graph import views
-from memory_platform.llm.selection import read_dreaming_model, set_dreaming_model
+from memory_platform.features.dreaming.runs import list_dreams
+from memory_platform.features.dreaming.summary import dream_row_view
+from memory_platform.features.dreaming.targets import target_partitions
+from memory_platform.features.graph import views
+from memory_platform.shared.llm.selection import read_dreaming_model, set_dreaming_model
 
 
 class ModelIn(BaseModel):

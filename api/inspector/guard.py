@@ -12,7 +12,7 @@ from starlette.responses import RedirectResponse
 
 from api.errors import ApiError
 from api.inspector import session
-from memory_platform.apikeys import ApiKey
+from memory_platform.features.apikeys import ApiKey
 
 READ, REVIEW, ADMIN = "memory:read", "memory:review", "admin"
 PAGE_SCOPES = {"graph": READ, "review": REVIEW, "dreams": ADMIN}

@@ -1,4 +1,5 @@
-"""The inspector's graph (``/inspector/api/graph``, ``/node``): ``memory_platform.graph.views``
+"""The inspector's graph (``/inspector/api/graph``, ``/node``):
+``memory_platform.features.graph.views``
 under the caller's visibility; the whole graph (``view=all``) for admin keys only.
 """
 
@@ -16,7 +17,7 @@ from api.auth import with_caller
 from api.input import read_query
 from api.inspector import guard
 from api.inspector.data import StrictQuery, answer
-from memory_platform.graph import views
+from memory_platform.features.graph import views
 
 
 class GraphParams(StrictQuery):

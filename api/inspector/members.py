@@ -10,7 +10,7 @@ from starlette.routing import Route
 from api.inspector import guard
 from api.inspector.data import answer
 from api.threads import with_connection
-from memory_platform.membership import channel_members
+from memory_platform.shared.membership import channel_members
 
 
 async def channels(request: Request) -> JSONResponse:

@@ -10,7 +10,7 @@ from starlette.routing import Route
 from api.auth import with_caller
 from api.inspector import guard
 from api.inspector.data import answer
-from memory_platform.retrieval.memories import get_memory
+from memory_platform.features.retrieval.memories import get_memory
 
 
 async def memory(request: Request) -> JSONResponse:

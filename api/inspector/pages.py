@@ -22,8 +22,8 @@ from api.admission import receive_body
 from api.errors import ApiError
 from api.inspector import guard, session
 from api.threads import with_connection
-from memory_platform.apikeys import ApiKey, well_formed
-from memory_platform.users import get_user, set_sharing
+from memory_platform.features.apikeys import ApiKey, well_formed
+from memory_platform.shared.users import get_user, set_sharing
 
 
 @jinja2.pass_context

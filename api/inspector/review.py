@@ -1,5 +1,5 @@
 """The inspector's review queues and a person's decisions (``/inspector/api/review``): the
-same ``memory_platform.review`` functions as ``api.routes.review``, CSRF-checked.
+same ``memory_platform.features.review`` functions as ``api.routes.review``, CSRF-checked.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from api.schemas.review import (
     ConflictResolutionIn,
     WikiDecisionIn,
 )
-from memory_platform.review import decisions, queues
+from memory_platform.features.review import decisions, queues
 
 
 class QueueParams(StrictQuery):

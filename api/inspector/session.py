@@ -2,7 +2,8 @@
 
 Sign-in takes an API key in a form field and verifies it exactly as bearer authentication
 does (``request.state.api_keys``: shape, caches, constant-time check). It then starts a
-server-side session (``memory_platform.inspector_sessions``, migration 0029): the cookie holds
+server-side session (``memory_platform.features.inspector_sessions``, migration 0029): the cookie
+holds
 a random session secret, never the key, so
 
 * a leaked cookie opens no REST route (the secret is not an API key, and the REST API reads
@@ -35,8 +36,8 @@ from starlette.responses import Response
 
 from api.errors import ApiError
 from api.threads import with_connection
-from memory_platform import inspector_sessions
-from memory_platform.apikeys import ApiKey
+from memory_platform.features import inspector_sessions
+from memory_platform.features.apikeys import ApiKey
 
 COOKIE = "mp_inspector"
 CSRF_FIELD = "csrf_token"

@@ -1,5 +1,5 @@
 """/api/v1/assertions: the assertion ledger read as it was at a past moment (asOf). A thin
-handler over ``memory_platform.consolidation.history``; the caller's context is resolved on
+handler over ``memory_platform.features.consolidation.history``; the caller's context is resolved on
 the request's connection (``with_caller``), so the read sees exactly what the visibility rule
 opens to that caller today."""
 
@@ -10,7 +10,7 @@ from starlette.requests import Request
 from api.auth import with_caller
 from api.operation import API, READ, Operation, Section
 from api.schemas.assertions import AssertionAsOfOut, AssertionAsOfParams, AssertionAsOfResponse
-from memory_platform.consolidation.history import assertions_as_of
+from memory_platform.features.consolidation.history import assertions_as_of
 
 
 async def as_of(request: Request, params: AssertionAsOfParams) -> AssertionAsOfResponse:

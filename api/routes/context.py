@@ -9,8 +9,8 @@ from api.auth import with_caller
 from api.operation import API, READ, Operation, Section
 from api.schemas.common import ExactRead
 from api.schemas.context import ContextItemOut, ContextSearch, ContextSearchResponse
-from memory_platform.context import ContextItem, context_get, context_search
-from memory_platform.retrieval.question import embed_question
+from memory_platform.features.context import ContextItem, context_get, context_search
+from memory_platform.features.retrieval.question import embed_question
 
 
 def item_out(item: ContextItem, with_score: bool = True) -> ContextItemOut:

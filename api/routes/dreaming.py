@@ -4,7 +4,8 @@
 * ``POST``: launch Dreaming for one partition of the instance, or for all its eligible
   partitions, through the app's Dream launcher (``api.launching``); 202 with the run id and
   how it runs, 200 with ``runId: null`` when no partition is eligible;
-* ``GET {dream_id}``: one Dream in full (:func:`memory_platform.dreaming.inspect.dream_detail`:
+* ``GET {dream_id}``: one Dream in full
+(:func:`memory_platform.features.dreaming.inspect.dream_detail`:
   proposals, accepted and rejected items with reason codes, policy preview, dry-run
   proposals, the effective model and its source, rollback state); 404 like rollback. A
   Dream of another user's private partition answers its numbers, states and reason codes
@@ -38,11 +39,11 @@ from api.schemas.dreaming import (
     DreamRollbackResponse,
 )
 from api.threads import with_connection
-from memory_platform.dreaming.inspect import dream_detail
-from memory_platform.dreaming.rollback import rollback_dream
-from memory_platform.dreaming.runs import list_dreams
-from memory_platform.dreaming.summary import dream_row_view
-from memory_platform.dreaming.targets import target_partitions
+from memory_platform.features.dreaming.inspect import dream_detail
+from memory_platform.features.dreaming.rollback import rollback_dream
+from memory_platform.features.dreaming.runs import list_dreams
+from memory_platform.features.dreaming.summary import dream_row_view
+from memory_platform.features.dreaming.targets import target_partitions
 
 NO_DREAM = "no dream with that id in this instance"
 

@@ -1,5 +1,5 @@
 """/api/v1/events (scope ``memory:read``): the event feed of what the caller may see (its
-webhooks are ``api.routes.webhooks``). A thin handler over ``memory_platform.events``."""
+webhooks are ``api.routes.webhooks``). A thin handler over ``memory_platform.features.events``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from starlette.requests import Request
 from api.auth import with_caller
 from api.operation import API, READ, Operation, Section
 from api.schemas.events import EventListParams, EventListResponse
-from memory_platform.events import store
+from memory_platform.features.events import store
 
 
 async def list_route(request: Request, params: EventListParams) -> EventListResponse:

@@ -18,7 +18,7 @@ from api.schemas.feedback import (
     InjectedFeedback,
     InjectedResponse,
 )
-from memory_platform.retrieval.feedback.events import (
+from memory_platform.features.retrieval.feedback.events import (
     record_explicit,
     record_response,
     record_visible_injection,

@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse
 
 from api.metrics import metrics_page
 from api.operation import ROOT, Operation, Section
-from memory_platform.db import migrations
+from memory_platform.foundation.db import migrations
 
 log = logging.getLogger("api.health")
 

@@ -21,13 +21,13 @@ from api.schemas.internal import (
     WorkspaceSyncResponse,
 )
 from api.threads import with_connection
-from memory_platform.errors import InvalidInput
-from memory_platform.graph.embed import reembed_graph
-from memory_platform.maintenance.erasure import erase_user
-from memory_platform.maintenance.retention import retention_sweep
-from memory_platform.maintenance.workspace import sync_workspace_cached
-from memory_platform.operator_status import memory_status
-from memory_platform.projection.reembed import reembed_backfill
+from memory_platform.features.graph.embed import reembed_graph
+from memory_platform.features.maintenance.erasure import erase_user
+from memory_platform.features.maintenance.retention import retention_sweep
+from memory_platform.features.maintenance.workspace import sync_workspace_cached
+from memory_platform.features.operator_status import memory_status
+from memory_platform.foundation.errors import InvalidInput
+from memory_platform.shared.projection.reembed import reembed_backfill
 
 
 async def status(request: Request) -> StatusResponse:

@@ -1,5 +1,5 @@
 """/api/v1/knowledge: the knowledge graph, read-only (hybrid search, one entity, its
-neighbours, one claim's provenance). Thin handlers over ``memory_platform.graph``; the
+neighbours, one claim's provenance). Thin handlers over ``memory_platform.features.graph``; the
 caller's context is resolved on the request's connection (``with_caller``), so every read
 sees exactly what the visibility rule opens to that caller."""
 
@@ -22,10 +22,10 @@ from api.schemas.knowledge import (
     KnowledgeSearchResponse,
     NeighborParams,
 )
-from memory_platform.graph.block import render_knowledge_block
-from memory_platform.graph.reads import explain_claim, get_entity, neighbors
-from memory_platform.graph.search import KnowledgeResult, knowledge_search
-from memory_platform.retrieval.question import embed_question
+from memory_platform.features.graph.block import render_knowledge_block
+from memory_platform.features.graph.reads import explain_claim, get_entity, neighbors
+from memory_platform.features.graph.search import KnowledgeResult, knowledge_search
+from memory_platform.features.retrieval.question import embed_question
 
 
 def search_response(result: KnowledgeResult) -> KnowledgeSearchResponse:

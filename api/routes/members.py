@@ -28,8 +28,8 @@ from api.schemas.members import (
     SessionParticipantsResponse,
 )
 from api.threads import with_connection
-from memory_platform.apikeys import ApiKey
-from memory_platform.membership import (
+from memory_platform.features.apikeys import ApiKey
+from memory_platform.shared.membership import (
     add_channel_member,
     add_session_participant,
     channel_members,

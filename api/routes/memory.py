@@ -21,11 +21,11 @@ from api.schemas.memory import (
     StoreResponse,
 )
 from api.threads import with_connection
-from memory_platform.maintenance.corrections import correct_memory
-from memory_platform.maintenance.erasure import forget_memory
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval.memories import get_memory, list_memories, parse_uuid
-from memory_platform.trust import write_trust_class, written_by_agent
+from memory_platform.features.maintenance.corrections import correct_memory
+from memory_platform.features.maintenance.erasure import forget_memory
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.retrieval.memories import get_memory, list_memories, parse_uuid
+from memory_platform.shared.trust import write_trust_class, written_by_agent
 
 
 async def get_one(request: Request, params: ExactRead) -> MemoryOut:

@@ -21,9 +21,9 @@ from api.schemas.profiles import (
     ProfileResponse,
 )
 from api.threads import with_connection
-from memory_platform.access import AccessContext
-from memory_platform.errors import InvalidInput
-from memory_platform.maintenance.profiles import Profile, get_profile
+from memory_platform.features.maintenance.profiles import Profile, get_profile
+from memory_platform.foundation.errors import InvalidInput
+from memory_platform.shared.access import AccessContext
 
 
 def profile_response(profile: Profile) -> ProfileResponse:

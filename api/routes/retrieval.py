@@ -9,8 +9,8 @@ from api.auth import with_caller
 from api.operation import API, READ, Operation, Section
 from api.schemas.common import memory_out
 from api.schemas.retrieval import SearchParams, SearchResponse
-from memory_platform.retrieval.question import embed_question
-from memory_platform.retrieval.search import search_memories
+from memory_platform.features.retrieval.question import embed_question
+from memory_platform.features.retrieval.search import search_memories
 
 
 async def search(request: Request, params: SearchParams) -> SearchResponse:

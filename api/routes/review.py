@@ -1,9 +1,9 @@
 """/api/v1/review: the review queues and a person's decisions (scope ``memory:review``).
-Thin handlers over ``memory_platform.review``; the caller's context is resolved on the
+Thin handlers over ``memory_platform.features.review``; the caller's context is resolved on the
 request's connection (``with_caller``), so a reviewer lists and decides only what the
 visibility rule opens to them (404 otherwise). Every decision passes the key's kind: only a
 person decides (403 ``person_required`` for an agent or runtime key), and the four-eyes rule
-applies (403 ``own_evidence``; ``memory_platform.review.decisions``). Request and response
+applies (403 ``own_evidence``; ``memory_platform.features.review.decisions``). Request and response
 shapes: ``api.schemas``."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from api.schemas.review import (
     ReviewQueueResponse,
     WikiDecisionIn,
 )
-from memory_platform.review import decisions, queues
+from memory_platform.features.review import decisions, queues
 
 NOT_IN_QUEUES = "no such item in your review queues"
 

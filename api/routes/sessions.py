@@ -1,6 +1,6 @@
 """/api/v1/sessions: append turn items, complete runs, and read the context graph back
 (``memory_grep``, ``memory_describe``, ``memory_expand``). Thin handlers over
-``memory_platform.sessions``; the caller's context is resolved on the request's connection
+``memory_platform.features.sessions``; the caller's context is resolved on the request's connection
 (``with_caller``), so session participation and channel membership are checked before
 anything is read or written, in the same transaction as the work."""
 
@@ -43,8 +43,8 @@ from api.schemas.sessions import (
     SummaryRefOut,
     append_value_limit,
 )
-from memory_platform.sessions.items import TurnItem, append_items, complete_run
-from memory_platform.sessions.reads import (
+from memory_platform.features.sessions.items import TurnItem, append_items, complete_run
+from memory_platform.features.sessions.reads import (
     MessageNode,
     SummaryNode,
     SummaryRef,
@@ -52,14 +52,14 @@ from memory_platform.sessions.reads import (
     expand,
     grep,
 )
-from memory_platform.sessions.replay import replay
-from memory_platform.sessions.transcript import (
+from memory_platform.features.sessions.replay import replay
+from memory_platform.features.sessions.transcript import (
     TranscriptItem,
     clear_items,
     pop_item,
     read_items,
 )
-from memory_platform.trust import written_by_agent
+from memory_platform.shared.trust import written_by_agent
 
 KEY_MAX_CHARS = 200
 

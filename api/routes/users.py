@@ -1,5 +1,5 @@
 """Admin routes over the people of an instance: list the registered users with their
-share-with-team choice, and set a user's choice (memory_platform/users.py).
+share-with-team choice, and set a user's choice (memory_platform/shared/users.py).
 
 The choice is a person's, never an agent's: besides the ``admin`` scope the route table
 checks, :func:`require_person` refuses a runtime key (the agent runtime) and an agent key
@@ -16,8 +16,8 @@ from api.errors import ApiError
 from api.operation import ADMIN, API, Operation, Section
 from api.schemas.users import SharingIn, UserListParams, UserOut, UsersResponse
 from api.threads import with_connection
-from memory_platform.apikeys import ApiKey
-from memory_platform.users import User, list_users, set_sharing
+from memory_platform.features.apikeys import ApiKey
+from memory_platform.shared.users import User, list_users, set_sharing
 
 ADMIN_SCOPE = "admin"
 

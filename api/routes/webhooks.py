@@ -1,5 +1,5 @@
 """/internal/memory/webhooks (admin): register, list, deactivate webhooks and read their
-delivery status. Thin handlers over ``memory_platform.events.webhooks``."""
+delivery status. Thin handlers over ``memory_platform.features.events.webhooks``."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from api.schemas.webhooks import (
     WebhookOut,
 )
 from api.threads import with_connection
-from memory_platform.events import webhooks
+from memory_platform.features.events import webhooks
 
 
 def _webhook_id(request: Request) -> uuid.UUID:

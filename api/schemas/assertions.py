@@ -9,8 +9,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from api.schemas.common import UNTRUSTED, CallerContext, parse_event_time
-from memory_platform.access import AudienceKind
-from memory_platform.consolidation.history import MAX_LIMIT
+from memory_platform.features.consolidation.history import MAX_LIMIT
+from memory_platform.shared.access import AudienceKind
 
 
 class AssertionAsOfParams(CallerContext):

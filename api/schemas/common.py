@@ -14,13 +14,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_platform.access import SUBJECT_REF_KEYS, AudienceKind
-from memory_platform.errors import InvalidInput
-from memory_platform.memories.validation import parse_occurred_at
-from memory_platform.memories.write_rules import caller_metadata
-from memory_platform.retrieval.criteria import Criteria, parse_criteria
-from memory_platform.retrieval.memories import MemoryRecord
-from memory_platform.retrieval.ranking import MemoryHit
+from memory_platform.features.memories.validation import parse_occurred_at
+from memory_platform.features.memories.write_rules import caller_metadata
+from memory_platform.features.retrieval.criteria import Criteria, parse_criteria
+from memory_platform.features.retrieval.memories import MemoryRecord
+from memory_platform.features.retrieval.ranking import MemoryHit
+from memory_platform.foundation.errors import InvalidInput
+from memory_platform.shared.access import SUBJECT_REF_KEYS, AudienceKind
 
 UNTRUSTED = "untrusted-data"
 

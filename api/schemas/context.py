@@ -16,7 +16,7 @@ from api.schemas.common import (
     search_criteria,
     subject_refs_of,
 )
-from memory_platform.retrieval.criteria import Criteria
+from memory_platform.features.retrieval.criteria import Criteria
 
 
 class ContextSearch(Strict, TimeRanges):

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from api.schemas.common import DreamOut, Strict
-from memory_platform.dreaming.model import normalise_model_name
+from memory_platform.features.dreaming.model import normalise_model_name
 
 
 class DreamListParams(BaseModel):

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas.common import CallerContext
-from memory_platform.events.store import DEFAULT_LIMIT, MAX_LIMIT
+from memory_platform.features.events.store import DEFAULT_LIMIT, MAX_LIMIT
 
 
 class EventListParams(CallerContext):

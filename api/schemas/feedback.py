@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from api.schemas.common import CallerContext, Strict
-from memory_platform.retrieval.feedback.events import ExplicitKind
+from memory_platform.features.retrieval.feedback.events import ExplicitKind
 
 
 class InjectedFeedback(Strict):

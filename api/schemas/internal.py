@@ -9,8 +9,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas.common import DreamOut, Strict
-from memory_platform.access import AudienceKind
-from memory_platform.maintenance.profiles import USER_ID_MAX_CHARS
+from memory_platform.features.maintenance.profiles import USER_ID_MAX_CHARS
+from memory_platform.shared.access import AudienceKind
 
 
 class ReembedRequest(Strict):
@@ -19,7 +19,7 @@ class ReembedRequest(Strict):
 
 
 class ReembedResponse(BaseModel):
-    """One bounded re-embedding batch (``memory_platform.projection.reembed``)."""
+    """One bounded re-embedding batch (``memory_platform.shared.projection.reembed``)."""
 
     model_config = ConfigDict(extra="forbid")
     instance_key: str

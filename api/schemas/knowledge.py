@@ -8,8 +8,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas.common import UNTRUSTED, CallerContext, Strict
-from memory_platform.access import AudienceKind
-from memory_platform.graph.reads import NEIGHBORS_DEFAULT, NEIGHBORS_MAX
+from memory_platform.features.graph.reads import NEIGHBORS_DEFAULT, NEIGHBORS_MAX
+from memory_platform.shared.access import AudienceKind
 
 
 class KnowledgeSearch(Strict):

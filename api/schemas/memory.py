@@ -17,12 +17,15 @@ from api.schemas.common import (
     parse_event_time,
     search_criteria,
 )
-from memory_platform.access import AudienceKind
-from memory_platform.errors import InvalidInput
-from memory_platform.memories.validation import parse_occurred_at
-from memory_platform.memories.write_rules import PLATFORM_METADATA_KEYS, SLOT_PART_MAX_CHARS
-from memory_platform.retrieval.criteria import Criteria
-from memory_platform.retrieval.memories import LIST_DEFAULT, LIST_IDS_MAX, LIST_MAX
+from memory_platform.features.memories.validation import parse_occurred_at
+from memory_platform.features.memories.write_rules import (
+    PLATFORM_METADATA_KEYS,
+    SLOT_PART_MAX_CHARS,
+)
+from memory_platform.features.retrieval.criteria import Criteria
+from memory_platform.features.retrieval.memories import LIST_DEFAULT, LIST_IDS_MAX, LIST_MAX
+from memory_platform.foundation.errors import InvalidInput
+from memory_platform.shared.access import AudienceKind
 
 AssertionType = Literal["fact", "preference", "decision", "constraint", "procedure"]
 

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_platform.maintenance.profiles import USER_ID_MAX_CHARS
+from memory_platform.features.maintenance.profiles import USER_ID_MAX_CHARS
 
 
 class ProfileParams(BaseModel):

@@ -1,5 +1,5 @@
 """Semantic search over memories (``GET /api/v1/memory``); its filters are
-``memory_platform/retrieval/criteria.py`` (docs/search-filters.md).
+``memory_platform/features/retrieval/criteria.py`` (docs/search-filters.md).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from api.schemas.common import (
     search_criteria,
     subject_refs_of,
 )
-from memory_platform.access import AudienceKind
-from memory_platform.retrieval.criteria import Criteria
+from memory_platform.features.retrieval.criteria import Criteria
+from memory_platform.shared.access import AudienceKind
 
 
 class SearchParams(CallerContext, TimeRanges):

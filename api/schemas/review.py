@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic import Strict as PydanticStrict
 
 from api.schemas.common import Strict
-from memory_platform.review.decisions import BULK_LIMIT as REVIEW_BULK_MAX
-from memory_platform.review.queues import MAX_LIMIT as REVIEW_PAGE_MAX
+from memory_platform.features.review.decisions import BULK_LIMIT as REVIEW_BULK_MAX
+from memory_platform.features.review.queues import MAX_LIMIT as REVIEW_PAGE_MAX
 
 ReviewAudience = Literal["private", "team", "workspace", "channel"]
 

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from api.schemas.common import UNTRUSTED, CallerContext, Strict, parse_event_time
-from memory_platform.sessions.reads import (
+from memory_platform.features.sessions.reads import (
     CURSOR_MAX_CHARS,
     EXPAND_DEFAULT_LIMIT,
     EXPAND_MAX_LIMIT,
@@ -17,9 +17,13 @@ from memory_platform.sessions.reads import (
     GREP_MAX_LIMIT,
     PATTERN_MAX_CHARS,
 )
-from memory_platform.sessions.replay import BUDGET_MAX as REPLAY_BUDGET_MAX
-from memory_platform.sessions.replay import BUDGET_MIN as REPLAY_BUDGET_MIN
-from memory_platform.sessions.transcript import ITEMS_DEFAULT_LIMIT, ITEMS_MAX_LIMIT, SEQ_MAX
+from memory_platform.features.sessions.replay import BUDGET_MAX as REPLAY_BUDGET_MAX
+from memory_platform.features.sessions.replay import BUDGET_MIN as REPLAY_BUDGET_MIN
+from memory_platform.features.sessions.transcript import (
+    ITEMS_DEFAULT_LIMIT,
+    ITEMS_MAX_LIMIT,
+    SEQ_MAX,
+)
 
 ATTACHMENTS_MAX = 32
 

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas.common import Strict
-from memory_platform.events.webhooks import DELIVERIES_DEFAULT, DELIVERIES_MAX
+from memory_platform.features.events.webhooks import DELIVERIES_DEFAULT, DELIVERIES_MAX
 
 
 class WebhookIn(Strict):

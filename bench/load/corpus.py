@@ -9,10 +9,10 @@ import psycopg
 
 from bench.common import synthetic_corpus
 from bench.load import CORPUS_SEED, INSTANCE
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.memories.bulk import import_memories
-from memory_platform.memories.bulk.reader import context_from_row
-from memory_platform.settings import Settings
+from memory_platform.features.memories.bulk import import_memories
+from memory_platform.features.memories.bulk.reader import context_from_row
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
 
 
 def build_corpus(url: str, n: int, dims: int) -> dict:

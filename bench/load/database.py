@@ -15,11 +15,11 @@ from bench.common import fresh_database, machine_info
 from bench.load import INSTANCE
 from bench.load.corpus import build_corpus, corpus_facts
 from bench.load.workload import channel_threads
-from memory_platform import apikeys
-from memory_platform.db import embedded
-from memory_platform.db.connection import start_embedded, with_database
-from memory_platform.membership import add_channel_member
-from memory_platform.settings import Settings
+from memory_platform.features import apikeys
+from memory_platform.foundation.db import embedded
+from memory_platform.foundation.db.connection import start_embedded, with_database
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.membership import add_channel_member
 
 
 @dataclass(frozen=True)

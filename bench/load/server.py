@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from memory_platform.settings import PROJECT_ROOT
+from memory_platform.foundation.settings import PROJECT_ROOT
 
 
 def _free_port() -> int:

@@ -12,9 +12,9 @@ batch's part are built from :data:`STEPS` (:mod:`memory_platform.orchestration.c
 from dagster import Config, MetadataValue, OpExecutionContext, job, op
 from pydantic import Field
 
-from memory_platform.maintenance.erasure import erase_user
-from memory_platform.maintenance.reembedding import convert
-from memory_platform.maintenance.workspace import sync_workspace
+from memory_platform.features.maintenance.erasure import erase_user
+from memory_platform.features.maintenance.reembedding import convert
+from memory_platform.features.maintenance.workspace import sync_workspace
 from memory_platform.orchestration.chain import Check, Step, StepContext, StepReport, asset_defs
 from memory_platform.orchestration.chain_step import (
     GENERATION_CHECK,
@@ -73,7 +73,7 @@ def _reembedding(ctx: StepContext) -> StepReport | None:
 PROFILES_STEP = Step(
     USER_PROFILES, after=(CONSOLIDATION,), run=_profiles, group=CHAIN_GROUP,
     description="Per-user profiles (static facts from the graph, recent context) of the "
-    "users the partition's latest Dream concerned, rebuilt (memory_platform.maintenance"
+    "users the partition's latest Dream concerned, rebuilt (memory_platform.features.maintenance"
     ".profiles).",
     checks=(Check(PROFILES_CHECK, PROFILES_CHECK_DESCRIPTION,
                   lambda ctx: profiles_check(ctx.conn, ctx.partition,
@@ -84,7 +84,7 @@ RETENTION_STEP = Step(
     config=RetentionConfig,
     description="Superseded and archived rows past MEMORY_RETENTION_DAYS deleted (never a "
     "row active evidence still references), graph evidence capped; rows deleted per "
-    "table (memory_platform.maintenance.retention).",
+    "table (memory_platform.features.maintenance.retention).",
     checks=(Check(RETENTION_CHECK, RETENTION_CHECK_DESCRIPTION,
                   lambda ctx: retention_check(ctx.conn, ctx.partition)),))
 
@@ -93,7 +93,7 @@ REEMBEDDING_STEP = Step(
     skipped="skipped: the active generation has no re-embedding backlog",
     description="A few batches of the instance's re-embedding backlog (chunks, "
     "assertions, graph entities and claims into the active generation); skipped "
-    "without a backlog (memory_platform.maintenance.reembedding).",
+    "without a backlog (memory_platform.features.maintenance.reembedding).",
     checks=(Check(GENERATION_CHECK, GENERATION_CHECK_DESCRIPTION,
                   lambda ctx: generation_check(ctx.conn, ctx.partition)),))
 
@@ -112,8 +112,9 @@ class ErasureConfig(Config):
 
 
 @op(pool=WRITER_POOL, tags={"kind": "postgres"},
-    description="Erase one person from one instance (memory_platform.maintenance.erasure); "
-    "the report keeps counts per table, never content.")
+    description="Erase one person from one instance "
+    "(memory_platform.features.maintenance.erasure); the report keeps counts per table, never "
+    "content.")
 def erase_person(context: OpExecutionContext, config: ErasureConfig,
                  postgres: PostgresResource) -> dict:
     settings = postgres.settings()

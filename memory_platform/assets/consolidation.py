@@ -75,7 +75,7 @@ STEP = Step(
     config=ConsolidationConfig,
     description="Same-slot assertion resolution, entity merging and stale pruning of the "
     "partition (then a sweep of quiet partitions), every mutation audited "
-    "(memory_platform.consolidation).",
+    "(memory_platform.features.consolidation).",
     checks=(Check(CONSOLIDATION_CHECK, CONSOLIDATION_CHECK_DESCRIPTION,
                   lambda ctx: consolidation_check(ctx.conn, ctx.partition)),),
     finish=Finish(CONSOLIDATION_SWEEP, "sweep", _sweep))

@@ -49,10 +49,10 @@ from dagster import (
 )
 from pydantic import Field
 
-from memory_platform.dreaming.runs import TRIGGERS, Trigger
-from memory_platform.dreaming.targets import parse_partition_keys
-from memory_platform.errors import DreamLocked, InvalidInput
-from memory_platform.features import modules
+from memory_platform.features.dreaming.runs import TRIGGERS, Trigger
+from memory_platform.features.dreaming.targets import parse_partition_keys
+from memory_platform.foundation.errors import DreamLocked, InvalidInput
+from memory_platform.foundation.features import modules
 from memory_platform.orchestration.chain import (
     Step,
     asset_defs,
@@ -121,7 +121,7 @@ DREAM_SPECS = [
               "never published by a Dream."),
 ]
 
-# What each check (memory_platform.dreaming.checks) verifies, as the UI shows it.
+# What each check (memory_platform.features.dreaming.checks) verifies, as the UI shows it.
 CHECK_DESCRIPTIONS = {
     "active_assertions_cite_verbatim_evidence":
         "Every active assertion of the partition cites an excerpt that occurs verbatim in a "
@@ -188,7 +188,7 @@ def batch_run_config(partition_keys: list[str], *, model: str | None = None,
 
 @multi_asset(name=DREAM_AUDIENCE, specs=DREAM_SPECS, partitions_def=audiences,
              can_subset=False, pool=WRITER_POOL,
-             description="Dream one audience partition (memory_platform.dreaming.engine).")
+             description="Dream one audience partition (memory_platform.features.dreaming.engine).")
 def dream_audience(context: AssetExecutionContext, config: DreamConfig,
                    postgres: PostgresResource, embeddings: EmbeddingsResource,
                    maintenance_model: MaintenanceModelResource):
@@ -228,7 +228,7 @@ dream_checks = [_dream_check(name, asset) for name, asset in CHECK_GUARDS.items(
 
 def _chain_steps() -> tuple[Step, ...]:
     """The daily chain after the Dream: every feature's ``STEPS`` (each step declared once, in
-    ``assets/<feature>.py``), collected over ``memory_platform.features`` and put in the
+    ``assets/<feature>.py``), collected over ``memory_platform.foundation.features`` and put in the
     order their ``after`` names. A new step is one declaration in its feature's module."""
     declared = [step for module in modules("memory_platform.assets")
                 if module.__name__ != __name__ for step in getattr(module, "STEPS", ())]

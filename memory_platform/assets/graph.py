@@ -50,7 +50,7 @@ STEP = Step(
     config=GraphConfig,
     description="Entities, claims and edges extracted from the partition's approved "
     "assertion projections (the latest Dream's and any written outside Dreaming), with "
-    "cumulative source refs, evidence and embeddings (memory_platform.graph).",
+    "cumulative source refs, evidence and embeddings (memory_platform.features.graph).",
     checks=(Check(GRAPH_CHECK, GRAPH_CHECK_DESCRIPTION,
                   lambda ctx: graph_check(ctx.conn, ctx.partition)),))
 STEPS = (STEP,)

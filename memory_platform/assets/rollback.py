@@ -1,5 +1,5 @@
 """Rolling a Dream back from the Dagster UI: ``rollback_dream_job``, launched with the dream id
-as run config, calls :func:`memory_platform.dreaming.rollback.rollback_dream` and reports
+as run config, calls :func:`memory_platform.features.dreaming.rollback.rollback_dream` and reports
 
 * on the run (the op's output metadata): rows reverted, rows kept because a person decided
   them, evidence removed, wiki proposals rejected;
@@ -29,8 +29,8 @@ from dagster import (
 )
 from pydantic import Field
 
-from memory_platform.dreaming.rollback import RollbackResult, rollback_dream
-from memory_platform.errors import Conflict, DreamLocked, NotFound
+from memory_platform.features.dreaming.rollback import RollbackResult, rollback_dream
+from memory_platform.foundation.errors import Conflict, DreamLocked, NotFound
 from memory_platform.orchestration.feature_definitions import FeatureDefinitions
 from memory_platform.orchestration.keys import (
     ASSERTION_PROJECTIONS,

@@ -2,7 +2,7 @@
 ``session_maintenance_job`` (launched by ``session_maintenance_sensor``).
 
 A pass over one session is shared facts, then the flush, then compaction, under the
-session's lock (:mod:`memory_platform.sessions.maintenance`); a run takes the due sessions
+session's lock (:mod:`memory_platform.features.sessions.maintenance`); a run takes the due sessions
 (oldest request first, at most ``session_maintenance_max_sessions``). The three assets stand
 for what the operations write across all sessions (they are not partitioned: the sessions
 of a run are scattered over instances and audiences, and the queue, not a partition, says
@@ -37,6 +37,8 @@ from dagster import (
 )
 from pydantic import Field
 
+from memory_platform.features.sessions.maintenance import MaintenanceBatch, run_due_sessions
+from memory_platform.foundation.settings import Settings
 from memory_platform.orchestration.feature_definitions import FeatureDefinitions
 from memory_platform.orchestration.home import WRITER_POOL
 from memory_platform.orchestration.keys import FLUSH_MEMORIES, SESSION_SUMMARIES, SHARED_FACTS
@@ -53,8 +55,6 @@ from memory_platform.resources import (
     PostgresResource,
     run_settings,
 )
-from memory_platform.sessions.maintenance import MaintenanceBatch, run_due_sessions
-from memory_platform.settings import Settings
 
 __all__ = ["SESSION_MAINTENANCE_JOB", "SESSION_MAINTENANCE_OP", "SessionMaintenanceConfig",
            "session_assets", "session_maintenance_job", "session_maintenance_step", "DEFINITIONS"]

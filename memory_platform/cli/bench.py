@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING
 import click
 
 from memory_platform.cli.common import PlatformGroup, platform_connection
-from memory_platform.settings import Settings, get_settings
+from memory_platform.foundation.settings import Settings, get_settings
 
 if TYPE_CHECKING:
     import psycopg
 
-    from memory_platform.benchmarks.conversations.evaluate import ApiAccess, RunResult
-    from memory_platform.benchmarks.conversations.variants import Variant
-    from memory_platform.embeddings.base import EmbeddingProvider
+    from memory_platform.features.benchmarks.conversations.evaluate import ApiAccess, RunResult
+    from memory_platform.features.benchmarks.conversations.variants import Variant
+    from memory_platform.shared.embeddings.base import EmbeddingProvider
 
 
 @click.group(cls=PlatformGroup)
@@ -57,9 +57,9 @@ def bench_retrieval(providers: tuple[str, ...], instance: str | None, keep: bool
     With --suite conversations: seed generated conversations turn by turn as their user's
     memories, ask the labelled questions, print R@1, R@6, R@10 and MRR@10 per category and
     variant, and write bench/results/conversations-<provider>-<via>.json."""
-    from memory_platform.benchmarks import retrieval
-    from memory_platform.embeddings.base import EmbeddingError
-    from memory_platform.embeddings.factory import get_provider
+    from memory_platform.features.benchmarks import retrieval
+    from memory_platform.shared.embeddings.base import EmbeddingError
+    from memory_platform.shared.embeddings.factory import get_provider
 
     settings = get_settings()
     if suite == "fixtures" and (via != "library" or variant_texts or reuse_instance):
@@ -99,7 +99,7 @@ def bench_retrieval(providers: tuple[str, ...], instance: str | None, keep: bool
 
 def _variants(texts: tuple[str, ...], via: str) -> list[Variant] | None:
     """The parsed --variant options (None: the suite's defaults)."""
-    from memory_platform.benchmarks.conversations.variants import parse_variant
+    from memory_platform.features.benchmarks.conversations.variants import parse_variant
 
     if texts and via == "api":
         raise click.UsageError("--variant needs --via library: the API ranks with its "
@@ -115,7 +115,7 @@ def user_keys(conn: psycopg.Connection, instance_key: str) -> Iterator[Callable[
     """``token_for(user)``: the token of a user key (memory:read, memory:write) made for
     the user on first use; every key is deleted on exit, so no credential outlives the run
     (kept memories do)."""
-    from memory_platform.apikeys import create_key
+    from memory_platform.features.apikeys import create_key
 
     tokens: dict[str, str] = {}
     key_ids: list[str] = []
@@ -143,8 +143,8 @@ def api_access(conn: psycopg.Connection, settings: Settings, kind: str,
     directory, named on failure) and user keys of ``instance_key``, for one run."""
     import tempfile
 
-    from memory_platform.benchmarks.conversations.evaluate import ApiAccess
-    from memory_platform.benchmarks.conversations.loopback import loopback_api
+    from memory_platform.features.benchmarks.conversations.evaluate import ApiAccess
+    from memory_platform.features.benchmarks.conversations.loopback import loopback_api
 
     log_path = Path(tempfile.mkdtemp(prefix="bench-conversations-")) / "api.log"
     with loopback_api(settings, kind, log_path) as client, \
@@ -156,7 +156,7 @@ def _conversations(conn: psycopg.Connection, settings: Settings, provider: Embed
                    kind: str, *, via: str, count: int, variants: list[Variant] | None,
                    instance: str | None, keep: bool, reuse: bool) -> RunResult:
     """One conversation-suite run; through the API, a server started on loopback for it."""
-    from memory_platform.benchmarks.conversations import evaluate
+    from memory_platform.features.benchmarks.conversations import evaluate
 
     corpus = evaluate.default_corpus(count)
     instance_key = evaluate.instance_for(provider, instance)

@@ -20,13 +20,13 @@ from typing import Any
 
 import click
 
-from memory_platform.settings import get_settings
+from memory_platform.foundation.settings import get_settings
 
 
 def error_message(exc: BaseException) -> str | None:
     """What the operator is told about ``exc``; None for an error that is a bug (it keeps
     its traceback)."""
-    from memory_platform.errors import DreamLocked, MemoryPlatformError
+    from memory_platform.foundation.errors import DreamLocked, MemoryPlatformError
 
     if isinstance(exc, DreamLocked):
         return f"{exc.message}; try again when the running Dream ends"
@@ -34,9 +34,9 @@ def error_message(exc: BaseException) -> str | None:
         return exc.message
     # Failures outside the domain that the operator can act on (imported only now: most
     # commands never meet them).
-    from memory_platform.db.backup import BackupError
-    from memory_platform.db.migrations import MigrationError
-    from memory_platform.embeddings.base import EmbeddingError
+    from memory_platform.foundation.db.backup import BackupError
+    from memory_platform.foundation.db.migrations import MigrationError
+    from memory_platform.shared.embeddings.base import EmbeddingError
 
     if isinstance(exc, BackupError | MigrationError | EmbeddingError):
         return str(exc)
@@ -80,8 +80,8 @@ class PlatformGroup(click.Group):
 def platform_connection(settings=None):
     """An autocommit connection to a database whose schema is exactly the code's; a clear
     error (run `db migrate`, or restore an edited migration) otherwise."""
-    from memory_platform.db import migrations
-    from memory_platform.db.connection import connect
+    from memory_platform.foundation.db import migrations
+    from memory_platform.foundation.db.connection import connect
 
     settings = settings or get_settings()
     conn = connect(settings, autocommit=True)

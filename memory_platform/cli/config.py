@@ -7,7 +7,7 @@ import json
 import click
 
 from memory_platform.cli.common import PlatformGroup
-from memory_platform.settings import get_settings
+from memory_platform.foundation.settings import get_settings
 
 
 @click.group(cls=PlatformGroup)

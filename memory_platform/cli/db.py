@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from memory_platform.cli.common import PlatformGroup
-from memory_platform.settings import get_settings
+from memory_platform.foundation.settings import get_settings
 
 
 @click.group(cls=PlatformGroup)
@@ -18,7 +18,7 @@ def db() -> None:
 
 
 def _migrations_connection():
-    from memory_platform.db.connection import connect
+    from memory_platform.foundation.db.connection import connect
 
     return connect(autocommit=True)
 
@@ -26,7 +26,7 @@ def _migrations_connection():
 @db.command("migrate")
 def db_migrate() -> None:
     """Apply pending migrations (safe to run concurrently; refuses edited migrations)."""
-    from memory_platform.db import migrations
+    from memory_platform.foundation.db import migrations
 
     settings = get_settings()
     with _migrations_connection() as conn:
@@ -42,7 +42,7 @@ def db_migrate() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def db_status(as_json: bool) -> None:
     """List every migration with its state, and the pgvector version."""
-    from memory_platform.db import migrations
+    from memory_platform.foundation.db import migrations
 
     settings = get_settings()
     with _migrations_connection() as conn:
@@ -74,8 +74,8 @@ def db_status(as_json: bool) -> None:
 @db.command("url")
 def db_url() -> None:
     """Print the database URL (password redacted), e.g. for psql."""
-    from memory_platform.db.connection import database_url
-    from memory_platform.settings import redact_url
+    from memory_platform.foundation.db.connection import database_url
+    from memory_platform.foundation.settings import redact_url
 
     click.echo(redact_url(database_url()))
 
@@ -90,8 +90,8 @@ def db_psql(psql_args: tuple[str, ...]) -> None:
     import shutil
     import subprocess
 
-    from memory_platform.db import embedded
-    from memory_platform.db.connection import database_url
+    from memory_platform.foundation.db import embedded
+    from memory_platform.foundation.db.connection import database_url
 
     settings = get_settings()
     url = database_url(settings)
@@ -113,7 +113,7 @@ def psql_target(url: str) -> tuple[str, str | None]:
     """The connection string psql gets on its command line, without the password (a
     process's arguments are readable by every local user), and the password, which goes
     to psql through ``PGPASSWORD`` in its environment."""
-    from memory_platform.db.backup import split_password
+    from memory_platform.foundation.db.backup import split_password
 
     return split_password(url)
 
@@ -128,7 +128,7 @@ def db_repair_indexes() -> None:
     This rebuilds them now (the next import would too); indexes an import is loading right
     now are left to it."""
     from memory_platform.cli.common import platform_connection
-    from memory_platform.memories.bulk.indexes import broken_indexes, repair_indexes
+    from memory_platform.features.memories.bulk.indexes import broken_indexes, repair_indexes
 
     settings = get_settings()
     with platform_connection(settings) as conn:
@@ -155,8 +155,8 @@ def db_backup(file: Path, force: bool) -> None:
     The archive appears under FILE only when complete. With the embedded server, it runs the
     embedded wheel's pg_dump; against MEMORY_DATABASE_URL too (pg_dump 18 dumps older
     servers), else the pg_dump on PATH. The password never appears on a command line."""
-    from memory_platform.db.backup import backup
-    from memory_platform.db.connection import database_url
+    from memory_platform.foundation.db.backup import backup
+    from memory_platform.foundation.db.connection import database_url
 
     backup(database_url(get_settings()), file, overwrite=force, progress=click.echo)
 
@@ -178,8 +178,8 @@ def db_restore(file: Path, database: str | None, create: bool, force: bool) -> N
     was), then checks the applied migrations against this version's and prints the row
     counts of the main tables. A backup of an older version restores too: run
     `memory-platform db migrate` afterwards."""
-    from memory_platform.db.backup import restore
-    from memory_platform.db.connection import server_url, with_database
+    from memory_platform.foundation.db.backup import restore
+    from memory_platform.foundation.db.connection import server_url, with_database
 
     settings = get_settings()
     if database is None:

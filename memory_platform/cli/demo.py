@@ -7,7 +7,7 @@ import json
 import click
 
 from memory_platform.cli.common import PlatformGroup, platform_connection
-from memory_platform.settings import get_settings
+from memory_platform.foundation.settings import get_settings
 
 
 @click.group(cls=PlatformGroup)
@@ -28,7 +28,7 @@ def demo_seed(instance: str | None, reset: bool, as_json: bool) -> None:
     direct sessions, private notes, an unlinked Slack thread, and automation sessions that
     Dreaming must exclude. Idempotent (a second seed only hits dedup). Prints what it wrote
     and the partitions now eligible for Dreaming."""
-    from memory_platform import demo as demo_workspace
+    from memory_platform.features import demo as demo_workspace
 
     settings = get_settings()
     with platform_connection(settings) as conn:

@@ -9,7 +9,7 @@ import sys
 import click
 
 from memory_platform.cli.common import PlatformGroup, platform_connection
-from memory_platform.settings import get_settings
+from memory_platform.foundation.settings import get_settings
 
 
 @click.group(cls=PlatformGroup)
@@ -20,7 +20,7 @@ def dream() -> None:
 def _dream_row(row: dict, run_id: str) -> dict:
     """One dream of a run as `dream run` reports it (numbers 0 where the Dream did not get
     that far; ``reasons``: why it ended as it did, with what to do)."""
-    from memory_platform.dreaming.summary import DreamStats, reasons
+    from memory_platform.features.dreaming.summary import DreamStats, reasons
 
     stats = DreamStats.from_stats(row["stats_json"])
     return {"dreamId": str(row["id"]), "partition": row["partition_key"],
@@ -56,10 +56,10 @@ def dream_run(partitions: tuple[str, ...], all_eligible: bool, instance: str | N
 
     from dagster import BetaWarning, PreviewWarning
 
-    from memory_platform.dreaming.inputs import eligible_partitions
-    from memory_platform.dreaming.runs import dreams_of_run
-    from memory_platform.dreaming.targets import known_partitions
-    from memory_platform.errors import InvalidInput
+    from memory_platform.features.dreaming.inputs import eligible_partitions
+    from memory_platform.features.dreaming.runs import dreams_of_run
+    from memory_platform.features.dreaming.targets import known_partitions
+    from memory_platform.foundation.errors import InvalidInput
     from memory_platform.launch import execute_dreams
     from memory_platform.orchestration.home import dagster_instance
 
@@ -137,9 +137,9 @@ def dream_partitions(remove: tuple[str, ...], as_json: bool) -> None:
     """List the audience partitions: Dagster's (each marked known or UNKNOWN to the
     database: memories or dream rows) and the eligible ones Dagster does not have yet.
     --remove deletes a bad partition (a typo) from Dagster."""
-    from memory_platform.dreaming.inputs import eligible_partitions
-    from memory_platform.dreaming.partitions import Partition
-    from memory_platform.dreaming.targets import partition_exists
+    from memory_platform.features.dreaming.inputs import eligible_partitions
+    from memory_platform.features.dreaming.partitions import Partition
+    from memory_platform.features.dreaming.targets import partition_exists
     from memory_platform.orchestration.home import dagster_instance
     from memory_platform.orchestration.partitions import AUDIENCES
 
@@ -203,8 +203,8 @@ def _short_time(value: str | None) -> str:
 def dream_list(as_json: bool, instance: str | None, limit: int) -> None:
     """List dream rows, newest first: id, partition, status, exact model, times and key
     stats (inputs, accepted, activated, rejected)."""
-    from memory_platform.dreaming.runs import list_dreams
-    from memory_platform.dreaming.summary import dream_row_view
+    from memory_platform.features.dreaming.runs import list_dreams
+    from memory_platform.features.dreaming.summary import dream_row_view
 
     limit = limit or get_settings().dream_list_limit
     with platform_connection() as conn:
@@ -241,7 +241,7 @@ def dream_rollback(dream_id: str, as_json: bool) -> None:
     left as they are and reported as protected."""
     import uuid
 
-    from memory_platform.dreaming.rollback import rollback_dream
+    from memory_platform.features.dreaming.rollback import rollback_dream
 
     try:
         parsed = uuid.UUID(dream_id)
@@ -280,9 +280,9 @@ def dream_show(dream_id: str, instance: str | None, as_json: bool) -> None:
     policy preview and the rollback state."""
     import uuid
 
-    from memory_platform.dreaming.inspect import dream_detail
-    from memory_platform.dreaming.runs import get_dream
-    from memory_platform.errors import NotFound
+    from memory_platform.features.dreaming.inspect import dream_detail
+    from memory_platform.features.dreaming.runs import get_dream
+    from memory_platform.foundation.errors import NotFound
 
     try:
         parsed = uuid.UUID(dream_id)

@@ -12,7 +12,7 @@ from memory_platform.cli.common import (
     platform_connection,
     with_provider,
 )
-from memory_platform.settings import get_settings
+from memory_platform.foundation.settings import get_settings
 
 
 @click.group(cls=PlatformGroup)
@@ -41,8 +41,8 @@ def embeddings_reembed(limit: int | None, until_done: bool, instance: str | None
     to stderr; the totals and the remaining backlog to stdout. Safe to run in several
     processes at once (rows are locked with SKIP LOCKED). Exit status 1 on a provider error
     (the failed batch is left untouched)."""
-    from memory_platform.embeddings.factory import get_provider
-    from memory_platform.projection.reembed import reembed_backfill, reembed_until_done
+    from memory_platform.shared.embeddings.factory import get_provider
+    from memory_platform.shared.projection.reembed import reembed_backfill, reembed_until_done
 
     settings = with_provider(get_settings(), provider)
     embedder = get_provider(settings)
@@ -59,7 +59,7 @@ def embeddings_reembed(limit: int | None, until_done: bool, instance: str | None
                      progress=progress)
         graph = {"embedded": 0, "deferred": 0}
         if not result.error:   # graph entities and claims, in bounded rounds
-            from memory_platform.graph.embed import reembed_graph
+            from memory_platform.features.graph.embed import reembed_graph
             while True:
                 done = reembed_graph(conn, settings, result.instance_key, embedder=embedder)
                 graph = {k: graph[k] + done[k] for k in graph}
@@ -100,9 +100,9 @@ def embeddings_switch(provider: str, instance: str | None, until_done: bool) -> 
     model settings) of the API and Dagster processes to the new provider as well: a writer
     still configured with the old one makes the old generation active again. Exit status 1
     on a provider error (the failed batch is untouched; run the command again)."""
-    from memory_platform.embeddings.factory import get_provider
-    from memory_platform.maintenance.reembedding import KINDS, convert
-    from memory_platform.projection.switch import switch_generation
+    from memory_platform.features.maintenance.reembedding import KINDS, convert
+    from memory_platform.shared.embeddings.factory import get_provider
+    from memory_platform.shared.projection.switch import switch_generation
 
     settings = with_provider(get_settings(), provider)
     embedder = get_provider(settings)

@@ -8,7 +8,7 @@ import sys
 import click
 
 from memory_platform.cli.common import PlatformGroup, platform_connection
-from memory_platform.settings import get_settings
+from memory_platform.foundation.settings import get_settings
 
 
 @click.group(cls=PlatformGroup)
@@ -31,8 +31,8 @@ def graph_build(partition: str | None, rebuild: bool, requeue_failed: bool,
     """Extract the graph from approved assertions that are waiting for it (the outbox worker
     does this every outbox_poll_seconds under `make dev`; this does it now, in this process).
     Work that cannot be done now (model unreachable, malformed answer) stays queued."""
-    from memory_platform.dreaming.targets import known_partitions
-    from memory_platform.graph.build import GraphBuild, process_graph_jobs
+    from memory_platform.features.dreaming.targets import known_partitions
+    from memory_platform.features.graph.build import GraphBuild, process_graph_jobs
     from memory_platform.orchestration.graph_step import graph_step
 
     if rebuild and not partition:
@@ -40,7 +40,7 @@ def graph_build(partition: str | None, rebuild: bool, requeue_failed: bool,
     settings = get_settings()
     with platform_connection(settings) as conn:
         if requeue_failed:
-            from memory_platform.projection.outbox import GRAPH_PROJECTION, requeue_exhausted
+            from memory_platform.shared.projection.outbox import GRAPH_PROJECTION, requeue_exhausted
 
             revived = requeue_exhausted(conn, settings, GRAPH_PROJECTION)
             click.echo(f"requeued {revived} graph job(s) that had run out of attempts",
@@ -81,8 +81,8 @@ def graph_build(partition: str | None, rebuild: bool, requeue_failed: bool,
 def graph_search(query: str, instance: str | None, user: str | None, channel: str | None,
                  limit: int | None) -> None:
     """Hybrid knowledge-graph search (lexical + vector, fused), printed as JSON."""
-    from memory_platform.access import AccessContext
-    from memory_platform.graph.search import knowledge_search
+    from memory_platform.features.graph.search import knowledge_search
+    from memory_platform.shared.access import AccessContext
 
     settings = get_settings()
     ctx = AccessContext(instance or settings.instance_key, user_id=user,

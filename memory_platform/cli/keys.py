@@ -7,7 +7,7 @@ import json
 import click
 
 from memory_platform.cli.common import PlatformGroup, platform_connection
-from memory_platform.settings import get_settings
+from memory_platform.foundation.settings import get_settings
 
 KINDS_HELP = (
     "A user key (--user) acts as its one user; --agent marks it as an agent's key (its "
@@ -40,8 +40,8 @@ def keys() -> None:
 @click.option("--json", "as_json", is_flag=True, help='Print {"id": ..., "token": ...}.')
 def keys_create(user_id: str | None, runtime: bool, agent: bool, instance: str | None,
                 scopes: str, name: str, as_json: bool) -> None:
-    from memory_platform import apikeys
-    from memory_platform.errors import InvalidInput
+    from memory_platform.features import apikeys
+    from memory_platform.foundation.errors import InvalidInput
 
     settings = get_settings()
     parsed = apikeys.parse_scopes(scopes)
@@ -65,7 +65,7 @@ def keys_create(user_id: str | None, runtime: bool, agent: bool, instance: str |
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def keys_list(instance: str | None, as_json: bool) -> None:
     """List keys with their kind (user, agent, runtime); never their tokens."""
-    from memory_platform import apikeys
+    from memory_platform.features import apikeys
 
     with platform_connection() as conn:
         found = apikeys.list_keys(conn, instance)
@@ -94,7 +94,7 @@ def keys_list(instance: str | None, as_json: bool) -> None:
 @click.argument("key_id")
 def keys_revoke(key_id: str) -> None:
     """Revoke a key; requests with its token get 401 within MEMORY_API_KEY_CACHE_SECONDS."""
-    from memory_platform import apikeys
+    from memory_platform.features import apikeys
 
     with platform_connection() as conn:
         key = apikeys.revoke_key(conn, key_id)

@@ -15,7 +15,7 @@ import json
 import click
 
 from memory_platform.cli.common import PlatformGroup, platform_connection
-from memory_platform.settings import get_settings
+from memory_platform.foundation.settings import get_settings
 
 _INSTANCE = click.option("--instance", default=None,
                          help="Instance (default MEMORY_INSTANCE_KEY).")
@@ -46,7 +46,7 @@ def members() -> None:
 @_INSTANCE
 def members_add(channel_key: str, user_id: str, instance: str | None) -> None:
     """Make a user a member of a channel thread or group room."""
-    from memory_platform.membership import add_channel_member
+    from memory_platform.shared.membership import add_channel_member
 
     key = _instance(instance)
     added = _domain(lambda conn: add_channel_member(conn, key, channel_key, user_id,
@@ -61,7 +61,7 @@ def members_add(channel_key: str, user_id: str, instance: str | None) -> None:
 @_INSTANCE
 def members_remove(channel_key: str, user_id: str, instance: str | None) -> None:
     """End a user's membership of a channel thread or group room."""
-    from memory_platform.membership import remove_channel_member
+    from memory_platform.shared.membership import remove_channel_member
 
     key = _instance(instance)
     if not _domain(lambda conn: remove_channel_member(conn, key, channel_key, user_id)):
@@ -78,7 +78,7 @@ def members_remove(channel_key: str, user_id: str, instance: str | None) -> None
 def members_list(channel_key: str | None, user_id: str | None, instance: str | None,
                  as_json: bool) -> None:
     """List memberships of an instance."""
-    from memory_platform.membership import channel_members
+    from memory_platform.shared.membership import channel_members
 
     key = _instance(instance)
     found = _domain(lambda conn: channel_members(conn, key, channel_key=channel_key,
@@ -107,7 +107,7 @@ def sessions() -> None:
 @_INSTANCE
 def sessions_add(session_key: str, user_id: str, instance: str | None) -> None:
     """Record that a user takes part in a session."""
-    from memory_platform.membership import add_session_participant
+    from memory_platform.shared.membership import add_session_participant
 
     key = _instance(instance)
     added = _domain(lambda conn: add_session_participant(conn, key, session_key, user_id))
@@ -121,7 +121,7 @@ def sessions_add(session_key: str, user_id: str, instance: str | None) -> None:
 @_JSON
 def sessions_list(session_key: str, instance: str | None, as_json: bool) -> None:
     """List who takes part in a session (its owner and participants)."""
-    from memory_platform.membership import session_participants
+    from memory_platform.shared.membership import session_participants
 
     key = _instance(instance)
     found = _domain(lambda conn: session_participants(conn, key, session_key))
@@ -148,7 +148,7 @@ def sessions_maintain(limit: int | None, instance: str | None) -> None:
     Prints one line per session and a summary. A session another process is maintaining is
     reported busy; one with a failed operation stays due and is retried after a backoff
     (exit status 1). Normally session_maintenance_job does this in Dagster."""
-    from memory_platform.sessions.maintenance import run_due_sessions
+    from memory_platform.features.sessions.maintenance import run_due_sessions
 
     settings = get_settings()
 

@@ -13,7 +13,7 @@ from memory_platform.cli.common import (
     platform_connection,
     with_provider,
 )
-from memory_platform.settings import get_settings
+from memory_platform.foundation.settings import get_settings
 
 
 def _count_rows(path: str) -> int | None:
@@ -106,9 +106,9 @@ def import_command(file: str, instance: str | None, batch_size: int | None,
                         allow_existing_memberships=allow_existing_memberships,
                         trust_file_states=trust_file_states)
         return
-    from memory_platform.embeddings.factory import get_provider
-    from memory_platform.memories.bulk import import_memories
-    from memory_platform.memories.bulk.reader import context_from_row, read_jsonl
+    from memory_platform.features.memories.bulk import import_memories
+    from memory_platform.features.memories.bulk.reader import context_from_row, read_jsonl
+    from memory_platform.shared.embeddings.factory import get_provider
 
     settings = with_provider(get_settings(), provider)
     embedder = get_provider(settings)
@@ -123,7 +123,7 @@ def import_command(file: str, instance: str | None, batch_size: int | None,
     with platform_connection(settings) as conn, click.open_file(file, "rb") as handle:
         rows = read_jsonl(handle)
         if fmt == "mem0":
-            from memory_platform.portability.mem0 import bulk_rows, read_mem0
+            from memory_platform.features.portability.mem0 import bulk_rows, read_mem0
             if file == "-":
                 raise click.BadParameter("a mem0 export is read from a file", param_hint="FILE")
             rows, expected = bulk_rows(read_mem0(file), visibility=mem0_visibility), None
@@ -171,8 +171,8 @@ def export_command(file: str, instance: str | None, audience: str | None,
     memory-platform format (docs/export-format.md): sources, memories, chunks, assertions
     with evidence, review decisions, history, conflicts, the knowledge graph, session items
     and summaries, users and preferences. One consistent snapshot; progress on stderr."""
-    from memory_platform.errors import InvalidInput
-    from memory_platform.portability.export import export_instance, parse_audience
+    from memory_platform.features.portability.export import export_instance, parse_audience
+    from memory_platform.foundation.errors import InvalidInput
 
     settings = get_settings()
     instance = instance or settings.instance_key
@@ -205,11 +205,11 @@ def import_portable(file: str, instance: str | None, audience_map: tuple[str, ..
     """The `import --format memory-platform` body (import_command delegates here). The
     target instance is the operator's: ``--instance`` is required (a file naming its own
     target would choose where its rows land)."""
-    from memory_platform.embeddings.factory import get_provider
-    from memory_platform.errors import InvalidInput
-    from memory_platform.portability.importing import ImportRejected, import_export
-    from memory_platform.portability.rewrite import parse_map
-    from memory_platform.portability.verify import read_header
+    from memory_platform.features.portability.importing import ImportRejected, import_export
+    from memory_platform.features.portability.rewrite import parse_map
+    from memory_platform.features.portability.verify import read_header
+    from memory_platform.foundation.errors import InvalidInput
+    from memory_platform.shared.embeddings.factory import get_provider
 
     if file == "-":
         raise click.BadParameter("a memory-platform import reads a file (it is read twice: "
@@ -257,7 +257,7 @@ def import_portable(file: str, instance: str | None, audience_map: tuple[str, ..
         for reason, count in stats.refused.items():
             click.echo(f"not imported: {count:,} {reason}")
         if reembed:
-            from memory_platform.maintenance.reembedding import convert
+            from memory_platform.features.maintenance.reembedding import convert
             result = convert(conn, settings, stats.instance_key, embedder=embedder)
             click.echo(f"re-embedded with {result.generation_key}: "
                        + ", ".join(f"{v:,} {k}" for k, v in result.converted.items()))

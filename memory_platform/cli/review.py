@@ -10,8 +10,8 @@ from uuid import UUID
 import click
 
 from memory_platform.cli.common import PlatformGroup, platform_connection
-from memory_platform.review.people import OPERATOR
-from memory_platform.settings import get_settings
+from memory_platform.features.review.people import OPERATOR
+from memory_platform.foundation.settings import get_settings
 
 _INSTANCE = click.option("--instance", default=None,
                          help="Instance (default MEMORY_INSTANCE_KEY).")
@@ -24,7 +24,7 @@ def _run(call):
 
 
 def _ctx(instance: str | None, reviewer: str):
-    from memory_platform.access import AccessContext
+    from memory_platform.shared.access import AccessContext
 
     return AccessContext(instance or get_settings().instance_key, user_id=reviewer)
 
@@ -50,7 +50,7 @@ def review() -> None:
 @_REVIEWER
 def list_queue(kind, assertion_type, audience, origin, limit, cursor, instance, reviewer):
     """List one queue as JSON (items with evidence, and the next cursor)."""
-    from memory_platform.review.queues import review_queue
+    from memory_platform.features.review.queues import review_queue
 
     items, following = _run(lambda conn: review_queue(
         conn, _ctx(instance, reviewer), kind, assertion_type=assertion_type,
@@ -69,7 +69,7 @@ def list_queue(kind, assertion_type, audience, origin, limit, cursor, instance, 
 @_REVIEWER
 def decide(assertion_id: UUID, decision, successor, reason_code, note, instance, reviewer):
     """Approve, reject or supersede one assertion."""
-    from memory_platform.review.decisions import decide_assertion
+    from memory_platform.features.review.decisions import decide_assertion
 
     settings = get_settings()
     result = _run(lambda conn: decide_assertion(
@@ -89,7 +89,7 @@ def decide(assertion_id: UUID, decision, successor, reason_code, note, instance,
 @_REVIEWER
 def bulk(decision, assertion_type, audience, origin, limit, reason_code, instance, reviewer):
     """Approve or reject the pending assertions of a filtered queue (at most --limit)."""
-    from memory_platform.review.decisions import decide_pending
+    from memory_platform.features.review.decisions import decide_pending
 
     settings = get_settings()
     result = _run(lambda conn: decide_pending(
@@ -108,7 +108,7 @@ def bulk(decision, assertion_type, audience, origin, limit, reason_code, instanc
 @_REVIEWER
 def resolve(conflict_id, action, keep_id, instance, reviewer):
     """Resolve an open conflict."""
-    from memory_platform.review.decisions import resolve as resolve_conflict
+    from memory_platform.features.review.decisions import resolve as resolve_conflict
 
     settings = get_settings()
     result = _run(lambda conn: resolve_conflict(conn, settings, _ctx(instance, reviewer),
@@ -125,7 +125,7 @@ def resolve(conflict_id, action, keep_id, instance, reviewer):
 @_REVIEWER
 def wiki(proposal_id, decision, reason, instance, reviewer):
     """Approve or reject a Wiki draft."""
-    from memory_platform.review.decisions import decide_wiki_draft
+    from memory_platform.features.review.decisions import decide_wiki_draft
 
     result = _run(lambda conn: decide_wiki_draft(conn, _ctx(instance, reviewer), proposal_id,
                                                  decision, reason=reason, key_kind=OPERATOR))

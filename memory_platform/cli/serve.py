@@ -8,7 +8,7 @@ import sys
 import click
 
 from memory_platform.cli.common import PlatformCommand
-from memory_platform.settings import get_settings
+from memory_platform.foundation.settings import get_settings
 
 
 @click.command("api", cls=PlatformCommand)
@@ -19,7 +19,7 @@ def api_command(host: str | None, port: int | None, workers: int) -> None:
     """Run the HTTP API alone (uvicorn)."""
     import uvicorn
 
-    from memory_platform.db.embedded import release_on_signals
+    from memory_platform.foundation.db.embedded import release_on_signals
 
     settings = get_settings()
     # uvicorn restores the SIGTERM handler it found and raises the signal again after its

@@ -13,8 +13,8 @@ import json
 import click
 
 from memory_platform.cli.common import PlatformGroup, platform_connection
-from memory_platform.errors import InvalidInput
-from memory_platform.settings import get_settings
+from memory_platform.foundation.errors import InvalidInput
+from memory_platform.foundation.settings import get_settings
 
 AUTOMATIC = "auto"
 
@@ -31,7 +31,7 @@ def settings_group() -> None:
 def settings_set(name: str, value: str, instance: str | None) -> None:
     """Persist a setting. maintenance-model: the exact model every Dream of the instance uses
     unless a run names one (`auto` or '' = automatic: the environment's model)."""
-    from memory_platform.llm.selection import set_dreaming_model
+    from memory_platform.shared.llm.selection import set_dreaming_model
 
     settings = get_settings()
     key = instance or settings.instance_key
@@ -48,8 +48,8 @@ def settings_set(name: str, value: str, instance: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def settings_show(instance: str | None, as_json: bool) -> None:
     """The persisted maintenance model and the model a Dream would use now, with its source."""
-    from memory_platform.dreaming.model import resolve_model_name
-    from memory_platform.llm.selection import read_dreaming_model
+    from memory_platform.features.dreaming.model import resolve_model_name
+    from memory_platform.shared.llm.selection import read_dreaming_model
 
     settings = get_settings()
     key = instance or settings.instance_key

@@ -1,10 +1,11 @@
 """`memory-platform users`: people of an instance. `users list` shows the registered users
 and their share-with-team choice; `users share USER --on/--off` sets a user's choice (a
 person's act: the MCP server has no such tool; existing memories keep their audience, see
-memory_platform/users.py and memories/sharing.py). `users erase USER` removes every row of the
+memory_platform/shared/users.py and memories/sharing.py). `users erase USER` removes every row of
+the
 user's private audience and what they authored elsewhere, in one transaction, and prints the
 erasure report (rows removed per table, never content); the report is also kept in
-``agent_memory_erasures`` (memory_platform/maintenance/erasure.py).
+``agent_memory_erasures`` (memory_platform/features/maintenance/erasure.py).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 import click
 
 from memory_platform.cli.common import PlatformGroup, platform_connection
-from memory_platform.settings import get_settings
+from memory_platform.foundation.settings import get_settings
 
 
 @click.group(cls=PlatformGroup)
@@ -27,7 +28,7 @@ def users() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the users as JSON.")
 def users_list(instance: str | None, as_json: bool) -> None:
     """The registered users of the instance and whether each shares with the team."""
-    from memory_platform.users import list_users
+    from memory_platform.shared.users import list_users
 
     settings = get_settings()
     key = instance or settings.instance_key
@@ -58,7 +59,7 @@ def users_list(instance: str | None, as_json: bool) -> None:
 def users_share(user_id: str, share: bool, instance: str | None) -> None:
     """Set USER_ID's share-with-team choice (registers the user if needed). Only future
     default-scope writes change; existing memories keep their audience."""
-    from memory_platform.users import set_sharing
+    from memory_platform.shared.users import set_sharing
 
     settings = get_settings()
     key = instance or settings.instance_key
@@ -81,7 +82,7 @@ def users_erase(user_id: str, instance: str | None, as_json: bool, yes: bool,
     """Erase USER_ID: their sessions, sources, memories, assertions only they support, their
     private knowledge graph, profile, feedback, memberships and API keys. Cannot be undone.
     Runs as a Dagster run of erase_user_job (visible in the UI) unless --direct."""
-    from memory_platform.maintenance.erasure import checked_id, erase_user
+    from memory_platform.features.maintenance.erasure import checked_id, erase_user
 
     settings = get_settings()
     key = instance or settings.instance_key

@@ -9,8 +9,8 @@ import sys
 import click
 
 from memory_platform.cli.common import PlatformCommand, PlatformGroup, platform_connection
-from memory_platform.maintenance.legacy import IMPORT_AUDIENCES, import_transcripts
-from memory_platform.settings import get_settings
+from memory_platform.features.maintenance.legacy import IMPORT_AUDIENCES, import_transcripts
+from memory_platform.foundation.settings import get_settings
 
 
 @click.group(cls=PlatformGroup)
@@ -28,7 +28,7 @@ def workspace_sync(directory: str, instance: str | None, as_json: bool) -> None:
     """Synchronise the workspace's memory files into workspace memories now: new files are
     written, changed ones replaced (re-chunked, re-embedded), rows of vanished files deleted.
     Idempotent. Exit status 1 when a file was refused."""
-    from memory_platform.maintenance.workspace import sync_workspace
+    from memory_platform.features.maintenance.workspace import sync_workspace
 
     settings = get_settings()
     instance_key = instance or settings.instance_key

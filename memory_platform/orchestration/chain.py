@@ -38,15 +38,15 @@ from dagster import (
     asset_check,
 )
 
-from memory_platform.dreaming.checks import CheckOutcome
-from memory_platform.dreaming.partitions import Partition
+from memory_platform.features.dreaming.checks import CheckOutcome
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.foundation.settings import Settings
 from memory_platform.orchestration.dream_row import latest
 from memory_platform.orchestration.dream_step import check_fields
 from memory_platform.orchestration.home import WRITER_POOL
 from memory_platform.orchestration.metadata import error_label
 from memory_platform.orchestration.partitions import audiences
 from memory_platform.resources import EmbeddingsResource, PostgresResource, run_settings
-from memory_platform.settings import Settings
 
 __all__ = ["Check", "Finish", "Step", "StepContext", "StepReport", "asset_defs",
            "batch_events", "batch_finish", "ordered"]

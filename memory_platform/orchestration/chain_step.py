@@ -14,14 +14,14 @@ from typing import Any
 import psycopg
 from dagster import MetadataValue
 
-from memory_platform.db.units import committed_unit
-from memory_platform.dreaming.checks import CheckOutcome
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.maintenance.profiles import affected_users, refresh_profiles
-from memory_platform.maintenance.reembedding import reembed_step
-from memory_platform.maintenance.retention import deleted_live_support, retention_sweep
+from memory_platform.features.dreaming.checks import CheckOutcome
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.maintenance.profiles import affected_users, refresh_profiles
+from memory_platform.features.maintenance.reembedding import reembed_step
+from memory_platform.features.maintenance.retention import deleted_live_support, retention_sweep
+from memory_platform.foundation.db.units import committed_unit
+from memory_platform.foundation.settings import Settings
 from memory_platform.orchestration.dream_row import LOOKUP, resolve
-from memory_platform.settings import Settings
 
 __all__ = ["GENERATION_CHECK", "GENERATION_CHECK_DESCRIPTION", "PROFILES_CHECK",
            "PROFILES_CHECK_DESCRIPTION", "RETENTION_CHECK", "generation_check",

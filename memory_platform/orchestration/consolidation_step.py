@@ -16,19 +16,19 @@ from uuid import UUID
 import psycopg
 from dagster import MetadataValue
 
-from memory_platform.consolidation.checks import unaudited_mutations
-from memory_platform.consolidation.run import (
+from memory_platform.features.consolidation.checks import unaudited_mutations
+from memory_platform.features.consolidation.run import (
     ConsolidationResult,
     consolidate_partition,
     record_on_dream,
     sweep,
 )
-from memory_platform.consolidation.types import Partition
-from memory_platform.dreaming.checks import CheckOutcome
-from memory_platform.dreaming.partitions import Partition as DreamPartition
+from memory_platform.features.consolidation.types import Partition
+from memory_platform.features.dreaming.checks import CheckOutcome
+from memory_platform.features.dreaming.partitions import Partition as DreamPartition
+from memory_platform.foundation.settings import Settings
 from memory_platform.orchestration.dream_row import LOOKUP, record_sweep, resolve
 from memory_platform.orchestration.metadata import md_table, partition_label, snake_key
-from memory_platform.settings import Settings
 
 __all__ = ["CONSOLIDATION_CHECK", "CONSOLIDATION_CHECK_DESCRIPTION", "ConsolidationStep",
            "consolidation_check", "consolidation_step", "sweep_metadata", "sweep_step"]

@@ -1,6 +1,7 @@
 """The Dream row as the Dagster steps see it: "the partition's latest Dream" (looked up once
 per partition, then handed to every step of the chain) and the batch sweep's section of its
-``stats_json``. The row itself is owned by :mod:`memory_platform.dreaming.runs`; the graph and
+``stats_json``. The row itself is owned by :mod:`memory_platform.features.dreaming.runs`; the graph
+and
 consolidation write their own sections through their domain functions."""
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from uuid import UUID
 
 import psycopg
 
-from memory_platform.db.units import committed_unit
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.graph.build import latest_dream
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.graph.build import latest_dream
+from memory_platform.foundation.db.units import committed_unit
 
 __all__ = ["LOOKUP", "latest", "record_sweep", "resolve"]
 

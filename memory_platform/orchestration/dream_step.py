@@ -18,16 +18,15 @@ from typing import Any
 import psycopg
 from dagster import AssetCheckSeverity, MetadataValue
 
-from memory_platform import tracing
-from memory_platform.dreaming.checks import CheckOutcome, run_check
-from memory_platform.dreaming.engine import DreamResult, run_dream_partition
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.dreaming.runs import Trigger
-from memory_platform.dreaming.summary import DreamStats
-from memory_platform.dreaming.targets import known_partitions
-from memory_platform.embeddings.base import EmbeddingProvider
-from memory_platform.errors import DreamLocked, InvalidInput, NotFound
-from memory_platform.llm.cost import ModelUsage
+from memory_platform.features.dreaming.checks import CheckOutcome, run_check
+from memory_platform.features.dreaming.engine import DreamResult, run_dream_partition
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.dreaming.runs import Trigger
+from memory_platform.features.dreaming.summary import DreamStats
+from memory_platform.features.dreaming.targets import known_partitions
+from memory_platform.foundation import tracing
+from memory_platform.foundation.errors import DreamLocked, InvalidInput, NotFound
+from memory_platform.foundation.settings import Settings
 from memory_platform.orchestration.keys import CHECK_GUARDS, DREAM_PROPOSALS
 from memory_platform.orchestration.metadata import (
     asset_metadata,
@@ -35,7 +34,8 @@ from memory_platform.orchestration.metadata import (
     failure_metadata,
     materialized_assets,
 )
-from memory_platform.settings import Settings
+from memory_platform.shared.embeddings.base import EmbeddingProvider
+from memory_platform.shared.llm.cost import ModelUsage
 
 __all__ = ["DreamStep", "check_fields", "dream_step", "evaluate_check", "guarding_checks",
            "run_with_lock_wait", "step_trigger", "usage_metadata"]

@@ -45,11 +45,11 @@ from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
 from dagster._serdes import deserialize_value
 from sqlalchemy import delete, select, update
 
-from memory_platform.dreaming.partitions import Partition, instance_prefix
+from memory_platform.features.dreaming.partitions import Partition, instance_prefix
+from memory_platform.foundation.settings import Settings
 from memory_platform.orchestration.home import dagster_instance
 from memory_platform.orchestration.metadata import error_label
 from memory_platform.orchestration.partitions import AUDIENCES
-from memory_platform.settings import Settings
 
 __all__ = ["ERASE_JOB", "LEGACY_HEADERS", "DagsterErasure", "erase_from_dagster",
            "describe", "erase_person_from_dagster"]

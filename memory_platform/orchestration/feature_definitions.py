@@ -6,7 +6,8 @@ A feature's Dagster definitions live in ``assets/<feature>.py`` (``DEFINITIONS``
 settings when Dagster loads the code location). A module that only declares chain steps
 (``STEPS``: graph) has no DEFINITIONS: the Dream feature's chain makes their assets and
 checks (``assets/dreaming.py``). ``definitions.build_definitions`` collects
-both over ``memory_platform.features.FEATURES``; a new feature is its modules and its name
+both over ``memory_platform.foundation.features.FEATURES``; a new feature is its modules and its
+name
 there.
 """
 

@@ -4,7 +4,8 @@
 The step builds the graph from the partition's latest Dream that wrote to the ledger (its
 approved assertions, with Dream evidence), together with the partition's other due graph
 work (approved assertions written outside Dreaming), through
-:func:`memory_platform.graph.build.build_dream_graph`; without such a Dream it only works off
+:func:`memory_platform.features.graph.build.build_dream_graph`; without such a Dream it only works
+off
 the partition's due jobs.
 """
 
@@ -16,18 +17,18 @@ from typing import Any
 import psycopg
 from dagster import MetadataValue
 
-from memory_platform.dreaming.checks import CheckOutcome
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.embeddings.base import EmbeddingProvider
-from memory_platform.graph.build import (
+from memory_platform.features.dreaming.checks import CheckOutcome
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.graph.build import (
     GraphBuild,
     build_dream_graph,
     process_graph_jobs,
 )
-from memory_platform.graph.checks import graph_support_check
+from memory_platform.features.graph.checks import graph_support_check
+from memory_platform.foundation.settings import Settings
 from memory_platform.orchestration.dream_row import LOOKUP, resolve
 from memory_platform.orchestration.metadata import md_table, partition_label, snake_key
-from memory_platform.settings import Settings
+from memory_platform.shared.embeddings.base import EmbeddingProvider
 
 __all__ = ["GRAPH_CHECK", "GRAPH_CHECK_DESCRIPTION", "GraphStep", "graph_check",
            "graph_metadata", "graph_step"]

@@ -25,8 +25,8 @@ from urllib.parse import urlsplit, urlunsplit
 from dagster import DagsterInstance
 from dagster._core.instance.ref import InstanceRef
 
-from memory_platform.db.connection import ensure_database
-from memory_platform.settings import Settings
+from memory_platform.foundation.db.connection import ensure_database
+from memory_platform.foundation.settings import Settings
 
 
 def dagster_storage_url(settings: Settings) -> str:

@@ -1,5 +1,5 @@
 """The Dagster names, written once: the Dream asset keys in lineage order, which asset each
-invariant check (:data:`memory_platform.dreaming.checks.CHECKS`) guards, and the session
+invariant check (:data:`memory_platform.features.dreaming.checks.CHECKS`) guards, and the session
 maintenance assets."""
 
 DREAM_INPUTS = "dream_inputs"
@@ -26,7 +26,7 @@ CHECK_GUARDS = {
     "no_projection_of_inactive_assertion": ASSERTION_PROJECTIONS,
 }
 
-# Session maintenance (memory_platform.sessions.maintenance): one asset per operation of a
+# Session maintenance (memory_platform.features.sessions.maintenance): one asset per operation of a
 # pass, in the pass's order, and which event-table operation each stands for.
 SHARED_FACTS = "shared_facts"
 FLUSH_MEMORIES = "flush_memories"

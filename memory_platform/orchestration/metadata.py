@@ -31,13 +31,13 @@ import psycopg.errors
 from dagster import MetadataValue
 from psycopg.rows import dict_row
 
-from memory_platform import errors
-from memory_platform.dreaming.checks import CheckOutcome
-from memory_platform.dreaming.engine import DreamResult
-from memory_platform.dreaming.inputs import POOLS
-from memory_platform.dreaming.inspect import proposal_rows
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.dreaming.summary import DreamStats
+from memory_platform.features.dreaming.checks import CheckOutcome
+from memory_platform.features.dreaming.engine import DreamResult
+from memory_platform.features.dreaming.inputs import POOLS
+from memory_platform.features.dreaming.inspect import proposal_rows
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.dreaming.summary import DreamStats
+from memory_platform.foundation import errors
 from memory_platform.orchestration.keys import (
     ASSERTION_PROJECTIONS,
     DREAM_ASSERTIONS,
@@ -51,7 +51,7 @@ from memory_platform.orchestration.keys import (
 )
 
 if TYPE_CHECKING:
-    from memory_platform.sessions.maintenance import MaintenanceBatch
+    from memory_platform.features.sessions.maintenance import MaintenanceBatch
 
 __all__ = ["PHASES", "asset_metadata", "check_metadata", "dry_run_markdown",
            "error_class", "error_label", "failure_metadata", "materialized_assets",

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from memory_platform.foundation.settings import Settings
 from memory_platform.resources.embeddings import EmbeddingsResource
 from memory_platform.resources.model import MaintenanceModelResource
 from memory_platform.resources.overrides import env_or_none
 from memory_platform.resources.postgres import PostgresResource
-from memory_platform.settings import Settings
 
 __all__ = ["EmbeddingsResource", "MaintenanceModelResource", "PostgresResource",
            "default_resources", "run_settings"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dagster import ConfigurableResource
 from pydantic import Field
 
+from memory_platform.foundation.settings import Settings
 from memory_platform.resources.overrides import with_overrides
-from memory_platform.settings import Settings
 
 __all__ = ["EmbeddingsResource"]
 

@@ -1,7 +1,8 @@
 """The maintenance model as a Dagster resource.
 
 ``model`` replaces ``MEMORY_MAINTENANCE_MODEL`` (step 3 of the resolution order in
-:mod:`memory_platform.dreaming.model`), so an operator's persisted ``memory_dreaming_model``
+:mod:`memory_platform.features.dreaming.model`), so an operator's persisted
+``memory_dreaming_model``
 choice (step 2) still wins over it, and an explicit model in run config (step 1) over both.
 """
 
@@ -10,8 +11,8 @@ from __future__ import annotations
 from dagster import ConfigurableResource
 from pydantic import Field
 
+from memory_platform.foundation.settings import Settings
 from memory_platform.resources.overrides import with_overrides
-from memory_platform.settings import Settings
 
 __all__ = ["MaintenanceModelResource"]
 

@@ -1,7 +1,8 @@
 """Resource fields override the platform settings; unset fields keep them.
 
 A resource field left ``None`` means "whatever ``MEMORY_*`` / ``.env`` / the defaults of
-:mod:`memory_platform.settings` say", so the Dagster resources never hold a second copy of a
+:mod:`memory_platform.foundation.settings` say", so the Dagster resources never hold a second copy
+of a
 default. Secrets are meant to be bound with ``EnvVar`` (the Dagster UI then shows the
 variable's name, never its value).
 """
@@ -14,7 +15,7 @@ from typing import Any
 from dagster import EnvVar
 from pydantic import SecretStr
 
-from memory_platform.settings import Settings
+from memory_platform.foundation.settings import Settings
 
 __all__ = ["env_or_none", "with_overrides"]
 

@@ -1,5 +1,6 @@
 """The platform database as a Dagster resource: autocommit connections from the process pool
-(:func:`memory_platform.db.connection.process_pool`), one per run process or code server."""
+(:func:`memory_platform.foundation.db.connection.process_pool`), one per run process or code
+server."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import psycopg
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from memory_platform.db.connection import process_pool
+from memory_platform.foundation.db.connection import process_pool
+from memory_platform.foundation.settings import Settings, get_settings
 from memory_platform.resources.overrides import with_overrides
-from memory_platform.settings import Settings, get_settings
 
 
 class PostgresResource(ConfigurableResource):

@@ -4,7 +4,8 @@ Both launch ``dream_batch`` runs of at most ``dream_batch_size`` partitions (see
 ``memory_platform.assets.dreaming`` for why runs are batched) and tag them with the Dreaming
 run tag, which dagster.yaml limits to one run at a time (the engine's advisory lock allows
 one Dream anyway). What is due, and why the rest is skipped, is decided in
-:mod:`memory_platform.dreaming.schedule`; the schedule's cron comes from the settings, so it
+:mod:`memory_platform.features.dreaming.schedule`; the schedule's cron comes from the settings, so
+it
 is built by :func:`build_daily_dreaming_schedule` when the definitions load.
 """
 
@@ -24,7 +25,7 @@ from dagster import (
 )
 
 from memory_platform.assets.dreaming import batch_run_config, dream_batch
-from memory_platform.dreaming.schedule import (
+from memory_platform.features.dreaming.schedule import (
     batches,
     keys_digest,
     plan_daily,
@@ -32,11 +33,11 @@ from memory_platform.dreaming.schedule import (
     read_cursor,
     write_cursor,
 )
+from memory_platform.foundation.settings import Settings
 from memory_platform.orchestration.feature_definitions import FeatureAutomations
 from memory_platform.orchestration.home import DREAMING_RUN_TAG
 from memory_platform.orchestration.partitions import AUDIENCES, audiences
 from memory_platform.resources import PostgresResource
-from memory_platform.settings import Settings
 
 __all__ = ["audience_partitions_sensor", "build_daily_dreaming_schedule", "request_due_dreams",
            "automations"]

@@ -21,10 +21,10 @@ from dagster import (
 )
 
 from memory_platform.assets.sessions import SESSION_MAINTENANCE_JOB, session_maintenance_job
+from memory_platform.features.sessions.state import due_sessions
+from memory_platform.foundation.settings import Settings
 from memory_platform.orchestration.feature_definitions import FeatureAutomations
 from memory_platform.resources import PostgresResource
-from memory_platform.sessions.state import due_sessions
-from memory_platform.settings import Settings
 
 __all__ = ["build_session_maintenance_sensor", "request_session_maintenance", "automations"]
 

@@ -24,10 +24,10 @@ from starlette.testclient import TestClient
 
 from api.app import create_app
 from api.launching import DreamLauncher
-from memory_platform.apikeys import create_key
-from memory_platform.db.connection import with_database
-from memory_platform.membership import add_channel_member, add_session_participant
-from memory_platform.settings import Settings
+from memory_platform.features.apikeys import create_key
+from memory_platform.foundation.db.connection import with_database
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.membership import add_channel_member, add_session_participant
 from tests.conftest import create_database, drop_database
 
 SHARED_DATABASE, SHARED_APP = "shared_database", "shared_app"

@@ -7,9 +7,9 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from memory_platform.access import Audience
-from memory_platform.consolidation import lifecycle
-from memory_platform.ledger.assertions import ensure_assertion, record_decision
+from memory_platform.features.consolidation import lifecycle
+from memory_platform.shared.access import Audience
+from memory_platform.shared.ledger.assertions import ensure_assertion, record_decision
 from tests.api.conftest import WRITE, assert_error, bearer
 
 INSTANCE = "default"

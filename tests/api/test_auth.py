@@ -6,7 +6,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from memory_platform.apikeys import create_key, revoke_key
+from memory_platform.features.apikeys import create_key, revoke_key
 from tests.api.conftest import (
     ADMIN,
     READ,

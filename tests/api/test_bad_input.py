@@ -13,8 +13,8 @@ import pytest
 
 from api.input import is_free_text, refused_character
 from api.table import TABLE
-from memory_platform.apikeys import create_key
-from memory_platform.dreaming.partitions import Partition
+from memory_platform.features.apikeys import create_key
+from memory_platform.features.dreaming.partitions import Partition
 from tests.api.conftest import (
     ALL_SCOPES,
     assert_error,

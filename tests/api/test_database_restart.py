@@ -16,9 +16,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from memory_platform.db import embedded, migrations
-from memory_platform.db.connection import with_database
-from memory_platform.settings import PROJECT_ROOT
+from memory_platform.foundation.db import embedded, migrations
+from memory_platform.foundation.db.connection import with_database
+from memory_platform.foundation.settings import PROJECT_ROOT
 from tests.api.conftest import assert_error, bearer, key_maker, make_settings, open_client
 
 QUERY = {"query": "who is on call this week"}

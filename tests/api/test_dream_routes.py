@@ -20,13 +20,13 @@ from pgvector.psycopg import register_vector
 from starlette.testclient import TestClient
 
 from api.app import create_app
-from memory_platform import demo
-from memory_platform.dreaming.engine import run_dream_partition
-from memory_platform.dreaming.partitions import Partition
+from memory_platform.features import demo
+from memory_platform.features.dreaming.engine import run_dream_partition
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.foundation.settings import Settings, get_settings
 from memory_platform.launch import same_database_only
-from memory_platform.ledger import assertions as ledger
 from memory_platform.orchestration.home import dagster_instance
-from memory_platform.settings import Settings, get_settings
+from memory_platform.shared.ledger import assertions as ledger
 from tests.api.conftest import ADMIN, READ, WRITE, assert_error, bearer, open_client
 from tests.api.launching import RecordingLauncher
 from tests.conftest import drop_database
@@ -343,7 +343,7 @@ def test_launch_through_the_real_dagster_launcher(server_url, shared_database_ur
     deployment, so the environment says what the app's settings say."""
     from dagster import DagsterRunStatus
 
-    from memory_platform.db.connection import close_process_pools
+    from memory_platform.foundation.db.connection import close_process_pools
 
     env = {"MEMORY_DATABASE_URL": shared_database_url, "MEMORY_EMBEDDING_PROVIDER": "hash",
            "MEMORY_HASH_EMBEDDING_DIMENSIONS": "64", "MEMORY_API_KEY_CACHE_SECONDS": "0",

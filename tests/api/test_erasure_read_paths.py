@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 import psycopg
 from pgvector.psycopg import register_vector
 
-from memory_platform.graph.build import process_graph_jobs
-from memory_platform.graph.model import GraphModel
-from memory_platform.llm.selection import OFFLINE_MODEL
+from memory_platform.features.graph.build import process_graph_jobs
+from memory_platform.features.graph.model import GraphModel
+from memory_platform.shared.llm.selection import OFFLINE_MODEL
 from tests.api.conftest import ALL_SCOPES, bearer, store
 
 MARK = "quokkaberry"

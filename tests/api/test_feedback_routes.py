@@ -8,7 +8,7 @@ import uuid
 
 import psycopg
 
-from memory_platform.db.connection import open_api_pool, open_pool
+from memory_platform.foundation.db.connection import open_api_pool, open_pool
 from tests.api.conftest import (
     ALL_SCOPES,
     assert_error,

@@ -14,8 +14,8 @@ from psycopg import sql
 from starlette.testclient import TestClient
 
 from api.app import create_app
-from memory_platform.apikeys import create_key
-from memory_platform.settings import Settings
+from memory_platform.features.apikeys import create_key
+from memory_platform.foundation.settings import Settings
 from tests.api.conftest import assert_error, bearer, make_settings, open_client
 
 

@@ -8,10 +8,10 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.types.json import Jsonb
 
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.dreaming.runs import record_finished_dream
-from memory_platform.maintenance.workspace import sync_workspace
-from memory_platform.settings import get_settings
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.dreaming.runs import record_finished_dream
+from memory_platform.features.maintenance.workspace import sync_workspace
+from memory_platform.foundation.settings import get_settings
 from tests.api.conftest import ALL_SCOPES, bearer, store
 from tests.db import rows
 from tests.graph import knowledge_rows as kr

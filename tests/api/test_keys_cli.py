@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from api.app import create_app
 from memory_platform.cli import main
-from memory_platform.settings import get_settings
+from memory_platform.foundation.settings import get_settings
 from tests.api.conftest import assert_error, bearer
 
 
@@ -215,7 +215,7 @@ def test_f4_migration_0028_takes_review_and_admin_from_existing_agent_and_runtim
     revoked key, keep theirs."""
     import shutil
 
-    from memory_platform.db import migrations
+    from memory_platform.foundation.db import migrations
     from tests.conftest import MIGRATIONS_DIR
 
     before = tmp_path / "before"

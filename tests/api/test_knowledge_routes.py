@@ -11,7 +11,7 @@ import pytest
 from pgvector.psycopg import register_vector
 from psycopg.types.json import Jsonb
 
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
 from tests.api.conftest import ADMIN, WRITE, add_member, assert_error, bearer
 from tests.db import rows
 from tests.graph import knowledge_rows as kr

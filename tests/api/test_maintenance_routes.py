@@ -112,9 +112,9 @@ def test_the_reembed_route_also_fills_the_graphs_missing_vectors(client, alice, 
     import psycopg
     from pgvector.psycopg import register_vector
 
-    from memory_platform.graph.build import process_graph_jobs
-    from memory_platform.graph.model import GraphModel
-    from memory_platform.llm.selection import OFFLINE_MODEL
+    from memory_platform.features.graph.build import process_graph_jobs
+    from memory_platform.features.graph.model import GraphModel
+    from memory_platform.shared.llm.selection import OFFLINE_MODEL
 
     store(client, alice, "Helios Energy uses Grafana for the plant dashboards.",
           visibility="team")

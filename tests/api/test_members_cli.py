@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from memory_platform.cli import main
-from memory_platform.settings import get_settings
+from memory_platform.foundation.settings import get_settings
 from tests.api.conftest import assert_error, bearer, open_client
 
 THREAD = "slack:C1/T9:1712.5"

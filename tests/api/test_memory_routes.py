@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 
-from memory_platform.consolidation.lifecycle import expire_due
-from memory_platform.settings import get_settings
+from memory_platform.features.consolidation.lifecycle import expire_due
+from memory_platform.foundation.settings import get_settings
 from tests.api.conftest import (
     ALL_SCOPES,
     add_member,

@@ -81,7 +81,7 @@ def test_the_document_titles_explicit_private_and_says_what_it_does(document):
 
 def test_every_operation_is_under_its_features_tag_with_a_description(document):
     from api.openapi import TAGS
-    from memory_platform.features import modules
+    from memory_platform.foundation.features import modules
 
     declared = {m.__name__.rsplit(".", 1)[-1] for m in modules("api.routes")}
     assert declared <= set(TAGS), f"features without a tag (openapi.TAGS): {declared - set(TAGS)}"

@@ -8,8 +8,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from memory_platform.errors import QuotaExceeded
-from memory_platform.memories.quota import usage
+from memory_platform.features.memories.quota import usage
+from memory_platform.foundation.errors import QuotaExceeded
 from tests.api.conftest import (
     ALL_SCOPES,
     READ,

@@ -20,9 +20,9 @@ import uuid
 import psycopg
 import pytest
 
-from memory_platform import apikeys
-from memory_platform.consolidation import lifecycle
-from memory_platform.errors import InvalidInput
+from memory_platform.features import apikeys
+from memory_platform.features.consolidation import lifecycle
+from memory_platform.foundation.errors import InvalidInput
 from tests.api.conftest import READ, REVIEW, WRITE, assert_error, bearer, store
 from tests.inspector.support import sign_in
 

@@ -11,7 +11,7 @@ import uuid
 import psycopg
 import pytest
 
-from memory_platform.consolidation import lifecycle
+from memory_platform.features.consolidation import lifecycle
 from tests.api.conftest import ADMIN, READ, REVIEW, WRITE, assert_error, bearer, store
 from tests.api.test_review_people import forced_key
 

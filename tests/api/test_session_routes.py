@@ -20,9 +20,9 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from starlette.testclient import TestClient
 
-from memory_platform.memories.sharing import set_share_with_team
-from memory_platform.sessions.assembly import replace_messages
-from memory_platform.sessions.shared_facts import extract_shared_facts
+from memory_platform.features.memories.sharing import set_share_with_team
+from memory_platform.features.sessions.assembly import replace_messages
+from memory_platform.features.sessions.shared_facts import extract_shared_facts
 from tests.api.conftest import (
     ALL_SCOPES,
     READ,

@@ -21,8 +21,8 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from starlette.testclient import TestClient
 
-from memory_platform.sessions.compaction import compact_session
-from memory_platform.sessions.shared_facts import extract_shared_facts
+from memory_platform.features.sessions.compaction import compact_session
+from memory_platform.features.sessions.shared_facts import extract_shared_facts
 from tests.api.conftest import (
     READ,
     WRITE,

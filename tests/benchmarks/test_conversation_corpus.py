@@ -13,11 +13,11 @@ from statistics import mean
 
 import pytest
 
-from memory_platform.benchmarks.conversations.corpus import CATEGORIES, Conversation
-from memory_platform.benchmarks.conversations.english import ENGLISH
-from memory_platform.benchmarks.conversations.generate import generate
-from memory_platform.benchmarks.conversations.german import GERMAN
-from memory_platform.benchmarks.conversations.language import Language
+from memory_platform.features.benchmarks.conversations.corpus import CATEGORIES, Conversation
+from memory_platform.features.benchmarks.conversations.english import ENGLISH
+from memory_platform.features.benchmarks.conversations.generate import generate
+from memory_platform.features.benchmarks.conversations.german import GERMAN
+from memory_platform.features.benchmarks.conversations.language import Language
 
 STOPWORDS = frozenset("""
 a an and are as at be been but by did do does for from had has have he her his how i in is it
@@ -176,7 +176,8 @@ def test_deterministic_and_seeded(corpus: list[Conversation]) -> None:
 def test_same_corpus_in_another_process(corpus: list[Conversation]) -> None:
     """Nothing depends on str hashing or set order: a process with another hash seed
     generates the same corpus."""
-    script = ("import hashlib; from memory_platform.benchmarks.conversations.generate import "
+    script = ("import hashlib; "
+              "from memory_platform.features.benchmarks.conversations.generate import "
               "generate; print(hashlib.sha256(repr(generate()).encode()).hexdigest())")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           check=True, env={**os.environ, "PYTHONHASHSEED": "12345"})
@@ -206,8 +207,8 @@ def test_the_word_banks_ship_with_the_package() -> None:
     package = root / "memory_platform"
     data = [path.relative_to(package).as_posix() for path in package.rglob("*")
             if path.is_file() and path.suffix in (".json", ".typed")]
-    assert "benchmarks/conversations/banks/english.json" in data
-    assert "benchmarks/conversations/banks/german.json" in data
+    assert "features/benchmarks/conversations/banks/english.json" in data
+    assert "features/benchmarks/conversations/banks/german.json" in data
     assert [name for name in data if not any(fnmatch(name, glob) for glob in patterns)] == []
 
 

@@ -14,29 +14,29 @@ from click.testing import CliRunner
 from psycopg import sql
 
 from bench import conversations as bench_conversations
-from memory_platform.benchmarks.conversations import evaluate
-from memory_platform.benchmarks.conversations.corpus import (
+from memory_platform.cli import main as cli_main
+from memory_platform.cli.bench import user_keys
+from memory_platform.features.benchmarks.conversations import evaluate
+from memory_platform.features.benchmarks.conversations.corpus import (
     Conversation,
     Question,
     Session,
     Turn,
 )
-from memory_platform.benchmarks.conversations.report import (
+from memory_platform.features.benchmarks.conversations.report import (
     QuestionResult,
     VariantReport,
     evidence_ranks,
     markdown_table,
     metrics,
 )
-from memory_platform.benchmarks.conversations.variants import (
+from memory_platform.features.benchmarks.conversations.variants import (
     DEFAULT_VARIANTS,
     Variant,
     parse_variant,
 )
-from memory_platform.cli import main as cli_main
-from memory_platform.cli.bench import user_keys
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.settings import Settings, get_settings
+from memory_platform.foundation.settings import Settings, get_settings
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
 from tests.api.conftest import make_settings, open_client
 from tests.support.environment import clean_environment  # noqa: F401
 from tests.support.settings import hash_embedding_settings

@@ -4,8 +4,8 @@ conversations' questions asked of the tax-advisory fixtures."""
 
 from __future__ import annotations
 
-from memory_platform.benchmarks import retrieval
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
+from memory_platform.features.benchmarks import retrieval
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
 from tests.support.settings import hash_embedding_settings
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_platform.settings import Settings
+from memory_platform.foundation.settings import Settings
 from tests.api.conftest import (  # noqa: F401  (fixtures shared with the API tests)
     api_settings,
     database_url,

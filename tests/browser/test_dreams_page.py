@@ -9,9 +9,9 @@ import psycopg
 from pgvector.psycopg import register_vector
 from playwright.sync_api import expect
 
-from memory_platform import demo
-from memory_platform.dreaming.engine import run_dream_partition
-from memory_platform.dreaming.runs import record_finished_dream
+from memory_platform.features import demo
+from memory_platform.features.dreaming.engine import run_dream_partition
+from memory_platform.features.dreaming.runs import record_finished_dream
 from tests.api.conftest import ADMIN, READ, REVIEW
 from tests.browser.test_inspector import console_errors, shot, sign_in
 

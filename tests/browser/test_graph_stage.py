@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_platform.settings import PROJECT_ROOT
+from memory_platform.foundation.settings import PROJECT_ROOT
 
 GRAPH_DIR = PROJECT_ROOT / "api" / "inspector" / "static" / "graph"
 ORIGIN = "http://inspector.test"

@@ -13,8 +13,8 @@ import psycopg
 from pgvector.psycopg import register_vector
 from playwright.sync_api import expect
 
-from memory_platform import demo
-from memory_platform.dreaming.engine import run_dream_partition
+from memory_platform.features import demo
+from memory_platform.features.dreaming.engine import run_dream_partition
 from tests.api.conftest import ADMIN, READ, REVIEW, WRITE
 from tests.inspector.support import seed_graph
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_platform.settings import Settings
+from memory_platform.foundation.settings import Settings
 from tests.api.conftest import KeyMaker, key_maker, make_settings
 from tests.support.live_server import LiveServer
 

@@ -20,7 +20,7 @@ from api.table import TABLE
 from memory_platform.client import models
 from memory_platform.client.methods import Methods
 from memory_platform.client.operations import OPERATIONS, PROBES, camel
-from memory_platform.settings import PROJECT_ROOT
+from memory_platform.foundation.settings import PROJECT_ROOT
 
 NOT_CLIENT_ROUTES = {"/metrics"}          # Prometheus' text, for a scraper, not for agents
 PLACEHOLDER = re.compile(r"{(\w+)}")

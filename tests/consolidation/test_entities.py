@@ -11,16 +11,16 @@ import uuid
 import pytest
 from psycopg import sql
 
-from memory_platform.consolidation.entities import (
+from memory_platform.features.consolidation.entities import (
     EntityRow,
     grounded_aliases,
     merge_entities,
     refusal_reason,
 )
-from memory_platform.consolidation.types import Partition
-from memory_platform.graph.embed import embed_graph_items, entity_text, text_hash
-from memory_platform.graph.model import GraphModel, resolve_graph_model
-from memory_platform.graph.store import claim_identity
+from memory_platform.features.consolidation.types import Partition
+from memory_platform.features.graph.embed import embed_graph_items, entity_text, text_hash
+from memory_platform.features.graph.model import GraphModel, resolve_graph_model
+from memory_platform.features.graph.store import claim_identity
 from tests.graph.support import (
     GRAPH_TABLES,
     apply,

@@ -11,12 +11,12 @@ from datetime import datetime, timedelta
 import psycopg
 import pytest
 
-from memory_platform.access import AccessContext, Audience
-from memory_platform.consolidation import lifecycle
-from memory_platform.consolidation.history import CHAIN_DEPTH, assertions_as_of
-from memory_platform.errors import InvalidInput
-from memory_platform.ledger.assertions import ensure_assertion, record_decision
-from memory_platform.retrieval.feedback.events import record_injection
+from memory_platform.features.consolidation import lifecycle
+from memory_platform.features.consolidation.history import CHAIN_DEPTH, assertions_as_of
+from memory_platform.features.retrieval.feedback.events import record_injection
+from memory_platform.foundation.errors import InvalidInput
+from memory_platform.shared.access import AccessContext, Audience
+from memory_platform.shared.ledger.assertions import ensure_assertion, record_decision
 
 OLD = "The VAT filing for Mandant Nord is due on the tenth of each month."
 NEW = "The VAT filing for Mandant Nord is due on the fifteenth of each month."

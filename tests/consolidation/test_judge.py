@@ -11,17 +11,17 @@ from typing import Any
 
 import pytest
 
-from memory_platform.consolidation.judge import (
+from memory_platform.features.consolidation.judge import (
     SCHEMA_NAME,
     batches,
     comparable,
     judge_batch,
     offline_judgment,
 )
-from memory_platform.consolidation.pairs import UNSLOTTED, Pair, PairMember
-from memory_platform.consolidation.types import ConsolidationRetryable
-from memory_platform.graph.model import GraphModel
-from memory_platform.llm.selection import OFFLINE_MODEL, http_model_client
+from memory_platform.features.consolidation.pairs import UNSLOTTED, Pair, PairMember
+from memory_platform.features.consolidation.types import ConsolidationRetryable
+from memory_platform.features.graph.model import GraphModel
+from memory_platform.shared.llm.selection import OFFLINE_MODEL, http_model_client
 
 JUDGE = "judge-model"
 OFFLINE = GraphModel(OFFLINE_MODEL, "explicit", None)

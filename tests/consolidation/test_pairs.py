@@ -13,12 +13,15 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from memory_platform.access import AccessContext
-from memory_platform.consolidation.pairs import UNSLOTTED, candidate_pairs, slot_of
-from memory_platform.consolidation.types import Partition
-from memory_platform.embeddings.generations import forget_active_generations, register_generation
-from memory_platform.errors import InvalidInput
-from memory_platform.memories.write_rules import fact_slot
+from memory_platform.features.consolidation.pairs import UNSLOTTED, candidate_pairs, slot_of
+from memory_platform.features.consolidation.types import Partition
+from memory_platform.features.memories.write_rules import fact_slot
+from memory_platform.foundation.errors import InvalidInput
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.embeddings.generations import (
+    forget_active_generations,
+    register_generation,
+)
 from tests.dreaming.support import remember
 
 MONDAY = "The office wifi password rotates every Monday."

@@ -4,19 +4,19 @@ the result on the dream row, and a dry run that writes nothing."""
 
 from __future__ import annotations
 
-from memory_platform.consolidation.checks import unaudited_mutations
-from memory_platform.consolidation.run import (
+from memory_platform.features.consolidation.checks import unaudited_mutations
+from memory_platform.features.consolidation.run import (
     consolidate_partition,
     quiet_partitions,
     record_on_dream,
     sweep,
 )
-from memory_platform.consolidation.types import Partition
-from memory_platform.dreaming.partitions import Partition as DreamPartition
-from memory_platform.dreaming.runs import start_dream
-from memory_platform.graph.build import process_graph_jobs
-from memory_platform.graph.model import GraphModel
-from memory_platform.llm.selection import OFFLINE_MODEL
+from memory_platform.features.consolidation.types import Partition
+from memory_platform.features.dreaming.partitions import Partition as DreamPartition
+from memory_platform.features.dreaming.runs import start_dream
+from memory_platform.features.graph.build import process_graph_jobs
+from memory_platform.features.graph.model import GraphModel
+from memory_platform.shared.llm.selection import OFFLINE_MODEL
 from tests.consolidation.test_pairs import fact
 from tests.support.tables import row_counts
 

@@ -13,12 +13,12 @@ from uuid import UUID
 
 from psycopg import sql
 
-from memory_platform.consolidation.pairs import candidate_pairs
-from memory_platform.consolidation.slots import resolve_slots, trust
-from memory_platform.consolidation.types import Partition, StepResult
-from memory_platform.graph.model import GraphModel
-from memory_platform.ledger.assertions import record_decision
-from memory_platform.llm.selection import OFFLINE_MODEL, http_model_client
+from memory_platform.features.consolidation.pairs import candidate_pairs
+from memory_platform.features.consolidation.slots import resolve_slots, trust
+from memory_platform.features.consolidation.types import Partition, StepResult
+from memory_platform.features.graph.model import GraphModel
+from memory_platform.shared.ledger.assertions import record_decision
+from memory_platform.shared.llm.selection import OFFLINE_MODEL, http_model_client
 from tests.consolidation.test_pairs import FRIDAY, MONDAY, aged, fact, partition_of, set_row
 from tests.support.tables import row_counts
 

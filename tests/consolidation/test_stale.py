@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from memory_platform.consolidation.stale import prune_stale
-from memory_platform.consolidation.types import Partition
+from memory_platform.features.consolidation.stale import prune_stale
+from memory_platform.features.consolidation.types import Partition
 from tests.graph import knowledge_rows as kr
 from tests.graph.support import GRAPH_TABLES, fact, one, stable_ref, status_of
 

@@ -14,14 +14,14 @@ import pytest
 from dagster import DagsterInstance, instance_for_test
 from pgvector.psycopg import register_vector
 
-from memory_platform.access import AccessContext
-from memory_platform.db.connection import close_process_pools
-from memory_platform.dreaming.model import clear_model_cache
-from memory_platform.dreaming.partitions import Partition
+from memory_platform.features.dreaming.model import clear_model_cache
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.foundation.db.connection import close_process_pools
+from memory_platform.foundation.settings import Settings, get_settings
 from memory_platform.orchestration.partitions import AUDIENCES
 from memory_platform.resources import default_resources
-from memory_platform.settings import Settings, get_settings
-from memory_platform.users import register_user
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.users import register_user
 from tests.conftest import drop_database
 from tests.dreaming.support import HUMAN_FACT, TEAM_SESSIONS, remember
 

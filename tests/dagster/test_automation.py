@@ -7,20 +7,20 @@ from datetime import UTC, datetime, timedelta
 
 from dagster import SensorResult, SkipReason, build_schedule_context, build_sensor_context
 
-from memory_platform.access import AccessContext
 from memory_platform.assets.dreaming import BATCH_OP
 from memory_platform.definitions import build_definitions
-from memory_platform.dreaming.engine import run_dream_partition
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.dreaming.runs import start_dream
+from memory_platform.features.dreaming.engine import run_dream_partition
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.dreaming.runs import start_dream
+from memory_platform.foundation.settings import get_settings
 from memory_platform.orchestration.partitions import AUDIENCES
-from memory_platform.projection.outbox import enqueue_assertion_projection
 from memory_platform.sensors.dreaming import (
     audience_partitions_sensor,
     build_daily_dreaming_schedule,
 )
 from memory_platform.sensors.maintenance import build_outbox_sensor, build_stale_dream_reconciler
-from memory_platform.settings import get_settings
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.projection.outbox import enqueue_assertion_projection
 from tests.dagster.conftest import add_partitions, new_instance_key, seed_private, seed_team
 from tests.dreaming.support import remember
 

@@ -9,9 +9,9 @@ from dagster import AssetKey, IntMetadataValue, TextMetadataValue, validate_run_
 
 from memory_platform.assets.dreaming import batch_run_config
 from memory_platform.definitions import build_definitions
-from memory_platform.dreaming.model import set_dreaming_model
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.dreaming.runs import dreams_of_run
+from memory_platform.features.dreaming.model import set_dreaming_model
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.dreaming.runs import dreams_of_run
 from memory_platform.orchestration.partitions import AUDIENCES
 from tests.dagster.conftest import new_instance_key, seed_private, seed_team
 

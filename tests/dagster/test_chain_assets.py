@@ -8,10 +8,10 @@ from dagster import AssetKey, SkipReason, build_sensor_context
 
 from memory_platform.assets.dreaming import asset_run_config
 from memory_platform.definitions import build_definitions
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.projection.switch import switch_generation
+from memory_platform.foundation.settings import get_settings
 from memory_platform.sensors.maintenance import reembed_backlog_sensor, workspace_sync_sensor
-from memory_platform.settings import get_settings
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
+from memory_platform.shared.projection.switch import switch_generation
 from tests.dagster.conftest import add_partitions, new_instance_key, seed_team
 
 
@@ -124,9 +124,9 @@ def test_users_erase_runs_as_a_dagster_run_of_the_platform_instance(db, settings
 
     from click.testing import CliRunner
 
-    from memory_platform.access import AccessContext
     from memory_platform.cli import main
     from memory_platform.orchestration.home import dagster_instance
+    from memory_platform.shared.access import AccessContext
     from tests.dreaming.support import remember
 
     key = new_instance_key()

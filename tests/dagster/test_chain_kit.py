@@ -12,7 +12,7 @@ import pytest
 import memory_platform.assets.dreaming as dreaming_assets
 from memory_platform.assets.dreaming import CHAIN, batch_run_config
 from memory_platform.definitions import build_definitions
-from memory_platform.dreaming.checks import CheckOutcome
+from memory_platform.features.dreaming.checks import CheckOutcome
 from memory_platform.orchestration.chain import Check, Step, StepReport, ordered
 from memory_platform.orchestration.keys import CONSOLIDATION
 from tests.dagster.conftest import new_instance_key, seed_team

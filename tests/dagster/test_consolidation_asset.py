@@ -14,13 +14,13 @@ import uuid
 import pytest
 from dagster import MarkdownMetadataValue
 
-from memory_platform.access import AccessContext
 from memory_platform.assets.dreaming import batch_run_config
-from memory_platform.context import context_search
 from memory_platform.definitions import build_definitions
-from memory_platform.demo import seed_demo
-from memory_platform.retrieval.feedback.events import record_visible_injection
-from memory_platform.settings import get_settings
+from memory_platform.features.context import context_search
+from memory_platform.features.demo import seed_demo
+from memory_platform.features.retrieval.feedback.events import record_visible_injection
+from memory_platform.foundation.settings import get_settings
+from memory_platform.shared.access import AccessContext
 from tests.dagster.conftest import new_instance_key
 from tests.support.openai_server import ScriptedOpenAIServer, answer_chat
 

@@ -16,8 +16,8 @@ from psycopg.rows import dict_row
 
 from memory_platform.assets.dreaming import dream_audience, dream_checks
 from memory_platform.assets.ledger import ledger_tables
-from memory_platform.dreaming.model import set_dreaming_model
-from memory_platform.dreaming.partitions import Partition
+from memory_platform.features.dreaming.model import set_dreaming_model
+from memory_platform.features.dreaming.partitions import Partition
 from memory_platform.orchestration.keys import DREAM_ASSETS
 from memory_platform.resources import MaintenanceModelResource
 from tests.dagster.conftest import (

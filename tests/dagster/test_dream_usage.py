@@ -10,12 +10,12 @@ import json
 import pytest
 from dagster import FloatMetadataValue, IntMetadataValue
 
-from memory_platform.db.units import committed_unit
-from memory_platform.dreaming import contract, prompt
-from memory_platform.dreaming.extractive import ExtractiveModel
-from memory_platform.dreaming.inputs import select_inputs
-from memory_platform.operator_status import memory_status
-from memory_platform.settings import get_settings
+from memory_platform.features.dreaming import contract, prompt
+from memory_platform.features.dreaming.extractive import ExtractiveModel
+from memory_platform.features.dreaming.inputs import select_inputs
+from memory_platform.features.operator_status import memory_status
+from memory_platform.foundation.db.units import committed_unit
+from memory_platform.foundation.settings import get_settings
 from tests.dagster.conftest import add_partitions, new_instance_key, seed_team
 from tests.dagster.test_dream_assets import dream_rows, materialisations, materialise
 from tests.support.openai_server import ScriptedOpenAIServer, answer_chat

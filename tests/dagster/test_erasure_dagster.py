@@ -17,13 +17,13 @@ import psycopg
 from click.testing import CliRunner
 from dagster import AssetMaterialization, MetadataValue, job, op
 
-from memory_platform.access import AccessContext
 from memory_platform.cli import main
-from memory_platform.db.connection import ensure_database
+from memory_platform.foundation.db.connection import ensure_database
 from memory_platform.launch import execute_dreams
 from memory_platform.orchestration.erasure import LEGACY_HEADERS, erase_from_dagster
 from memory_platform.orchestration.home import dagster_instance
 from memory_platform.orchestration.partitions import AUDIENCES
+from memory_platform.shared.access import AccessContext
 from tests.dagster.conftest import new_instance_key, seed_private, seed_team
 from tests.dreaming.support import remember
 from tests.support.scan import find_text

@@ -16,8 +16,8 @@ import memory_platform.cli as cli_package
 import memory_platform.sensors as sensors_package
 from memory_platform.cli import main
 from memory_platform.definitions import build_definitions
-from memory_platform.features import FEATURES, modules
-from memory_platform.settings import get_settings
+from memory_platform.foundation.features import FEATURES, modules
+from memory_platform.foundation.settings import get_settings
 
 
 def _module_names(package) -> set[str]:

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from dagster import AssetKey, DagsterRunStatus
 
 from memory_platform.cli import main
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.errors import NotFound
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.foundation.errors import NotFound
 from memory_platform.launch import launch_dream_run
 from memory_platform.orchestration.home import dagster_instance
 from memory_platform.orchestration.partitions import AUDIENCES

@@ -9,7 +9,7 @@ import pytest
 
 from memory_platform.assets.dreaming import batch_run_config
 from memory_platform.definitions import build_definitions
-from memory_platform.dreaming.partitions import Partition
+from memory_platform.features.dreaming.partitions import Partition
 from memory_platform.orchestration.consolidation_step import consolidation_step
 from memory_platform.orchestration.dream_step import dream_step
 from memory_platform.orchestration.graph_step import graph_step

@@ -13,7 +13,7 @@ from dagster import (
 )
 
 from memory_platform.assets.rollback import ROLLED_BACK_ASSETS, rollback_dream_job
-from memory_platform.ledger.assertions import record_decision
+from memory_platform.shared.ledger.assertions import record_decision
 from tests.dagster.conftest import add_partitions, new_instance_key, seed_team
 from tests.dagster.test_dream_assets import dream_rows, materialisations, materialise
 

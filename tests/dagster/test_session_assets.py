@@ -16,13 +16,13 @@ from dagster import (
     build_sensor_context,
 )
 
-from memory_platform.access import AccessContext
 from memory_platform.assets.sessions import SESSION_MAINTENANCE_JOB
 from memory_platform.definitions import build_definitions
+from memory_platform.features.sessions import state
+from memory_platform.features.sessions.items import TurnItem, append_items
+from memory_platform.foundation.settings import get_settings
 from memory_platform.sensors.sessions import build_session_maintenance_sensor
-from memory_platform.sessions import state
-from memory_platform.sessions.items import TurnItem, append_items
-from memory_platform.settings import get_settings
+from memory_platform.shared.access import AccessContext
 from tests.dagster.conftest import new_instance_key
 from tests.sessions.conversation import DURABLE_TURNS
 

@@ -16,14 +16,14 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from memory_platform.access import AccessContext
 from memory_platform.cli import main
-from memory_platform.db import backup as backup_module
-from memory_platform.db.backup import BackupError, backup, restore
-from memory_platform.db.connection import with_database
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval.search import search_memories
-from memory_platform.settings import PROJECT_ROOT, get_settings
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.foundation.db import backup as backup_module
+from memory_platform.foundation.db.backup import BackupError, backup, restore
+from memory_platform.foundation.db.connection import with_database
+from memory_platform.foundation.settings import PROJECT_ROOT, get_settings
+from memory_platform.shared.access import AccessContext
 from tests.conftest import drop_database
 from tests.support.settings import hash_embedding_settings
 
@@ -121,7 +121,7 @@ def test_the_script_path_for_servers_before_17_restores_the_same_state(
     """Servers before PostgreSQL 17 do not know pg_restore 18's transaction_timeout: the
     archive goes through psql as a script without it (forced here on the test's server),
     in one transaction, stopping at the first error."""
-    from memory_platform.db import backup as backup_module
+    from memory_platform.foundation.db import backup as backup_module
 
     settings = hash_embedding_settings(database_url, data_dir=tmp_path / "state")
     _write(database_url, settings, ctx, FIRST)

@@ -14,12 +14,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from memory_platform.db import embedded
+from memory_platform.foundation.db import embedded
 
 _HOLDER = """
 import sys
 from pathlib import Path
-from memory_platform.db import embedded
+from memory_platform.foundation.db import embedded
 info = embedded.ensure_server(Path(sys.argv[1]))
 print(info.pid, flush=True)
 sys.stdin.readline()

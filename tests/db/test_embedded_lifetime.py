@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from memory_platform.db import embedded
+from memory_platform.foundation.db import embedded
 from tests.conftest import server_scratch_dir
 
 GONE_WITHIN = 10.0  # seconds; the reaper polls every second, pg_ctl stop -m fast takes < 1 s
@@ -25,7 +25,7 @@ GONE_WITHIN = 10.0  # seconds; the reaper polls every second, pg_ctl stop -m fas
 _HOLDER = """
 import faulthandler, signal, sys, time
 from pathlib import Path
-from memory_platform.db import embedded
+from memory_platform.foundation.db import embedded
 faulthandler.register(signal.SIGUSR1)  # the test's diagnosis when a signal is not handled
 info = embedded.ensure_server(Path(sys.argv[1]))
 print(info.pid, flush=True)
@@ -38,7 +38,7 @@ _UVICORN = """
 import sys
 from pathlib import Path
 import uvicorn
-from memory_platform.db import embedded
+from memory_platform.foundation.db import embedded
 
 def factory():
     info = embedded.ensure_server(Path(sys.argv[1]))
@@ -173,7 +173,7 @@ def _reapers_of(pgdata: Path) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = proc.info.get("cmdline") or []
-        if "memory_platform.db.reaper" in cmdline and str(pgdata) in cmdline:
+        if "memory_platform.foundation.db.reaper" in cmdline and str(pgdata) in cmdline:
             try:
                 if proc.status() != psutil.STATUS_ZOMBIE:
                     found.append(proc)

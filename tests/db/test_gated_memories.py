@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from psycopg import errors, sql
 
-from memory_platform.ledger.recall import TOLD
+from memory_platform.shared.ledger.recall import TOLD
 from tests.db import rows
 
 

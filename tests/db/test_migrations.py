@@ -9,7 +9,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from memory_platform.db import migrations
+from memory_platform.foundation.db import migrations
 from tests.conftest import MIGRATIONS_DIR
 
 

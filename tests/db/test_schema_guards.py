@@ -35,7 +35,7 @@ import pytest
 from psycopg import errors, sql
 from psycopg.types.json import Jsonb
 
-from memory_platform.db.connection import with_database
+from memory_platform.foundation.db.connection import with_database
 from tests.conftest import create_database, drop_database
 from tests.db import rows
 

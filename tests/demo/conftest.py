@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_platform.settings import Settings
+from memory_platform.foundation.settings import Settings
 from tests.support.environment import clean_environment  # noqa: F401
 
 

@@ -9,8 +9,8 @@ import json
 from starlette.testclient import TestClient
 
 from api.app import create_app
-from memory_platform.dreaming.engine import run_dream_partition
-from memory_platform.dreaming.partitions import Partition
+from memory_platform.features.dreaming.engine import run_dream_partition
+from memory_platform.features.dreaming.partitions import Partition
 from tests.demo.test_demo_cli import invoke
 
 README_QUERY = "PagerDuty paging tool"
@@ -54,8 +54,8 @@ def test_after_demo_seed_and_one_dream_the_graph_answers_over_the_api(cli_env, d
     from dagster import DagsterInstance
 
     from memory_platform.definitions import build_definitions
+    from memory_platform.foundation.settings import get_settings
     from memory_platform.orchestration.partitions import AUDIENCES
-    from memory_platform.settings import get_settings
 
     invoke(cli_env, "demo", "seed", "--instance", instance)
     partition = f"{instance}/team/{instance}"

@@ -9,12 +9,12 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from memory_platform import demo
 from memory_platform.cli import main
-from memory_platform.dreaming.engine import run_dream_partition
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.ledger import assertions as ledger
-from memory_platform.settings import Settings, get_settings
+from memory_platform.features import demo
+from memory_platform.features.dreaming.engine import run_dream_partition
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.foundation.settings import Settings, get_settings
+from memory_platform.shared.ledger import assertions as ledger
 
 ROWS = sum(len(s.rows) for s in demo.SESSIONS)
 

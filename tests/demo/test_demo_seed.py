@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import psycopg
 
-from memory_platform import demo
-from memory_platform.access import AccessContext
-from memory_platform.dreaming.engine import run_dream_partition
-from memory_platform.dreaming.inputs import is_automation_session, select_inputs
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.memories.store import MemoryWrite, store_memory
+from memory_platform.features import demo
+from memory_platform.features.dreaming.engine import run_dream_partition
+from memory_platform.features.dreaming.inputs import is_automation_session, select_inputs
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.shared.access import AccessContext
 
 EXPECTED_ROWS = sum(len(s.rows) for s in demo.SESSIONS)
 

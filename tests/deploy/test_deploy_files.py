@@ -27,7 +27,7 @@ import jsonschema
 import pytest
 import yaml
 
-from memory_platform.settings import Settings
+from memory_platform.foundation.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from memory_platform.settings import PROJECT_ROOT
+from memory_platform.foundation.settings import PROJECT_ROOT
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="no make here")
 

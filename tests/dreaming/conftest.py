@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_platform.settings import Settings
+from memory_platform.foundation.settings import Settings
 from tests.support.environment import clean_environment  # noqa: F401
 from tests.support.openai_server import openai_server, openai_server_session  # noqa: F401
 from tests.support.settings import hash_embedding_settings

@@ -11,10 +11,10 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from memory_platform.access import AccessContext
-from memory_platform.llm.base import Completion, JsonRequest, ModelError
-from memory_platform.memories.store import MemoryWrite, StoredMemory, store_memory
-from memory_platform.settings import Settings
+from memory_platform.features.memories.store import MemoryWrite, StoredMemory, store_memory
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.llm.base import Completion, JsonRequest, ModelError
 from tests.support.tables import INSTANCE_TABLES
 
 # Sessions of a team and a direct human fact: the common input of the Dreaming tests.

@@ -11,9 +11,9 @@ import subprocess
 import sys
 import textwrap
 
-from memory_platform.dreaming.engine import run_dream_partition
-from memory_platform.dreaming.runs import reconcile_stale_dreams
-from memory_platform.settings import PROJECT_ROOT
+from memory_platform.features.dreaming.engine import run_dream_partition
+from memory_platform.features.dreaming.runs import reconcile_stale_dreams
+from memory_platform.foundation.settings import PROJECT_ROOT
 from tests.dreaming.support import counts
 from tests.dreaming.test_engine import dream_row, seed_team, team
 
@@ -21,8 +21,8 @@ from tests.dreaming.test_engine import dream_row, seed_team, team
 WORKER = textwrap.dedent("""
     import sys, time
     import psycopg
-    from memory_platform.dreaming.engine import run_dream_partition
-    from memory_platform.dreaming.partitions import Partition
+    from memory_platform.features.dreaming.engine import run_dream_partition
+    from memory_platform.features.dreaming.partitions import Partition
     from tests.support.settings import hash_embedding_settings
 
     class Hanging:

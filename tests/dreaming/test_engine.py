@@ -9,14 +9,14 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from memory_platform.access import AccessContext
-from memory_platform.context import context_search
-from memory_platform.dreaming.engine import run_dream_partition
-from memory_platform.dreaming.lock import dream_lock
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.dreaming.runs import list_dreams, reconcile_stale_dreams
-from memory_platform.errors import DreamLocked
-from memory_platform.llm.base import ModelError
+from memory_platform.features.context import context_search
+from memory_platform.features.dreaming.engine import run_dream_partition
+from memory_platform.features.dreaming.lock import dream_lock
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.dreaming.runs import list_dreams, reconcile_stale_dreams
+from memory_platform.foundation.errors import DreamLocked
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.llm.base import ModelError
 from tests.dreaming.support import (
     HUMAN_FACT,
     TEAM_SESSIONS,
@@ -375,7 +375,7 @@ def test_a_non_autocommit_connection_runs_and_commits_a_dream(
         db, settings, instance, module_database_url):
     from pgvector.psycopg import register_vector
 
-    from memory_platform.dreaming.rollback import rollback_dream
+    from memory_platform.features.dreaming.rollback import rollback_dream
 
     seed_team(db, settings, instance)
     with psycopg.connect(module_database_url) as conn:  # like a pool connection

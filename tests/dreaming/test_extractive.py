@@ -9,15 +9,15 @@ import time
 import jsonschema
 import pytest
 
-from memory_platform.dreaming.contract import EXCERPT_MAX_CHARS, SLUG_PATTERN, dream_schema
-from memory_platform.dreaming.extractive import (
+from memory_platform.features.dreaming.contract import EXCERPT_MAX_CHARS, SLUG_PATTERN, dream_schema
+from memory_platform.features.dreaming.extractive import (
     ExtractiveModel,
     classify,
     cut_at_word,
     skip_reason,
     split_sentences,
 )
-from memory_platform.llm.base import ModelError
+from memory_platform.shared.llm.base import ModelError
 from tests.llm.helpers import make_request, make_settings
 
 INPUTS = [

@@ -13,14 +13,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.dreaming.engine import run_dream_partition
-from memory_platform.dreaming.extractive import ExtractiveModel
-from memory_platform.dreaming.grounding import informative_excerpt, text_support
-from memory_platform.dreaming.inputs import DreamInput
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.dreaming.validate import validate_output
-from memory_platform.settings import Settings
+from memory_platform.features.dreaming.engine import run_dream_partition
+from memory_platform.features.dreaming.extractive import ExtractiveModel
+from memory_platform.features.dreaming.grounding import informative_excerpt, text_support
+from memory_platform.features.dreaming.inputs import DreamInput
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.dreaming.validate import validate_output
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
 from tests.dreaming.support import (
     HUMAN_FACT,
     TEAM_SESSIONS,

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.dreaming.inputs import eligible_partitions, select_inputs
-from memory_platform.dreaming.partitions import Partition
+from memory_platform.features.dreaming.inputs import eligible_partitions, select_inputs
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.shared.access import AccessContext
 from tests.dreaming.support import remember
 
 
@@ -164,7 +164,7 @@ def test_partitions_are_exact_audiences_and_need_the_minimum(db, settings, insta
 
 
 def test_the_flush_and_dreaming_share_one_prefix_list(settings):
-    from memory_platform.dreaming.inputs import is_automation_session
+    from memory_platform.features.dreaming.inputs import is_automation_session
 
     assert is_automation_session(settings, "Heartbeat:hourly")
     assert is_automation_session(settings, "github:pr-12")

@@ -10,14 +10,14 @@ import pytest
 from click.testing import CliRunner
 
 from api.routes.dreaming import DreamDetailResponse
-from memory_platform.access import AccessContext
-from memory_platform.dreaming.engine import run_dream_partition
-from memory_platform.dreaming.inspect import dream_detail
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.dreaming.rollback import rollback_dream
-from memory_platform.errors import NotFound
-from memory_platform.ledger.assertions import record_decision
-from memory_platform.llm.selection import read_dreaming_model
+from memory_platform.features.dreaming.engine import run_dream_partition
+from memory_platform.features.dreaming.inspect import dream_detail
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.dreaming.rollback import rollback_dream
+from memory_platform.foundation.errors import NotFound
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.ledger.assertions import record_decision
+from memory_platform.shared.llm.selection import read_dreaming_model
 from tests.dreaming.support import ScriptedModel, assertion, payload, remember
 
 LINES = ["The customer portal uses Keycloak for single sign-on.",
@@ -100,7 +100,7 @@ def test_another_instances_dream_and_an_unknown_id_are_not_found(db, settings, i
 
 @pytest.fixture
 def cli_env(module_database_url, monkeypatch):
-    from memory_platform.settings import get_settings
+    from memory_platform.foundation.settings import get_settings
 
     monkeypatch.setenv("MEMORY_DATABASE_URL", module_database_url)
     monkeypatch.setenv("MEMORY_EMBEDDING_PROVIDER", "hash")

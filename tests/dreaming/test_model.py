@@ -9,19 +9,19 @@ from types import SimpleNamespace
 import psycopg
 import pytest
 
-from memory_platform.db.connection import with_database
-from memory_platform.dreaming.extractive import ExtractiveModel
-from memory_platform.dreaming.model import (
+from memory_platform.features.dreaming.extractive import ExtractiveModel
+from memory_platform.features.dreaming.model import (
     SETTING_KEY,
     model_client,
     read_dreaming_model,
     resolve_model_name,
     set_dreaming_model,
 )
-from memory_platform.errors import InvalidInput
-from memory_platform.llm import selection
-from memory_platform.llm.base import ModelError
-from memory_platform.llm.openai_compatible import OpenAICompatibleModel
+from memory_platform.foundation.db.connection import with_database
+from memory_platform.foundation.errors import InvalidInput
+from memory_platform.shared.llm import selection
+from memory_platform.shared.llm.base import ModelError
+from memory_platform.shared.llm.openai_compatible import OpenAICompatibleModel
 from tests.conftest import create_database, drop_database
 from tests.llm.helpers import API_KEY, PAYLOAD_TEXT, make_request, make_settings
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from memory_platform.access import AccessContext
-from memory_platform.dreaming import prompt
-from memory_platform.dreaming.engine import run_dream_partition
-from memory_platform.dreaming.inputs import select_inputs
-from memory_platform.dreaming.partitions import Partition
+from memory_platform.features.dreaming import prompt
+from memory_platform.features.dreaming.engine import run_dream_partition
+from memory_platform.features.dreaming.inputs import select_inputs
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.shared.access import AccessContext
 from tests.dreaming.support import HUMAN_FACT, TEAM_SESSIONS, ScriptedModel, payload, remember
 
 EVENT = datetime(2024, 11, 4, 14, 0, tzinfo=UTC)

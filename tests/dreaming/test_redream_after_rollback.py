@@ -5,16 +5,16 @@ it. Rolling the new Dream back reverts them again."""
 
 from __future__ import annotations
 
-from memory_platform.access import AccessContext
-from memory_platform.dreaming.engine import run_dream_partition
-from memory_platform.dreaming.inspect import dream_detail
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.dreaming.rollback import rollback_dream
-from memory_platform.graph import views
-from memory_platform.graph.build import build_dream_graph
-from memory_platform.graph.model import GraphModel
-from memory_platform.llm.selection import OFFLINE_MODEL
-from memory_platform.projection.outbox import process_outbox
+from memory_platform.features.dreaming.engine import run_dream_partition
+from memory_platform.features.dreaming.inspect import dream_detail
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.dreaming.rollback import rollback_dream
+from memory_platform.features.graph import views
+from memory_platform.features.graph.build import build_dream_graph
+from memory_platform.features.graph.model import GraphModel
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.llm.selection import OFFLINE_MODEL
+from memory_platform.shared.projection.outbox import process_outbox
 from tests.dreaming.support import TEAM_SESSIONS, remember
 
 OFFLINE = GraphModel(OFFLINE_MODEL, "explicit", None)

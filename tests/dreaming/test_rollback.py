@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.dreaming.engine import run_dream_partition
-from memory_platform.dreaming.lock import dream_lock
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.dreaming.rollback import rollback_dream
-from memory_platform.errors import DreamLocked
-from memory_platform.ledger.assertions import record_decision
+from memory_platform.features.dreaming.engine import run_dream_partition
+from memory_platform.features.dreaming.lock import dream_lock
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.dreaming.rollback import rollback_dream
+from memory_platform.foundation.errors import DreamLocked
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.ledger.assertions import record_decision
 from tests.dreaming.support import ScriptedModel, assertion, payload, remember
 
 LINES = ["The customer portal uses Keycloak for single sign-on.",

@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 from psycopg.rows import dict_row
 
-from memory_platform.access import AccessContext
-from memory_platform.consolidation.lifecycle import expire_due
-from memory_platform.dreaming.engine import run_dream_partition
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.ledger.assertions import record_decision
+from memory_platform.features.consolidation.lifecycle import expire_due
+from memory_platform.features.dreaming.engine import run_dream_partition
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.ledger.assertions import record_decision
 from tests.dreaming.support import ScriptedModel, assertion, payload, remember
 
 LINES = {

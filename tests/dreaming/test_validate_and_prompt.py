@@ -6,12 +6,12 @@ import json
 import uuid
 from datetime import UTC, datetime
 
-from memory_platform.dreaming import contract
-from memory_platform.dreaming.inputs import DreamInput, DreamInputs
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.dreaming.prompt import system_prompt, user_prompt
-from memory_platform.dreaming.validate import validate_output
-from memory_platform.settings import Settings
+from memory_platform.features.dreaming import contract
+from memory_platform.features.dreaming.inputs import DreamInput, DreamInputs
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.dreaming.prompt import system_prompt, user_prompt
+from memory_platform.features.dreaming.validate import validate_output
+from memory_platform.foundation.settings import Settings
 from tests.dreaming.support import assertion, payload
 
 SETTINGS = Settings(_env_file=None)  # type: ignore[call-arg]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from memory_platform.embeddings.generations import (
+from memory_platform.foundation.settings import PROJECT_ROOT
+from memory_platform.shared.embeddings.generations import (
     EMBEDDING_TABLES,
     active_generation,
     index_name,
     register_generation,
 )
-from memory_platform.settings import PROJECT_ROOT
 
 
 def _index_definitions(conn, key: str) -> dict[str, str]:

@@ -13,16 +13,16 @@ import openai
 import pytest
 from starlette.responses import JSONResponse
 
-from memory_platform.embeddings.base import EmbeddingError, EmbeddingProvider
-from memory_platform.embeddings.factory import (
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.embeddings.base import EmbeddingError, EmbeddingProvider
+from memory_platform.shared.embeddings.factory import (
     clear_provider_cache,
     get_provider,
     resolve_provider_kind,
 )
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.embeddings.local import LOCAL_MODELS, load_engine
-from memory_platform.embeddings.openai_provider import OpenAIEmbeddingProvider
-from memory_platform.settings import Settings
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
+from memory_platform.shared.embeddings.local import LOCAL_MODELS, load_engine
+from memory_platform.shared.embeddings.openai_provider import OpenAIEmbeddingProvider
 from tests.support.openai_server import ScriptedOpenAIServer, fake_embedding
 
 API_KEY = "sk-test-7f3a9c1e5b2d4f60a8e1c3b5d7f9a2c4"

@@ -9,14 +9,14 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from memory_platform.access import AccessContext
-from memory_platform.dreaming.engine import run_dream_partition
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.dreaming.rollback import rollback_dream
-from memory_platform.errors import InvalidInput
-from memory_platform.events.store import list_events
-from memory_platform.maintenance.erasure import erase_user
-from memory_platform.review import decisions
+from memory_platform.features.dreaming.engine import run_dream_partition
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.dreaming.rollback import rollback_dream
+from memory_platform.features.events.store import list_events
+from memory_platform.features.maintenance.erasure import erase_user
+from memory_platform.features.review import decisions
+from memory_platform.foundation.errors import InvalidInput
+from memory_platform.shared.access import AccessContext
 from tests.dreaming.support import ScriptedModel, assertion, payload, remember
 from tests.dreaming.test_rollback import LINES  # four team lines: enough to dream on
 from tests.review.test_review import pending

@@ -11,10 +11,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.errors import InvalidInput
-from memory_platform.events import webhooks
-from memory_platform.projection.outbox import process_outbox
+from memory_platform.features.events import webhooks
+from memory_platform.foundation.errors import InvalidInput
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.projection.outbox import process_outbox
 from tests.dreaming.support import remember
 
 SECRET = "a-test-secret-of-some-length"

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from memory_platform.embeddings.generations import ensure_generation
+from memory_platform.shared.embeddings.generations import ensure_generation
 from tests.db import rows
 
 

@@ -12,8 +12,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from memory_platform.access import AccessContext
-from memory_platform.graph.types import (
+from memory_platform.features.graph.types import (
     ClaimItem,
     EdgeItem,
     EntityItem,
@@ -21,7 +20,8 @@ from memory_platform.graph.types import (
     GraphBatch,
     GraphSource,
 )
-from memory_platform.settings import Settings
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
 from tests.db import rows
 from tests.dreaming.support import remember
 
@@ -95,7 +95,7 @@ def extraction(entities: list[EntityItem], claims: list[ClaimItem] = (),
 
 def apply(conn: psycopg.Connection, b: GraphBatch, x: Extraction):
     """apply_extraction inside a transaction of its own, as the worker runs it."""
-    from memory_platform.graph.store import apply_extraction
+    from memory_platform.features.graph.store import apply_extraction
 
     with conn.transaction():
         return apply_extraction(conn, b, x)

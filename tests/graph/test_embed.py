@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 from psycopg import sql
 
-from memory_platform.embeddings.base import key_of
-from memory_platform.embeddings.factory import get_provider
-from memory_platform.embeddings.generations import active_generation
-from memory_platform.graph.embed import (
+from memory_platform.features.graph.embed import (
     embed_graph_items,
     embedding_backlog,
     entity_text,
     text_hash,
 )
+from memory_platform.shared.embeddings.base import key_of
+from memory_platform.shared.embeddings.factory import get_provider
+from memory_platform.shared.embeddings.generations import active_generation
 from tests.graph.support import apply, batch, claim, entity, extraction, fact, one
 from tests.memories.support import OutageEmbedder
 

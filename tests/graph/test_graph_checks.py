@@ -8,8 +8,8 @@ import uuid
 
 from psycopg.types.json import Jsonb
 
-from memory_platform.graph.checks import graph_support_check
-from memory_platform.graph.retract import retract_assertions
+from memory_platform.features.graph.checks import graph_support_check
+from memory_platform.features.graph.retract import retract_assertions
 from tests.graph.support import apply, batch, claim, edge, entity, extraction, fact, one
 
 A_TEXT = "Mandant Nord moved its payroll to Lohnbüro Ost in January."

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import json
 
-from memory_platform.access import AccessContext
-from memory_platform.projection.outbox import GRAPH_PROJECTION, claim, due_outbox_job, mark_failed
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.projection.outbox import (
+    GRAPH_PROJECTION,
+    claim,
+    due_outbox_job,
+    mark_failed,
+)
 from tests.demo.test_demo_cli import invoke
 from tests.dreaming.support import remember
 

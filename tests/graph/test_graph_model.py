@@ -10,13 +10,13 @@ import uuid
 
 import pytest
 
-from memory_platform.graph import model as graph_model
-from memory_platform.graph import validate
-from memory_platform.graph.contract import ENTITY_REF_KEYS, SCHEMA_NAME
-from memory_platform.graph.model import GraphModel, extract, resolve_graph_model
-from memory_platform.graph.sources import load_sources, plan_batches
-from memory_platform.graph.types import GraphBatch, GraphWorkRetryable
-from memory_platform.llm.selection import set_dreaming_model
+from memory_platform.features.graph import model as graph_model
+from memory_platform.features.graph import validate
+from memory_platform.features.graph.contract import ENTITY_REF_KEYS, SCHEMA_NAME
+from memory_platform.features.graph.model import GraphModel, extract, resolve_graph_model
+from memory_platform.features.graph.sources import load_sources, plan_batches
+from memory_platform.features.graph.types import GraphBatch, GraphWorkRetryable
+from memory_platform.shared.llm.selection import set_dreaming_model
 from tests.db import rows
 from tests.graph.support import batch, fact
 

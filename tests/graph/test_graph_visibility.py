@@ -23,12 +23,12 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from memory_platform.access import AccessContext
-from memory_platform.context import context_search
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.errors import NotFound
-from memory_platform.graph.reads import explain_claim, get_entity, neighbors
-from memory_platform.graph.search import knowledge_search
+from memory_platform.features.context import context_search
+from memory_platform.features.graph.reads import explain_claim, get_entity, neighbors
+from memory_platform.features.graph.search import knowledge_search
+from memory_platform.foundation.errors import NotFound
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
 from tests.db import rows
 from tests.graph import knowledge_rows as kr
 from tests.support.settings import hash_embedding_settings

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import uuid
 
-from memory_platform.graph import offline
-from memory_platform.graph.types import GraphBatch, GraphSource
-from memory_platform.graph.validate import grounded, validate_extraction
-from memory_platform.settings import Settings
+from memory_platform.features.graph import offline
+from memory_platform.features.graph.types import GraphBatch, GraphSource
+from memory_platform.features.graph.validate import grounded, validate_extraction
+from memory_platform.foundation.settings import Settings
 
 SETTINGS = Settings(_env_file=None)  # type: ignore[call-arg]
 

@@ -8,9 +8,9 @@ import uuid
 import pytest
 from psycopg.types.json import Jsonb
 
-from memory_platform.access import AccessContext
-from memory_platform.errors import InvalidInput, NotFound
-from memory_platform.graph.reads import explain_claim, get_entity, neighbors
+from memory_platform.features.graph.reads import explain_claim, get_entity, neighbors
+from memory_platform.foundation.errors import InvalidInput, NotFound
+from memory_platform.shared.access import AccessContext
 from tests.db import rows
 from tests.graph import knowledge_rows as kr
 

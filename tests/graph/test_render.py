@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from memory_platform.graph.render import (
+from memory_platform.features.graph.render import (
     MAX_HEADER_REFS,
     MAX_HEADER_VALUE_CHARS,
     block_chars,
@@ -14,7 +14,7 @@ from memory_platform.graph.render import (
     render_header,
     render_source,
 )
-from memory_platform.graph.types import GraphBatch, GraphSource
+from memory_platform.features.graph.types import GraphBatch, GraphSource
 
 
 def src(text: str, refs: dict[str, str] | None = None, **fields) -> GraphSource:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import uuid
 
-from memory_platform.graph.checks import graph_support_check
-from memory_platform.graph.retract import retract_assertions, retract_unsupported
-from memory_platform.ledger.assertions import record_decision
+from memory_platform.features.graph.checks import graph_support_check
+from memory_platform.features.graph.retract import retract_assertions, retract_unsupported
+from memory_platform.shared.ledger.assertions import record_decision
 from tests.graph.support import (
     apply,
     batch,

@@ -10,13 +10,13 @@ import uuid
 
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.errors import InvalidInput
-from memory_platform.graph import search as graph_search
-from memory_platform.graph.block import render_knowledge_block
-from memory_platform.graph.search import decay_factor, knowledge_search
-from memory_platform.retrieval.question import embed_question
+from memory_platform.features.graph import search as graph_search
+from memory_platform.features.graph.block import render_knowledge_block
+from memory_platform.features.graph.search import decay_factor, knowledge_search
+from memory_platform.features.retrieval.question import embed_question
+from memory_platform.foundation.errors import InvalidInput
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
 from tests.graph import knowledge_rows as kr
 from tests.memories.support import OutageEmbedder, TinyLocalEmbedder
 from tests.support.settings import hash_embedding_settings

@@ -9,11 +9,11 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from memory_platform.graph.render import render_block
-from memory_platform.graph.sources import load_sources, plan_batches
-from memory_platform.graph.types import GraphSource
-from memory_platform.ledger.assertions import record_decision
-from memory_platform.settings import Settings
+from memory_platform.features.graph.render import render_block
+from memory_platform.features.graph.sources import load_sources, plan_batches
+from memory_platform.features.graph.types import GraphSource
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.ledger.assertions import record_decision
 from tests.db import rows
 from tests.graph.support import fact
 

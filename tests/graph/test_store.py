@@ -12,8 +12,12 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from memory_platform.graph.store import apply_extraction, normalized_label, remove_dream_refs
-from memory_platform.graph.types import GraphBatch, GraphWorkRetryable
+from memory_platform.features.graph.store import (
+    apply_extraction,
+    normalized_label,
+    remove_dream_refs,
+)
+from memory_platform.features.graph.types import GraphBatch, GraphWorkRetryable
 from tests.graph.support import (
     apply,
     batch,

@@ -9,11 +9,16 @@ from typing import Any
 
 import pytest
 
-from memory_platform.graph import validate
-from memory_platform.graph.contract import ENTITY_REF_KEYS, graph_schema, system_prompt
-from memory_platform.graph.types import ENTITY_TYPES, GraphBatch, GraphSource, GraphWorkRetryable
-from memory_platform.graph.validate import validate_extraction
-from memory_platform.settings import Settings
+from memory_platform.features.graph import validate
+from memory_platform.features.graph.contract import ENTITY_REF_KEYS, graph_schema, system_prompt
+from memory_platform.features.graph.types import (
+    ENTITY_TYPES,
+    GraphBatch,
+    GraphSource,
+    GraphWorkRetryable,
+)
+from memory_platform.features.graph.validate import validate_extraction
+from memory_platform.foundation.settings import Settings
 
 SETTINGS = Settings(_env_file=None, graph_max_entities=4, graph_max_claims=4,
                     graph_max_edges=4)  # type: ignore[call-arg]

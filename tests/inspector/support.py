@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg.types.json import Jsonb
 
-from memory_platform.membership import add_channel_member
+from memory_platform.shared.membership import add_channel_member
 from tests.db import rows
 from tests.graph import knowledge_rows as kr
 

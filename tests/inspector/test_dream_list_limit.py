@@ -8,7 +8,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from memory_platform.settings import Settings
+from memory_platform.foundation.settings import Settings
 from tests.api.conftest import ADMIN, READ, REVIEW, make_settings
 from tests.db import rows
 from tests.inspector.support import sign_in

@@ -1,4 +1,4 @@
-"""The graph views of the inspector (memory_platform.graph.views through /inspector/api):
+"""The graph views of the inspector (memory_platform.features.graph.views through /inspector/api):
 the visibility rule narrowed to a view, never widened; the display budget keeps several
 components; search; the Dream filter; the node card."""
 

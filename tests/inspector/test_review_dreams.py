@@ -7,8 +7,8 @@ from __future__ import annotations
 import psycopg
 from pgvector.psycopg import register_vector
 
-from memory_platform import demo
-from memory_platform.dreaming.engine import run_dream_partition
+from memory_platform.features import demo
+from memory_platform.features.dreaming.engine import run_dream_partition
 from tests.api.conftest import ADMIN, READ, REVIEW, WRITE, assert_error, bearer, store
 from tests.inspector.support import sign_in
 

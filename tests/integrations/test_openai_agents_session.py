@@ -26,8 +26,8 @@ from memory_platform.client import (
     Forbidden,
     MemoryConnectionError,
 )
+from memory_platform.foundation.settings import PROJECT_ROOT
 from memory_platform.integrations.openai_agents import MemorySession
-from memory_platform.settings import PROJECT_ROOT
 from tests.client.conftest import READ, WRITE
 from tests.support import openai_server as scripted
 from tests.support.openai_server import RecordedRequest, ScriptedOpenAIServer, answer_chat

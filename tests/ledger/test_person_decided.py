@@ -8,7 +8,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from memory_platform.ledger.assertions import human_decided, record_decision
+from memory_platform.shared.ledger.assertions import human_decided, record_decision
 from tests.db import rows
 
 INSTANCE = "default"

@@ -12,17 +12,17 @@ import uuid
 
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.dreaming.promote import Promoted
-from memory_platform.dreaming.runs import start_dream
-from memory_platform.dreaming.safety import run_safety_pass
-from memory_platform.dreaming.validate import AcceptedAssertion, Evidence
-from memory_platform.ledger import assertions as ledger
-from memory_platform.ledger import policy
-from memory_platform.ledger.sources import ensure_source
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.memories.write_rules import TRUST_CLASSES as WRITE_TRUST
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.dreaming.promote import Promoted
+from memory_platform.features.dreaming.runs import start_dream
+from memory_platform.features.dreaming.safety import run_safety_pass
+from memory_platform.features.dreaming.validate import AcceptedAssertion, Evidence
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.memories.write_rules import TRUST_CLASSES as WRITE_TRUST
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.ledger import assertions as ledger
+from memory_platform.shared.ledger import policy
+from memory_platform.shared.ledger.sources import ensure_source
 from tests.memories.bulk_support import run as run_import
 
 # What each origin can be asked: a write/import names a ledger trust class of a writer; a

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memory_platform.dreaming.contract import SCHEMA_NAME, dream_schema
-from memory_platform.llm.base import JsonRequest
-from memory_platform.settings import Settings
+from memory_platform.features.dreaming.contract import SCHEMA_NAME, dream_schema
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.llm.base import JsonRequest
 
 API_KEY = "sk-test-llm-5d1c9e7a3b2f4e6081a9c7e5d3b1f2a4"
 SYSTEM = "You curate memories. Answer with exactly this JSON contract: ..."

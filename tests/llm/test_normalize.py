@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from memory_platform.llm.base import ModelError
-from memory_platform.llm.normalize import parse_model_json
+from memory_platform.shared.llm.base import ModelError
+from memory_platform.shared.llm.normalize import parse_model_json
 from tests.llm.helpers import PAYLOAD, PAYLOAD_TEXT
 
 PRETTY = json.dumps(PAYLOAD, indent=2, ensure_ascii=False)

@@ -11,9 +11,9 @@ import time
 import pytest
 from starlette.responses import Response
 
-from memory_platform.dreaming.contract import SCHEMA_NAME, dream_schema
-from memory_platform.llm.base import ModelError
-from memory_platform.llm.openai_compatible import (
+from memory_platform.features.dreaming.contract import SCHEMA_NAME, dream_schema
+from memory_platform.shared.llm.base import ModelError
+from memory_platform.shared.llm.openai_compatible import (
     OpenAICompatibleModel,
     catalog_limit,
     is_same_model,

@@ -1,4 +1,4 @@
-"""Erasure of a person (memory_platform/maintenance/erasure.py) against the real database:
+"""Erasure of a person (memory_platform/features/maintenance/erasure.py) against the real database:
 after ``erase_user`` nothing of the user is found by any read path (memory search, context
 search, get, knowledge search, session grep, asOf) from any context (their own, a
 teammate's, the workspace's); no row of the instance holds their id or words except graph
@@ -17,22 +17,22 @@ from click.testing import CliRunner
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from memory_platform.access import AccessContext
 from memory_platform.cli.users import users
-from memory_platform.consolidation.history import assertions_as_of
-from memory_platform.context import context_search
-from memory_platform.dreaming.lock import dream_lock
-from memory_platform.errors import DreamLocked, InvalidInput, NotFound
-from memory_platform.graph.search import knowledge_search
-from memory_platform.maintenance.erasure import erase_user, subject_hash
-from memory_platform.membership import add_channel_member, add_session_participant
-from memory_platform.projection.outbox import process_outbox_until_idle
-from memory_platform.retrieval.feedback.events import record_injection
-from memory_platform.retrieval.memories import get_memory
-from memory_platform.retrieval.search import search_memories
-from memory_platform.sessions.items import TurnItem, append_items
-from memory_platform.sessions.reads import grep
-from memory_platform.settings import get_settings
+from memory_platform.features.consolidation.history import assertions_as_of
+from memory_platform.features.context import context_search
+from memory_platform.features.dreaming.lock import dream_lock
+from memory_platform.features.graph.search import knowledge_search
+from memory_platform.features.maintenance.erasure import erase_user, subject_hash
+from memory_platform.features.retrieval.feedback.events import record_injection
+from memory_platform.features.retrieval.memories import get_memory
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.features.sessions.items import TurnItem, append_items
+from memory_platform.features.sessions.reads import grep
+from memory_platform.foundation.errors import DreamLocked, InvalidInput, NotFound
+from memory_platform.foundation.settings import get_settings
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.membership import add_channel_member, add_session_participant
+from memory_platform.shared.projection.outbox import process_outbox_until_idle
 from tests.db import rows
 from tests.graph.support import apply, batch, claim, entity, extraction, fact
 

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.errors import InvalidInput
-from memory_platform.maintenance.legacy import (
+from memory_platform.features.maintenance.legacy import (
     SessionEntry,
     import_transcripts,
     session_entries,
 )
-from memory_platform.retrieval.search import search_memories
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.foundation.errors import InvalidInput
+from memory_platform.shared.access import AccessContext
 
 MIGRATION = (Path(__file__).resolve().parents[2] / "migrations"
              / "0036_legacy_imports_withheld.sql")
@@ -171,7 +171,7 @@ def test_session_entries_map_session_ids_files_and_users(tmp_path):
 
 def test_the_last_import_is_reported_by_the_status_of_any_process(db, settings, instance,
                                                                     tmp_path):
-    from memory_platform.operator_status import memory_status
+    from memory_platform.features.operator_status import memory_status
 
     folder = tmp_path / "transcripts"
     folder.mkdir()

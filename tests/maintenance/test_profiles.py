@@ -12,10 +12,8 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
-from memory_platform.access import AccessContext
-from memory_platform.errors import InvalidInput
-from memory_platform.maintenance import profiles
-from memory_platform.maintenance.profiles import (
+from memory_platform.features.maintenance import profiles
+from memory_platform.features.maintenance.profiles import (
     HEADING,
     Profile,
     ProfileItem,
@@ -24,7 +22,9 @@ from memory_platform.maintenance.profiles import (
     refresh_profiles,
     render_profile_block,
 )
-from memory_platform.users import register_user
+from memory_platform.foundation.errors import InvalidInput
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.users import register_user
 from tests.db import rows
 
 ADA, BOB = "ada", "bob"

@@ -1,4 +1,5 @@
-"""The redaction rule of a kept document (memory_platform/maintenance/redaction.py): an item
+"""The redaction rule of a kept document (memory_platform/features/maintenance/redaction.py): an
+item
 that cites a removed row, names the person or quotes them is replaced as a whole; the other
 people's items, counts and short codes stay."""
 
@@ -6,7 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from memory_platform.maintenance.redaction import REDACTED_ITEM, REDACTED_TEXT, Erased, redact
+from memory_platform.features.maintenance.redaction import (
+    REDACTED_ITEM,
+    REDACTED_TEXT,
+    Erased,
+    redact,
+)
 
 GONE = "0b7f3c1e-0000-4000-8000-000000000001"
 KEPT = "0b7f3c1e-0000-4000-8000-000000000002"

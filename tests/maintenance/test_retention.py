@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from psycopg import sql
 
-from memory_platform.maintenance import retention
-from memory_platform.maintenance.retention import retention_sweep
-from memory_platform.settings import Settings
+from memory_platform.features.maintenance import retention
+from memory_platform.features.maintenance.retention import retention_sweep
+from memory_platform.foundation.settings import Settings
 from tests.db import rows
 
 RETENTION_DAYS = Settings.model_fields["retention_days"].default

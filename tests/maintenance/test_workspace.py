@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.maintenance import workspace as ws
-from memory_platform.maintenance.workspace import sync_workspace, sync_workspace_cached
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval.search import search_memories
+from memory_platform.features.maintenance import workspace as ws
+from memory_platform.features.maintenance.workspace import sync_workspace, sync_workspace_cached
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.shared.access import AccessContext
 
 
 def _rows(db, instance) -> dict[str, dict]:
@@ -149,7 +149,7 @@ def test_cli_workspace_sync_and_import_transcripts(db, module_database_url, inst
 
     from memory_platform.cli.workspace import import_transcripts_command
     from memory_platform.cli.workspace import workspace as workspace_group
-    from memory_platform.settings import get_settings
+    from memory_platform.foundation.settings import get_settings
 
     monkeypatch.setenv("MEMORY_DATABASE_URL", module_database_url)
     monkeypatch.setenv("MEMORY_EMBEDDING_PROVIDER", "hash")

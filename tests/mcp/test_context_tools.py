@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from mcp.client import Client
 
-from memory_platform import apikeys
+from memory_platform.features import apikeys
 from tests.mcp.test_mcp_e2e import LiveApi, call, run_in_process
 from tests.support.settings import hash_embedding_settings
 

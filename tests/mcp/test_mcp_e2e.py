@@ -23,10 +23,10 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from api.app import create_app
-from memory_platform import apikeys
-from memory_platform.ledger.assertions import record_decision
+from memory_platform.features import apikeys
+from memory_platform.foundation.settings import PROJECT_ROOT, Settings
 from memory_platform.mcp import build_server
-from memory_platform.settings import PROJECT_ROOT, Settings
+from memory_platform.shared.ledger.assertions import record_decision
 from tests.support.settings import hash_embedding_settings
 
 STEP_TIMEOUT = 15.0  # one MCP round trip (the first one includes the subprocess start)

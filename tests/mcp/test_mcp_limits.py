@@ -16,8 +16,8 @@ from mcp.client import Client
 from pgvector.psycopg import register_vector
 from psycopg.types.json import Jsonb
 
-from memory_platform import apikeys
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
+from memory_platform.features import apikeys
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
 from tests.db import rows
 from tests.graph import knowledge_rows as kr
 from tests.mcp.test_mcp_e2e import LiveApi, call, run_in_process

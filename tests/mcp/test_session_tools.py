@@ -13,11 +13,11 @@ import pytest
 from mcp.client import Client
 from pgvector.psycopg import register_vector
 
-from memory_platform import apikeys
-from memory_platform.access import AccessContext
-from memory_platform.sessions.items import complete_run
-from memory_platform.sessions.shared_facts import extract_shared_facts
-from memory_platform.settings import Settings
+from memory_platform.features import apikeys
+from memory_platform.features.sessions.items import complete_run
+from memory_platform.features.sessions.shared_facts import extract_shared_facts
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
 from tests.mcp.test_mcp_e2e import LiveApi, call, run_in_process
 from tests.sessions.test_reads import add_summary
 from tests.support.settings import hash_embedding_settings

@@ -17,9 +17,9 @@ import psycopg
 import pytest
 from mcp.client import Client
 
-from memory_platform import apikeys
-from memory_platform.access import AccessContext
-from memory_platform.trust import Caller, write_trust_class
+from memory_platform.features import apikeys
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.trust import Caller, write_trust_class
 from tests.mcp.test_mcp_e2e import LiveApi, call, run_in_process
 from tests.support.settings import hash_embedding_settings
 

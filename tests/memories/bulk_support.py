@@ -8,9 +8,9 @@ from typing import Any
 
 from psycopg.rows import dict_row
 
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.memories.bulk import import_memories
-from memory_platform.memories.bulk.reader import context_from_row
+from memory_platform.features.memories.bulk import import_memories
+from memory_platform.features.memories.bulk.reader import context_from_row
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
 
 EMBEDDER = HashEmbeddingProvider(32)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_platform.settings import Settings
+from memory_platform.foundation.settings import Settings
 from tests.support.settings import hash_embedding_settings
 
 

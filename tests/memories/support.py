@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import psycopg
 
-from memory_platform.embeddings.base import EmbeddingError
+from memory_platform.shared.embeddings.base import EmbeddingError
 from tests.support.tables import row_counts
 
 

@@ -15,11 +15,8 @@ import pytest
 from click.testing import CliRunner
 from pgvector.psycopg import register_vector
 
-from memory_platform.access import AccessContext, Audience
-from memory_platform.embeddings.generations import index_name
-from memory_platform.ledger.assertions import ensure_assertion
-from memory_platform.memories.bulk import import_memories
-from memory_platform.memories.bulk.indexes import (
+from memory_platform.features.memories.bulk import import_memories
+from memory_platform.features.memories.bulk.indexes import (
     BULK_INDEX_TABLES,
     FULLTEXT_INDEXES,
     drop_fulltext_indexes,
@@ -29,15 +26,18 @@ from memory_platform.memories.bulk.indexes import (
     repair_fulltext_indexes,
     repair_vector_index,
 )
-from memory_platform.memories.bulk.reader import (
+from memory_platform.features.memories.bulk.reader import (
     MalformedLine,
     NumberedRow,
     context_from_row,
     read_jsonl,
 )
-from memory_platform.memories.sharing import set_share_with_team
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.settings import Settings
+from memory_platform.features.memories.sharing import set_share_with_team
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext, Audience
+from memory_platform.shared.embeddings.generations import index_name
+from memory_platform.shared.ledger.assertions import ensure_assertion
 from tests.memories.bulk_support import EMBEDDER, LOADER_ROWS, memories, run, snapshot
 from tests.memories.support import OutageEmbedder
 from tests.support.tables import row_counts
@@ -588,7 +588,7 @@ def test_cli_import_reports_progress_summary_and_rejected_lines(module_database_
     monkeypatch.setenv("MEMORY_DATABASE_URL", module_database_url)
     monkeypatch.setenv("MEMORY_HASH_EMBEDDING_DIMENSIONS", "32")
     from memory_platform.cli import main
-    from memory_platform.settings import get_settings
+    from memory_platform.foundation.settings import get_settings
 
     get_settings.cache_clear()
     try:

@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from memory_platform.access import AccessContext
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.settings import Settings
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
 from tests.memories.bulk_support import EMBEDDER, run
 
 START = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)

@@ -8,7 +8,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_platform.memories.chunking import Chunk, chunk_text
+from memory_platform.features.memories.chunking import Chunk, chunk_text
 
 ENGLISH = " ".join(
     f"Sentence {i} says that the billing service number {i * 7} was deployed on day {i}."

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.ledger.assertions import record_decision
-from memory_platform.memories.store import MemoryWrite, store_memory
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.ledger.assertions import record_decision
 
 LAYOFFS = "Layoffs planned for Q3."
 

@@ -11,20 +11,20 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 
-from memory_platform.access import AccessContext
-from memory_platform.context import context_get, context_search
-from memory_platform.errors import InvalidInput
-from memory_platform.memories.bulk.rows import check_row
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.memories.validation import (
+from memory_platform.features.context import context_get, context_search
+from memory_platform.features.memories.bulk.rows import check_row
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.memories.validation import (
     OCCURRED_AT_MAX_AHEAD,
     clean_occurred_at,
     parse_occurred_at,
 )
-from memory_platform.retrieval import search
-from memory_platform.retrieval.memories import get_memory
-from memory_platform.retrieval.search import search_memories
-from memory_platform.retrieval.statements import ShapeCache
+from memory_platform.features.retrieval import search
+from memory_platform.features.retrieval.memories import get_memory
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.features.retrieval.statements import ShapeCache
+from memory_platform.foundation.errors import InvalidInput
+from memory_platform.shared.access import AccessContext
 from tests.memories.bulk_support import memories, run
 from tests.memories.support import nothing_written
 

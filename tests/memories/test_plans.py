@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from pgvector.psycopg import register_vector
 
-from memory_platform.access import AccessContext, Audience
-from memory_platform.memories.bulk import importing
-from memory_platform.memories.bulk.pipeline import loader_of
-from memory_platform.memories.bulk.reader import MalformedLine, NumberedRow
-from memory_platform.memories.bulk.rows import ImportRow
-from memory_platform.settings import Settings
-from memory_platform.text import content_hash
+from memory_platform.features.memories.bulk import importing
+from memory_platform.features.memories.bulk.pipeline import loader_of
+from memory_platform.features.memories.bulk.reader import MalformedLine, NumberedRow
+from memory_platform.features.memories.bulk.rows import ImportRow
+from memory_platform.foundation.settings import Settings
+from memory_platform.foundation.text import content_hash
+from memory_platform.shared.access import AccessContext, Audience
 from tests.memories.bulk_support import LOADER_ROWS, run, snapshot
 
 

@@ -9,14 +9,14 @@ from contextlib import contextmanager
 import pytest
 from psycopg.rows import dict_row
 
-from memory_platform.access import AccessContext, AccessError
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.errors import NotFound
-from memory_platform.ledger.assertions import record_decision
-from memory_platform.memories.sharing import set_share_with_team
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval.memories import get_memory
-from memory_platform.retrieval.search import search_memories
+from memory_platform.features.memories.sharing import set_share_with_team
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.retrieval.memories import get_memory
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.foundation.errors import NotFound
+from memory_platform.shared.access import AccessContext, AccessError
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
+from memory_platform.shared.ledger.assertions import record_decision
 from tests.memories.support import OutageEmbedder, TinyLocalEmbedder, nothing_written
 from tests.support.settings import hash_embedding_settings
 from tests.support.tables import row_counts

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from pgvector.psycopg import register_vector
 
-from memory_platform.access import AccessContext
-from memory_platform.embeddings.factory import get_provider
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.memories.turns import date_words
-from memory_platform.retrieval.search import search_memories
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.memories.turns import date_words
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.embeddings.factory import get_provider
 
 DAY = datetime(2023, 5, 8, 18, 0, tzinfo=UTC)
 QUESTION = "Ben: What did you end up naming the puppy?"

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.errors import CredentialDetected, InvalidInput
-from memory_platform.memories.bulk.rows import check_row
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.memories.validation import clean_content
-from memory_platform.settings import Settings
+from memory_platform.features.memories.bulk.rows import check_row
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.memories.validation import clean_content
+from memory_platform.foundation.errors import CredentialDetected, InvalidInput
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
 from tests.memories.support import nothing_written
 from tests.support.settings import hash_embedding_settings
 from tests.support.tables import row_counts

@@ -13,16 +13,16 @@ from __future__ import annotations
 import pytest
 from psycopg.rows import dict_row
 
-from memory_platform.access import AccessContext
-from memory_platform.errors import InvalidInput
-from memory_platform.memories.bulk.rows import check_row
-from memory_platform.memories.sharing import (
+from memory_platform.features.memories.bulk.rows import check_row
+from memory_platform.features.memories.sharing import (
     resolve_visibility,
     set_share_with_team,
     share_preference,
 )
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.memories.write_rules import RESERVED_SUBJECT_REFS, clean_subject_refs
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.memories.write_rules import RESERVED_SUBJECT_REFS, clean_subject_refs
+from memory_platform.foundation.errors import InvalidInput
+from memory_platform.shared.access import AccessContext
 from tests.memories.support import nothing_written
 
 FACT = "Nordwind prefers German invoices."

@@ -14,7 +14,7 @@ def cli(database_url: str, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Result]]:
     """``cli("import", FILE, ...)``: the `memory-platform` command against ``database_url``."""
     from memory_platform.cli import main
-    from memory_platform.settings import get_settings
+    from memory_platform.foundation.settings import get_settings
 
     monkeypatch.setenv("MEMORY_DATABASE_URL", database_url)
     monkeypatch.setenv("MEMORY_EMBEDDING_PROVIDER", "hash")

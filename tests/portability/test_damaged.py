@@ -18,8 +18,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from memory_platform.errors import InvalidInput
-from memory_platform.portability import import_export
+from memory_platform.features.portability import import_export
+from memory_platform.foundation.errors import InvalidInput
 from tests.portability.support import fingerprint, line, seal
 from tests.portability.test_portability import INSTANCE, _connect, _populate, _settings
 

@@ -14,25 +14,25 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 
-from memory_platform.access import AccessContext
-from memory_platform.db.connection import with_database
-from memory_platform.demo import SLACK_THREAD, TEAM_ROOM, seed_demo
-from memory_platform.embeddings.factory import get_provider
-from memory_platform.errors import InvalidInput
-from memory_platform.graph.build import process_graph_jobs
-from memory_platform.graph.model import GraphModel
-from memory_platform.llm.selection import OFFLINE_MODEL
-from memory_platform.maintenance.reembedding import convert
-from memory_platform.memories.bulk import import_memories
-from memory_platform.memories.bulk.reader import context_from_row
-from memory_platform.portability import export_instance, import_export
-from memory_platform.portability.format import KINDS
-from memory_platform.portability.mem0 import bulk_rows, read_mem0
-from memory_platform.portability.rewrite import Rewriter, parse_map
-from memory_platform.retrieval.search import search_memories
-from memory_platform.review.decisions import decide_pending
-from memory_platform.sessions.items import TurnItem, append_items
-from memory_platform.settings import Settings
+from memory_platform.features.demo import SLACK_THREAD, TEAM_ROOM, seed_demo
+from memory_platform.features.graph.build import process_graph_jobs
+from memory_platform.features.graph.model import GraphModel
+from memory_platform.features.maintenance.reembedding import convert
+from memory_platform.features.memories.bulk import import_memories
+from memory_platform.features.memories.bulk.reader import context_from_row
+from memory_platform.features.portability import export_instance, import_export
+from memory_platform.features.portability.format import KINDS
+from memory_platform.features.portability.mem0 import bulk_rows, read_mem0
+from memory_platform.features.portability.rewrite import Rewriter, parse_map
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.features.review.decisions import decide_pending
+from memory_platform.features.sessions.items import TurnItem, append_items
+from memory_platform.foundation.db.connection import with_database
+from memory_platform.foundation.errors import InvalidInput
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.embeddings.factory import get_provider
+from memory_platform.shared.llm.selection import OFFLINE_MODEL
 from tests.conftest import create_database, drop_database
 from tests.support.settings import hash_embedding_settings
 
@@ -272,7 +272,7 @@ def test_cli_export_and_imports(database_url, tmp_path, monkeypatch):
     from click.testing import CliRunner
 
     from memory_platform.cli import main
-    from memory_platform.settings import get_settings
+    from memory_platform.foundation.settings import get_settings
 
     monkeypatch.setenv("MEMORY_DATABASE_URL", database_url)
     monkeypatch.setenv("MEMORY_EMBEDDING_PROVIDER", "hash")

@@ -6,17 +6,17 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.context import context_search
-from memory_platform.dreaming.engine import run_dream_partition
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.ledger.assertions import record_decision
-from memory_platform.projection.outbox import (
+from memory_platform.features.context import context_search
+from memory_platform.features.dreaming.engine import run_dream_partition
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.ledger.assertions import record_decision
+from memory_platform.shared.projection.outbox import (
     enqueue,
     enqueue_assertion_projection,
     process_outbox,
 )
-from memory_platform.projection.reembed import reembed_backfill
+from memory_platform.shared.projection.reembed import reembed_backfill
 from tests.dreaming.support import ScriptedModel, assertion, counts, payload, remember
 from tests.memories.support import OutageEmbedder
 

@@ -11,12 +11,12 @@ import pytest
 from click.testing import CliRunner
 from pgvector.psycopg import register_vector
 
-from memory_platform.access import AccessContext
-from memory_platform.embeddings.generations import active_generation
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.projection.reembed import reembed_backfill, reembed_until_done
-from memory_platform.settings import Settings
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.embeddings.generations import active_generation
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
+from memory_platform.shared.projection.reembed import reembed_backfill, reembed_until_done
 from tests.memories.support import OutageEmbedder, TinyLocalEmbedder
 
 TARGET = HashEmbeddingProvider(16)
@@ -237,7 +237,7 @@ def test_cli_reembed_until_done_works_off_the_whole_backlog(conn, settings, data
     monkeypatch.setenv("MEMORY_HASH_EMBEDDING_DIMENSIONS", "16")
     monkeypatch.setenv("MEMORY_INSTANCE_KEY", INSTANCE)
     from memory_platform.cli import main
-    from memory_platform.settings import get_settings
+    from memory_platform.foundation.settings import get_settings
 
     get_settings.cache_clear()
     try:

@@ -9,13 +9,22 @@ import pytest
 from click.testing import CliRunner
 from pgvector.psycopg import register_vector
 
-from memory_platform.access import AccessContext
-from memory_platform.embeddings.generations import EMBEDDING_TABLES, active_generation, index_name
-from memory_platform.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.maintenance.reembedding import KINDS, backlog_by_kind, convert, reembed_step
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.projection.switch import switch_generation
-from memory_platform.retrieval.search import search_memories
+from memory_platform.features.maintenance.reembedding import (
+    KINDS,
+    backlog_by_kind,
+    convert,
+    reembed_step,
+)
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.embeddings.generations import (
+    EMBEDDING_TABLES,
+    active_generation,
+    index_name,
+)
+from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
+from memory_platform.shared.projection.switch import switch_generation
 from tests.graph.support import apply, batch, claim, entity, extraction, fact
 
 OLD_KEY = "hash:feature-hash-v1:64:v1"
@@ -41,7 +50,7 @@ def populate(db, settings, instance: str, n: int = MEMORIES) -> None:
         [entity("p", "Projekt Apollo", a, entity_type="project"),
          entity("k", "Keycloak", a, entity_type="tool")],
         [claim("p", "ships", a, obj="k")]))
-    from memory_platform.graph.embed import reembed_graph
+    from memory_platform.features.graph.embed import reembed_graph
     reembed_graph(db, settings, instance)   # the graph's 64-d vectors
 
 
@@ -168,7 +177,7 @@ def test_cli_switch_until_done(db, settings, module_database_url, instance, monk
     monkeypatch.setenv("MEMORY_HASH_EMBEDDING_DIMENSIONS", "32")
     monkeypatch.setenv("MEMORY_REEMBED_BATCH_SIZE", "8")
     from memory_platform.cli import main
-    from memory_platform.settings import get_settings
+    from memory_platform.foundation.settings import get_settings
 
     get_settings.cache_clear()
     try:

@@ -7,8 +7,12 @@ import time
 
 import pytest
 
-from memory_platform.retrieval.feedback.citation import citation_keys, cites, informative_tokens
-from memory_platform.settings import Settings
+from memory_platform.features.retrieval.feedback.citation import (
+    citation_keys,
+    cites,
+    informative_tokens,
+)
+from memory_platform.foundation.settings import Settings
 
 TEXT = "The quarterly VAT filing for Mandant Nord is due on the tenth of each month."
 CITING_RESPONSE = "Reminder: Nord's quarterly VAT filing is due on the 10th, as every month."

@@ -1,4 +1,4 @@
-"""Context search answers each fact once (memory_platform/context.py, ``same_facts`` and
+"""Context search answers each fact once (memory_platform/features/context.py, ``same_facts`` and
 ``fuse``): the ways one fact is found (an assertion, the memory projecting it, a graph claim
 drawn from it, a session message saying it) are one result with every source that found it.
 Real PostgreSQL; the claim is a graph row citing the assertion in its source refs."""
@@ -9,7 +9,7 @@ import uuid
 
 from psycopg.types.json import Jsonb
 
-from memory_platform.context import ContextItem, fuse, same_facts
+from memory_platform.features.context import ContextItem, fuse, same_facts
 from tests.graph import knowledge_rows as kr
 
 

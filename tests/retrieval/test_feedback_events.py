@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.errors import InvalidInput, NotFound
-from memory_platform.retrieval.feedback.events import (
+from memory_platform.features.retrieval.feedback.events import (
     record_corrections,
     record_injection,
     record_response,
     record_visible_injection,
 )
+from memory_platform.foundation.errors import InvalidInput, NotFound
+from memory_platform.shared.access import AccessContext
 
 INSTANCE = "acme"
 OTHER_INSTANCE = "globex"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory_platform.retrieval.feedback.ranking import feedback_multiplier
-from memory_platform.settings import Settings
+from memory_platform.features.retrieval.feedback.ranking import feedback_multiplier
+from memory_platform.foundation.settings import Settings
 
 
 @pytest.fixture

@@ -9,19 +9,19 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory_platform.access import AccessContext, chunk_branches, placeholder
-from memory_platform.context import context_search
-from memory_platform.errors import InvalidInput
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval import search
-from memory_platform.retrieval.criteria import (
+from memory_platform.features.context import context_search
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.retrieval import search
+from memory_platform.features.retrieval.criteria import (
     MAX_DEPTH,
     MAX_LEAVES,
     criteria_params,
     memory_condition,
     parse_criteria,
 )
-from memory_platform.retrieval.search import search_memories
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.foundation.errors import InvalidInput
+from memory_platform.shared.access import AccessContext, chunk_branches, placeholder
 from tests.memories.support import OutageEmbedder
 from tests.support.settings import hash_embedding_settings
 

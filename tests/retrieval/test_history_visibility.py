@@ -14,12 +14,12 @@ import uuid
 
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.context import context_get, context_search
-from memory_platform.errors import NotFound
-from memory_platform.membership import add_session_participant, join_session
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.settings import Settings
+from memory_platform.features.context import context_get, context_search
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.foundation.errors import NotFound
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.membership import add_session_participant, join_session
 from tests.support.settings import hash_embedding_settings
 
 _seq = itertools.count()

@@ -12,11 +12,11 @@ import uuid
 
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval import lexicon
-from memory_platform.retrieval.search import search_memories
-from memory_platform.settings import Settings
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.retrieval import lexicon
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
 from tests.memories.support import OutageEmbedder
 from tests.support.settings import hash_embedding_settings
 

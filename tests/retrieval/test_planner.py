@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from psycopg.pq import TransactionStatus
 
-from memory_platform.retrieval.planner import planner_settings
+from memory_platform.features.retrieval.planner import planner_settings
 
 
 def _current(db) -> tuple[str, str, str]:

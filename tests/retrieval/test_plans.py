@@ -21,16 +21,16 @@ from uuid import UUID
 
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.embeddings.factory import get_provider
-from memory_platform.embeddings.generations import index_name
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval import search
-from memory_platform.retrieval.assertions import _semantic_ids, search_assertions
-from memory_platform.retrieval.question import embed_question
-from memory_platform.retrieval.search import search_memories
-from memory_platform.retrieval.statements import ShapeCache
-from memory_platform.settings import Settings
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.retrieval import search
+from memory_platform.features.retrieval.assertions import _semantic_ids, search_assertions
+from memory_platform.features.retrieval.question import embed_question
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.features.retrieval.statements import ShapeCache
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.embeddings.factory import get_provider
+from memory_platform.shared.embeddings.generations import index_name
 from tests.support.settings import hash_embedding_settings
 
 HASH_KEY = "hash:feature-hash-v1:1536:v1"

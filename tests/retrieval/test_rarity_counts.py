@@ -14,12 +14,12 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 
-from memory_platform.access import AccessContext
-from memory_platform.db import migrations
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval import lexicon
-from memory_platform.retrieval.search import search_memories
-from memory_platform.settings import PROJECT_ROOT, Settings
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.retrieval import lexicon
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.foundation.db import migrations
+from memory_platform.foundation.settings import PROJECT_ROOT, Settings
+from memory_platform.shared.access import AccessContext
 from tests.graph.support import apply, batch, claim, entity, extraction, fact
 from tests.support.settings import hash_embedding_settings
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_platform.memories.bulk import import_memories
-from memory_platform.memories.bulk.reader import context_from_row
+from memory_platform.features.memories.bulk import import_memories
+from memory_platform.features.memories.bulk.reader import context_from_row
 from tests.support.settings import hash_embedding_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,8 +45,8 @@ CHILD = """
 import json, sys
 import psycopg
 from pgvector.psycopg import register_vector
-from memory_platform.access import AccessContext
-from memory_platform.retrieval.search import search_memories
+from memory_platform.shared.access import AccessContext
+from memory_platform.features.retrieval.search import search_memories
 from tests.memories.support import OutageEmbedder
 from tests.support.settings import hash_embedding_settings
 

@@ -14,20 +14,27 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.pq import TransactionStatus
 
-from memory_platform import context
-from memory_platform.access import AccessContext
-from memory_platform.context import context_get, context_search
-from memory_platform.embeddings.factory import get_provider
-from memory_platform.errors import NotFound
-from memory_platform.graph.search import knowledge_search
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval import search
-from memory_platform.retrieval.assertions import _lexical, search_assertions, visible_assertion_ids
-from memory_platform.retrieval.feedback.events import record_response, record_visible_injection
-from memory_platform.retrieval.memories import get_memory
-from memory_platform.retrieval.search import search_memories
-from memory_platform.retrieval.statements import numbered
-from memory_platform.settings import Settings
+from memory_platform.features import context
+from memory_platform.features.context import context_get, context_search
+from memory_platform.features.graph.search import knowledge_search
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.retrieval import search
+from memory_platform.features.retrieval.assertions import (
+    _lexical,
+    search_assertions,
+    visible_assertion_ids,
+)
+from memory_platform.features.retrieval.feedback.events import (
+    record_response,
+    record_visible_injection,
+)
+from memory_platform.features.retrieval.memories import get_memory
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.features.retrieval.statements import numbered
+from memory_platform.foundation.errors import NotFound
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.embeddings.factory import get_provider
 from tests.memories.support import OutageEmbedder
 from tests.support.settings import hash_embedding_settings
 

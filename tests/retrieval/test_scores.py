@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval.scores import (
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.retrieval.scores import (
     CONFIDENT_AT,
     CONFIDENT_FROM,
     calibrated_similarity,
     confidence,
     evidence,
 )
-from memory_platform.retrieval.search import search_memories
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.shared.access import AccessContext
 from tests.support.settings import hash_embedding_settings
 
 DAY = datetime(2023, 5, 8, 18, 0, tzinfo=UTC)

@@ -13,13 +13,13 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from memory_platform.access import AccessContext
-from memory_platform.embeddings.generations import index_name
-from memory_platform.errors import InvalidInput
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval.search import search_memories
-from memory_platform.retrieval.stamping import stamp_retrieved
-from memory_platform.settings import Settings
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.features.retrieval.stamping import stamp_retrieved
+from memory_platform.foundation.errors import InvalidInput
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.embeddings.generations import index_name
 from tests.memories.support import OutageEmbedder
 from tests.support.settings import hash_embedding_settings
 

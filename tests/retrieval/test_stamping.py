@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from psycopg.rows import dict_row
 
-from memory_platform.access import AccessContext
-from memory_platform.db.connection import open_pool
-from memory_platform.maintenance.erasure import erase_user
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval.search import search_memories
-from memory_platform.retrieval.stamping import RetrievalStamper
+from memory_platform.features.maintenance.erasure import erase_user
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.features.retrieval.stamping import RetrievalStamper
+from memory_platform.foundation.db.connection import open_pool
+from memory_platform.shared.access import AccessContext
 from tests.support.settings import hash_embedding_settings
 
 

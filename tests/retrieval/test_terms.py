@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_platform.retrieval.terms import query_terms
+from memory_platform.features.retrieval.terms import query_terms
 
 
 @pytest.mark.parametrize(("question", "terms"), [

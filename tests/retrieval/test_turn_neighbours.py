@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.embeddings.factory import get_provider
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval import search
-from memory_platform.retrieval.ranking import Candidate, _names_speaker, _similarity, rank
-from memory_platform.retrieval.search import search_memories
-from memory_platform.settings import Settings
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.retrieval import search
+from memory_platform.features.retrieval.ranking import Candidate, _names_speaker, _similarity, rank
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.embeddings.factory import get_provider
 from tests.support.settings import hash_embedding_settings
 
 DAY = datetime(2023, 5, 8, 18, 0, tzinfo=UTC)

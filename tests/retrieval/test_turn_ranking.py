@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory_platform.retrieval.ranking import Candidate, rank
-from memory_platform.settings import Settings
+from memory_platform.features.retrieval.ranking import Candidate, rank
+from memory_platform.foundation.settings import Settings
 
 FLOOR = 0.1
 

@@ -45,16 +45,16 @@ from hypothesis import event, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from memory_platform.access import AccessContext, AccessError
-from memory_platform.context import context_get, context_search
-from memory_platform.errors import AccessDenied, InvalidInput, NotFound
-from memory_platform.membership import add_channel_member
-from memory_platform.memories.sharing import set_share_with_team
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval.memories import get_memory
-from memory_platform.retrieval.search import search_memories
-from memory_platform.settings import Settings
-from memory_platform.trust import Caller, ContextClaims, resolve_context
+from memory_platform.features.context import context_get, context_search
+from memory_platform.features.memories.sharing import set_share_with_team
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.retrieval.memories import get_memory
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.foundation.errors import AccessDenied, InvalidInput, NotFound
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext, AccessError
+from memory_platform.shared.membership import add_channel_member
+from memory_platform.shared.trust import Caller, ContextClaims, resolve_context
 from tests.support.settings import hash_embedding_settings
 
 USERS = ("ada", "bob", "cy")

@@ -10,10 +10,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval.search import search_memories
-from memory_platform.retrieval.when import Period, asks_when, named_period, states_time
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.features.retrieval.when import Period, asks_when, named_period, states_time
+from memory_platform.shared.access import AccessContext
 from tests.support.settings import hash_embedding_settings
 
 

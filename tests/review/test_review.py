@@ -9,16 +9,16 @@ import uuid
 
 import pytest
 
-from memory_platform.access import AccessContext, Audience
-from memory_platform.consolidation.slots import resolve_slots
-from memory_platform.errors import Conflict, NotFound
-from memory_platform.graph.model import GraphModel
-from memory_platform.ledger.assertions import add_evidence, ensure_assertion
-from memory_platform.ledger.sources import ensure_source
-from memory_platform.llm.selection import OFFLINE_MODEL
-from memory_platform.projection.outbox import enqueue_assertion_projection, process_outbox
-from memory_platform.retrieval.search import search_memories
-from memory_platform.review import decisions, queues
+from memory_platform.features.consolidation.slots import resolve_slots
+from memory_platform.features.graph.model import GraphModel
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.features.review import decisions, queues
+from memory_platform.foundation.errors import Conflict, NotFound
+from memory_platform.shared.access import AccessContext, Audience
+from memory_platform.shared.ledger.assertions import add_evidence, ensure_assertion
+from memory_platform.shared.ledger.sources import ensure_source
+from memory_platform.shared.llm.selection import OFFLINE_MODEL
+from memory_platform.shared.projection.outbox import enqueue_assertion_projection, process_outbox
 from tests.consolidation.test_pairs import FRIDAY, MONDAY
 from tests.consolidation.test_slots import everything, judge, open_conflicts, pair_of, script
 from tests.consolidation.test_slots import state as slot_state
@@ -186,7 +186,7 @@ def test_a_private_conflict_is_hidden_from_other_reviewers(db, settings, instanc
                   owner="bob")
     two = pending(db, settings, instance, "Bob's locker is number 21.", audience=bob,
                   owner="bob")
-    from memory_platform.consolidation import lifecycle
+    from memory_platform.features.consolidation import lifecycle
     with db.transaction():
         conflict = lifecycle.open_conflict(db, instance, two, one, detected_by="human",
                                            reason="test")

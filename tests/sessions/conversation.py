@@ -19,8 +19,8 @@ from typing import Any
 import psycopg
 from starlette.responses import Response
 
-from memory_platform.sessions.summarise import anchors
-from memory_platform.settings import Settings
+from memory_platform.features.sessions.summarise import anchors
+from memory_platform.foundation.settings import Settings
 from tests.support.openai_server import ChatScript, RecordedRequest, chat_completion_chunks
 from tests.support.settings import hash_embedding_settings
 

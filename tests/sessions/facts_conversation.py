@@ -19,8 +19,8 @@ from typing import Any
 
 import psycopg
 
-from memory_platform.sessions.model import SessionModel, session_model
-from memory_platform.settings import Settings
+from memory_platform.features.sessions.model import SessionModel, session_model
+from memory_platform.foundation.settings import Settings
 from tests.support.settings import hash_embedding_settings
 
 # One run = the items said in it: (role, content) or (role, content, author user).

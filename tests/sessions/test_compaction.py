@@ -13,12 +13,12 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 
-from memory_platform.access import AccessContext
-from memory_platform.retrieval.search import search_memories
-from memory_platform.sessions import compaction
-from memory_platform.sessions.compaction import checkpoint_leaf, compact_session
-from memory_platform.sessions.state import COMPACTION_SECTION, read_section
-from memory_platform.sessions.summarise import Span, SummaryOutcome
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.features.sessions import compaction
+from memory_platform.features.sessions.compaction import checkpoint_leaf, compact_session
+from memory_platform.features.sessions.state import COMPACTION_SECTION, read_section
+from memory_platform.features.sessions.summarise import Span, SummaryOutcome
+from memory_platform.shared.access import AccessContext
 from tests.sessions.conversation import (
     add_run,
     answer,
@@ -562,7 +562,7 @@ def test_a_summary_committed_before_a_crash_gets_its_memory_row_once(db, module_
 
 def test_compaction_of_items_appended_through_the_items_api(db, module_database_url,
                                                             instance):
-    from memory_platform.sessions.items import TurnItem, append_items, complete_run
+    from memory_platform.features.sessions.items import TurnItem, append_items, complete_run
 
     settings = compaction_settings(module_database_url)
     session = "chat:appended"
@@ -615,7 +615,7 @@ def test_a_transactional_connection_gets_every_unit_committed(db, module_databas
 
 def test_a_given_model_is_bounded_by_the_compaction_deadline(
         db, module_database_url, instance, openai_server: ScriptedOpenAIServer):
-    from memory_platform.sessions.model import session_model
+    from memory_platform.features.sessions.model import session_model
 
     settings = model_settings(module_database_url, openai_server.base_url,
                               session_compaction_chunk_tokens=1_000,

@@ -21,11 +21,11 @@ import psycopg
 import pytest
 from starlette.testclient import TestClient
 
-from memory_platform.db.connection import connect
-from memory_platform.dreaming.engine import run_dream_partition
-from memory_platform.dreaming.partitions import Partition
-from memory_platform.sessions.maintenance import run_due_sessions
-from memory_platform.settings import Settings
+from memory_platform.features.dreaming.engine import run_dream_partition
+from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.sessions.maintenance import run_due_sessions
+from memory_platform.foundation.db.connection import connect
+from memory_platform.foundation.settings import Settings
 from tests.api.conftest import (
     READ,
     WRITE,

@@ -8,8 +8,7 @@ import json
 
 import pytest
 
-from memory_platform.llm.base import ModelError
-from memory_platform.sessions.facts import (
+from memory_platform.features.sessions.facts import (
     ASSISTANT_INFERENCE,
     HUMAN_DIRECT,
     SCHEMA_NAME,
@@ -20,7 +19,8 @@ from memory_platform.sessions.facts import (
     strip_cues,
     validate_answer,
 )
-from memory_platform.sessions.model import SessionModel
+from memory_platform.features.sessions.model import SessionModel
+from memory_platform.shared.llm.base import ModelError
 from tests.sessions.facts_conversation import (
     ALICE_RUN,
     DECISION,

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.retrieval.search import search_memories
-from memory_platform.sessions.flush import flush_session
-from memory_platform.sessions.shared_facts import extract_shared_facts
-from memory_platform.sessions.state import FLUSH_SECTION, read_section, read_state
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.features.sessions.flush import flush_session
+from memory_platform.features.sessions.shared_facts import extract_shared_facts
+from memory_platform.features.sessions.state import FLUSH_SECTION, read_section, read_state
+from memory_platform.shared.access import AccessContext
 from tests.sessions.facts_conversation import (
     ALICE_RUN,
     DECISION,

@@ -1,4 +1,4 @@
-"""Appending turn items and completing runs (memory_platform.sessions.items), against the
+"""Appending turn items and completing runs (memory_platform.features.sessions.items), against the
 real database: numbering under the session lock, idempotency, runs, authors, and every
 refusal changing nothing."""
 
@@ -13,17 +13,17 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from memory_platform.access import AccessContext
-from memory_platform.errors import (
+from memory_platform.features.sessions.items import TurnItem, append_items, complete_run
+from memory_platform.features.sessions.runs import get_run
+from memory_platform.foundation.errors import (
     AccessDenied,
     Conflict,
     CredentialDetected,
     InvalidInput,
     NotFound,
 )
-from memory_platform.sessions.items import TurnItem, append_items, complete_run
-from memory_platform.sessions.runs import get_run
-from memory_platform.settings import Settings
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
 from tests.support.settings import hash_embedding_settings
 
 SECRET = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0"

@@ -14,18 +14,18 @@ import pytest
 from click.testing import CliRunner
 from pgvector.psycopg import register_vector
 
-from memory_platform.access import AccessContext
 from memory_platform.cli import main
-from memory_platform.sessions import state
-from memory_platform.sessions.items import TurnItem, append_items
-from memory_platform.sessions.maintenance import (
+from memory_platform.features.sessions import state
+from memory_platform.features.sessions.items import TurnItem, append_items
+from memory_platform.features.sessions.maintenance import (
     MAINTENANCE_SECTION,
     backoff_seconds,
     maintain_session,
     run_due_sessions,
 )
-from memory_platform.sessions.metrics import EventTotals, aggregate_events
-from memory_platform.settings import get_settings
+from memory_platform.features.sessions.metrics import EventTotals, aggregate_events
+from memory_platform.foundation.settings import get_settings
+from memory_platform.shared.access import AccessContext
 from tests.sessions.conversation import DURABLE_TURNS
 from tests.support.environment import clean_environment  # noqa: F401
 from tests.support.settings import hash_embedding_settings
@@ -347,7 +347,7 @@ def test_a_session_done_meanwhile_is_not_passed_again(conn, settings, instance):
 
 
 def test_the_batch_limit_must_be_positive(conn, settings):
-    from memory_platform.errors import InvalidInput
+    from memory_platform.foundation.errors import InvalidInput
 
     with pytest.raises(InvalidInput):
         run_due_sessions(conn, settings, limit=0)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import psycopg
 
-from memory_platform.db import migrations
+from memory_platform.foundation.db import migrations
 from tests.conftest import MIGRATIONS_DIR
 
 SESSION_MIGRATION = "0027_session_ownership.sql"

@@ -1,5 +1,5 @@
 """memory_grep / memory_describe / memory_expand over the context graph
-(memory_platform.sessions.reads), against the real database. Summaries and their links are
+(memory_platform.features.sessions.reads), against the real database. Summaries and their links are
 written with SQL here (compaction writes them in production), ranges set as compaction sets
 them."""
 
@@ -13,11 +13,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from memory_platform.access import AccessContext
-from memory_platform.errors import InvalidInput, NotFound
-from memory_platform.membership import add_session_participant
-from memory_platform.sessions.items import TurnItem, append_items
-from memory_platform.sessions.reads import (
+from memory_platform.features.sessions.items import TurnItem, append_items
+from memory_platform.features.sessions.reads import (
     SNIPPET_CHARS,
     describe,
     expand,
@@ -26,7 +23,10 @@ from memory_platform.sessions.reads import (
     like_pattern,
     snippet,
 )
-from memory_platform.settings import Settings
+from memory_platform.foundation.errors import InvalidInput, NotFound
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.membership import add_session_participant
 from tests.support.settings import hash_embedding_settings
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from memory_platform.access import AccessContext
-from memory_platform.retrieval.search import search_memories
-from memory_platform.sessions.shared_facts import extract_shared_facts
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.features.sessions.shared_facts import extract_shared_facts
+from memory_platform.shared.access import AccessContext
 from tests.sessions.facts_conversation import (
     ALICE_RUN,
     CHATTER_RUN,

@@ -12,9 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory_platform.llm.base import Completion, JsonRequest, ModelError
-from memory_platform.secrets import find_secret
-from memory_platform.sessions.summarise import (
+from memory_platform.features.sessions.summarise import (
     CREDENTIAL_WITHHELD,
     SUMMARY_SCHEMA,
     ChildSummary,
@@ -32,8 +30,10 @@ from memory_platform.sessions.summarise import (
     summarise,
     summary_text,
 )
-from memory_platform.sessions.tokens import estimate_tokens
-from memory_platform.settings import Settings
+from memory_platform.features.sessions.tokens import estimate_tokens
+from memory_platform.foundation.secrets import find_secret
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.llm.base import Completion, JsonRequest, ModelError
 from tests.sessions.conversation import turn
 
 T0 = datetime(2026, 11, 30, 9, 12, tzinfo=UTC)

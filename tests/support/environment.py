@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from memory_platform.dreaming.model import clear_model_cache
-from memory_platform.settings import get_settings
+from memory_platform.features.dreaming.model import clear_model_cache
+from memory_platform.foundation.settings import get_settings
 
 
 def _clear_caches() -> None:

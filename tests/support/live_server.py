@@ -10,7 +10,7 @@ import time
 import uvicorn
 
 from api.app import create_app
-from memory_platform.settings import Settings
+from memory_platform.foundation.settings import Settings
 
 
 def free_port() -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_platform.settings import Settings
+from memory_platform.foundation.settings import Settings
 
 
 def hash_embedding_settings(database_url: str, **overrides: Any) -> Settings:

@@ -18,14 +18,14 @@ from opentelemetry.trace import SpanKind
 from starlette.testclient import TestClient
 
 from api.app import create_app
-from memory_platform import tracing
-from memory_platform.access import AccessContext
-from memory_platform.context import context_search
-from memory_platform.llm.base import JsonRequest, ModelError
-from memory_platform.llm.openai_compatible import OpenAICompatibleModel
-from memory_platform.memories.store import MemoryWrite, store_memory
-from memory_platform.retrieval.search import search_memories
-from memory_platform.settings import ModelPrice, Settings
+from memory_platform.features.context import context_search
+from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.retrieval.search import search_memories
+from memory_platform.foundation import tracing
+from memory_platform.foundation.settings import ModelPrice, Settings
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.llm.base import JsonRequest, ModelError
+from memory_platform.shared.llm.openai_compatible import OpenAICompatibleModel
 from tests.api.conftest import bearer, key_maker, make_settings
 from tests.support.openai_server import openai_server, openai_server_session  # noqa: F401
 from tests.support.settings import hash_embedding_settings
