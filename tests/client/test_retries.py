@@ -69,17 +69,30 @@ def hold_the_body_slot(url: str, token: str, seconds: float) -> threading.Thread
     sock.sendall((f"POST /api/v1/memory HTTP/1.1\r\nHost: {parts.netloc}\r\n"
                   f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
                   "Content-Length: 100\r\n\r\n{\"content\": ").encode())
-    time.sleep(0.3)                      # the server is now receiving that body
+    _until_the_slot_is_held(url, token)
     closer = threading.Timer(seconds, sock.close)
     closer.start()
     return closer
+
+
+def _until_the_slot_is_held(url: str, token: str, within: float = 10.0) -> None:
+    """Wait until the server refuses another body (503): the slow client holds the slot. The
+    probe's body is not JSON, so a probe let in changes nothing (400)."""
+    deadline = time.monotonic() + within
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}",
+                                             "Content-Type": "application/json"}) as http:
+        while time.monotonic() < deadline:
+            if http.post("/api/v1/memory", content=b"{").status_code == 503:
+                return
+            time.sleep(0.02)
+    raise AssertionError("the slow client never held the body slot")
 
 
 def test_a_deduplicated_write_waits_the_retry_after_and_succeeds(one_body_api, keys):
     token = keys(USER, (READ, WRITE))
     transport = CountingTransport()
     with MemoryClient(one_body_api.url, token, transport=transport) as client:
-        hold_the_body_slot(one_body_api.url, token, seconds=0.3)
+        hold_the_body_slot(one_body_api.url, token, seconds=0.5)
         started = time.monotonic()
         stored = client.store("Rory waters the office plants on Fridays.")
         waited = time.monotonic() - started
@@ -106,7 +119,7 @@ def test_the_async_client_retries_the_same_way(one_body_api, keys):
 
     async def main() -> str:
         async with AsyncMemoryClient(one_body_api.url, token, transport=transport) as client:
-            hold_the_body_slot(one_body_api.url, token, seconds=0.3)
+            hold_the_body_slot(one_body_api.url, token, seconds=0.5)
             return (await client.store("Rory books the meeting room on Mondays.")).id
 
     assert anyio.run(main)
