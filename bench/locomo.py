@@ -7,8 +7,11 @@ subprocess on a free loopback port; each turn ``POST /api/v1/memory`` with the s
 ``sessionKey`` and the turn's ``occurredAt``, each question ``GET /api/v1/memory?limit=10``,
 with a user key per conversation made for the run), or in this process (``--via library``:
 ``store_memory`` / ``search_memories``), where one seeded corpus is asked under several
-settings variants. LoCoMo's session times carry no time zone: they are sent as UTC, a turn 30
-seconds after the one before it.
+settings variants, or as session items (``--via sessions``: ``append_items``, what ``POST
+/api/v1/sessions/{key}/items`` does, each turn's id its ``clientItemId``; each question
+through ``context_search``, whose history arm ranks the items): issue 29.3, every way in.
+LoCoMo's session times carry no time zone: they are sent as UTC, a turn 30 seconds after the
+one before it.
 
 Prints and writes as JSON recall@1/3/6/10 and MRR@10 overall, per category (1 multi-hop,
 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial) and per fold, session recall@k
@@ -78,9 +81,11 @@ from memory_platform.features.benchmarks.conversations.variants import (
     Variant,
     checked_value,
 )
+from memory_platform.features.context import context_search
 from memory_platform.features.retrieval import lexicon
 from memory_platform.features.retrieval.question import QueryVector, embed_question
 from memory_platform.features.retrieval.search import search_memories
+from memory_platform.features.sessions.items import TurnItem, append_items
 from memory_platform.foundation.db import embedded, migrations
 from memory_platform.foundation.db.connection import with_database
 from memory_platform.foundation.settings import Settings
@@ -126,6 +131,37 @@ def reused_database(url: str) -> Iterator[str]:
     with psycopg.connect(url, autocommit=True) as conn:
         migrations.migrate(conn, PROJECT_ROOT / "migrations")
     yield url
+
+
+# --- the sessions path: turns appended as session items, asked through context search ----------
+
+
+@dataclass
+class SessionsCaller:
+    """Each turn appended to its session as the conversation's user (``append_items``, what
+    ``POST /api/v1/sessions/{key}/items`` does), each question asked through
+    ``context_search`` (its history arm over the lossless session items): how a turn ranks
+    that reaches the platform through the sessions API rather than as a memory (issue 29.3).
+    The returned ids are the session items'; a hit of another kind (a memory, an assertion)
+    counts as no turn."""
+
+    conn: psycopg.Connection
+    settings: Settings
+    instance_key: str
+    provider: Any
+
+    def write(self, user: str, session: str, turn: Turn) -> str:
+        ctx = AccessContext(self.instance_key, user_id=user, session_key=session)
+        done = append_items(self.conn, self.settings, ctx, [TurnItem(
+            role="user", content=turn.content(), occurred_at=turn.occurred_at,
+            client_item_id=turn.id)])       # a reused database: the item it already holds
+        return str(done.items[0].id)
+
+    def ask(self, user: str, question: str, settings: Settings) -> list[str]:
+        items = context_search(self.conn, settings, AccessContext(self.instance_key,
+                                                                  user_id=user),
+                               question, limit=ASK_LIMIT, embedder=self.provider)
+        return [item.id.split(":", 1)[1] for item in items if item.id.startswith("message:")]
 
 
 # --- the API as each conversation's user ------------------------------------------------------
@@ -270,7 +306,10 @@ def _parser() -> argparse.ArgumentParser:
         "See docs/benchmarks.md, 'LoCoMo'.")
     parser.add_argument("--data", type=Path, required=True,
                         help="locomo10.zip, a locomo10.json or a directory of its JSON files")
-    parser.add_argument("--via", choices=("api", "library"), default="api")
+    parser.add_argument("--via", choices=("api", "library", "sessions"), default="api",
+                        help="api: POST/GET /api/v1/memory through a server on loopback; "
+                        "library: store_memory / search_memories here; sessions: session "
+                        "items asked through context search")
     parser.add_argument("--provider", choices=("local", "hash"), default="local",
                         help="embedding provider (local: the default e5-small of the 'local' "
                         "extra, nothing downloaded; hash: offline feature hashing, for tests)")
@@ -365,7 +404,7 @@ def main(argv: list[str] | None = None, echo: Callable[[str], None] = print) -> 
     corpus = [c for _, c in chosen]
     folds = {c.key: fold_of(position, total) for position, c in chosen}
     overrides = dict(args.sets)
-    variants = args.variant or [Variant("default" if args.via == "library" else "server")]
+    variants = args.variant or [Variant("server" if args.via == "api" else "default")]
     turns = sum(len(c.turns()) for c in corpus)
     questions = sum(len(c.questions) for c in corpus)
     echo(f"LoCoMo: {len(corpus)} of {total} conversations ({', '.join(c.key for c in corpus)}), "
@@ -389,6 +428,8 @@ def main(argv: list[str] | None = None, echo: Callable[[str], None] = print) -> 
                 access = stack.enter_context(api_access(conn, settings, args.provider,
                                                         instance_key))
             caller: Any = ApiCaller(access)
+        elif args.via == "sessions":
+            caller = SessionsCaller(conn, settings, instance_key, provider)
         else:
             caller = LibraryCaller(conn, settings, instance_key, provider)
         try:

@@ -244,11 +244,33 @@ def test_api_run_posts_every_turn_as_its_user_with_session_and_utc_time(
         q["ranks"] for q in written["questions"]["server"]]
 
 
+def test_sessions_run_appends_every_turn_and_asks_through_context_search(
+        conn, database_url, tmp_path):
+    """Issue 29.3: the same turns as session items, found by context search's history arm;
+    a second run over the same database appends nothing again (the turn id is the item's
+    clientItemId) and ranks the same."""
+    data = _as_locomo10(tmp_path / "locomo10.json")
+    first = _run(database_url, data, tmp_path, "--via", "sessions", "--instance", "locomo-s")
+    assert first["via"] == "sessions" and first["summaries"][0]["variant"] == "default"
+    rows = conn.execute("SELECT user_id, session_key, occurred_at, content"
+                        "  FROM agent_context_messages WHERE instance_key = 'locomo-s'"
+                        " ORDER BY occurred_at").fetchall()
+    assert len(rows) == 13 and rows[0][:2] == ("bench-conv-conv-t1", "conv-t1-s01")
+    assert rows[0][2] == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    assert {q["question"]: q["ranks"] for q in first["questions"]["default"]}[
+        "conv-t1:q1"] == [1]
+    again = _run(database_url, data, tmp_path, "--via", "sessions", "--instance", "locomo-s")
+    assert conn.execute("SELECT count(*) FROM agent_context_messages"
+                        " WHERE instance_key = 'locomo-s'").fetchone()[0] == 13
+    assert [q["ranks"] for q in again["questions"]["default"]] == [
+        q["ranks"] for q in first["questions"]["default"]]
+
+
 def test_help_says_how_times_are_sent(capsys):
     with pytest.raises(SystemExit) as exited:
         locomo.main(["--help"])
     out = capsys.readouterr().out
-    assert exited.value.code == 0 and "UTC" in out and "--via {api,library}" in out
+    assert exited.value.code == 0 and "UTC" in out and "--via {api,library,sessions}" in out
 
 
 def test_variants_need_the_library(tmp_path, capsys):
