@@ -10,7 +10,9 @@ is not hidden behind a model) in alternating rounds, each round into a user of i
 * ``turns``: session key and event time, context vector written (today's write);
 * ``turns-1v``: the same with ``turn_context_vectors`` off (the write before the second
   vector, issue 29);
-* ``plain``: the same texts, no session.
+* ``plain``: the same texts, no session;
+* ``turns-unlisted``: ``turns`` without the listing's index (migration 0040 dropped for the
+  round and built again after it): what that index adds to a write.
 
 Per kind it reports writes per second and the PostgreSQL CPU per write (the backend
 process's user + system time, read from ``/proc``: a local server only, else not reported),
@@ -33,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psycopg
 from pgvector.psycopg import register_vector
 
-from bench.common import fresh_database, machine_info, write_result
+from bench.common import PROJECT_ROOT, fresh_database, machine_info, write_result
 from memory_platform.features.benchmarks.conversations.generate import generate
 from memory_platform.features.memories.store import MemoryWrite, store_memory
 from memory_platform.foundation.settings import Settings
@@ -41,7 +43,9 @@ from memory_platform.shared.access import AccessContext
 from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
 
 INSTANCE = "bench-turn-writes"
-KINDS = ("turns", "turns-1v", "plain")
+KINDS = ("turns", "turns-1v", "plain", "turns-unlisted")
+LISTING_INDEX = "agent_memories_listing_idx"
+LISTING_MIGRATION = PROJECT_ROOT / "migrations" / "0040_memory_listing.sql"
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -58,7 +62,9 @@ def _round(conn: psycopg.Connection, settings: Settings, provider: HashEmbedding
            turns: list, kind: str, round_no: int) -> tuple[float, float | None]:
     """Writes per second and PostgreSQL CPU milliseconds per write of one round of ``kind``."""
     user = f"{kind}-{round_no}"
-    tuned = settings.model_copy(update={"turn_context_vectors": kind == "turns"})
+    tuned = settings.model_copy(update={"turn_context_vectors": kind != "turns-1v"})
+    if kind == "turns-unlisted":
+        conn.execute(f"DROP INDEX {LISTING_INDEX}")
     backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
     cpu_before = backend_cpu_seconds(backend)
     started = time.perf_counter()
@@ -70,6 +76,8 @@ def _round(conn: psycopg.Connection, settings: Settings, provider: HashEmbedding
             embedder=provider)
     rate = len(turns) / (time.perf_counter() - started)
     cpu_after = backend_cpu_seconds(backend)
+    if kind == "turns-unlisted":
+        conn.execute(LISTING_MIGRATION.read_text())       # the index back, as migrated
     cpu = (None if cpu_before is None or cpu_after is None
            else (cpu_after - cpu_before) * 1000 / len(turns))
     return rate, cpu
