@@ -17,8 +17,8 @@ import threading
 from psycopg_pool import ConnectionPool
 
 from memory_platform.features.memories.vectors import subscribe, unsubscribe
+from memory_platform.features.projection.memory_vectors import drain
 from memory_platform.foundation.settings import Settings
-from memory_platform.shared.projection.memory_vectors import drain
 
 log = logging.getLogger(__name__)
 

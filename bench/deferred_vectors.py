@@ -39,10 +39,10 @@ from pgvector.psycopg import register_vector
 from bench.common import fresh_database, machine_info, percentile, synthetic_corpus, write_result
 from memory_platform.features.memories.store import MemoryWrite, store_memory
 from memory_platform.features.memories.vectors import subscribe, unsubscribe
+from memory_platform.features.projection.memory_vectors import drain
 from memory_platform.foundation.settings import Settings
 from memory_platform.shared.access import AccessContext
 from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.shared.projection.memory_vectors import drain
 
 INSTANCE = "bench-deferred-vectors"
 

@@ -28,11 +28,11 @@ from bench.common import fresh_database, machine_info, write_result
 from memory_platform.features.graph.build import GraphBuild, process_graph_jobs
 from memory_platform.features.graph.model import GraphModel
 from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.projection.outbox import GRAPH_PROJECTION, enqueue
 from memory_platform.foundation.settings import Settings
 from memory_platform.shared.access import AccessContext
 from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
 from memory_platform.shared.llm.selection import OFFLINE_MODEL
-from memory_platform.shared.projection.outbox import GRAPH_PROJECTION, enqueue
 
 INSTANCE = "bench-graph"
 CUSTOMERS = ["Nordwind Logistik", "Helios Energy", "Acme Robotics", "Blue Harbor Bank",

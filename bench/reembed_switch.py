@@ -29,11 +29,11 @@ from memory_platform.features.maintenance.reembedding import KINDS, convert
 from memory_platform.features.memories.bulk import import_memories
 from memory_platform.features.memories.bulk.reader import context_from_row
 from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.projection.switch import switch_generation
 from memory_platform.features.retrieval.search import search_memories
 from memory_platform.foundation.settings import Settings
 from memory_platform.shared.access import AccessContext
 from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.shared.projection.switch import switch_generation
 
 INSTANCE = "bench-reembed"
 

@@ -275,6 +275,26 @@ def test_the_features_form_a_dag():
         visit(unit, ())
 
 
+def _layer(unit: str) -> int | None:
+    """The layer package a domain unit lives in (its index in LAYERS), from the tree."""
+    for index, layer in enumerate(LAYERS):
+        package = ROOT / "memory_platform" / layer
+        if (package / unit).is_dir() or (package / f"{unit}.py").is_file():
+            return index
+    return None
+
+
+def test_a_layer_package_uses_none_above_it():
+    """foundation/ uses only foundation/, shared/ nothing of features/: the top level of
+    memory_platform shows the layers only while the declared edges keep to them."""
+    graph = {**FOUNDATION, **DOMAIN}
+    upward = [f"{unit} ({LAYERS[_layer(unit)]}) -> {used} ({LAYERS[_layer(used)]})"
+              for unit, uses in graph.items() for used in uses
+              if _layer(unit) is not None and _layer(used) is not None
+              and _layer(used) > _layer(unit)]
+    assert not upward, "move the unit to the layer it needs:\n" + "\n".join(upward)
+
+
 def test_imports_follow_the_declared_edges():
     wrong = []
     for module, path in _modules().items():

@@ -26,8 +26,8 @@ from memory_platform.features.maintenance.erasure import erase_user
 from memory_platform.features.maintenance.retention import retention_sweep
 from memory_platform.features.maintenance.workspace import sync_workspace_cached
 from memory_platform.features.operator_status import memory_status
+from memory_platform.features.projection.reembed import reembed_backfill
 from memory_platform.foundation.errors import InvalidInput
-from memory_platform.shared.projection.reembed import reembed_backfill
 
 
 async def status(request: Request) -> StatusResponse:

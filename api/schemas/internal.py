@@ -19,7 +19,7 @@ class ReembedRequest(Strict):
 
 
 class ReembedResponse(BaseModel):
-    """One bounded re-embedding batch (``memory_platform.shared.projection.reembed``)."""
+    """One bounded re-embedding batch (``memory_platform.features.projection.reembed``)."""
 
     model_config = ConfigDict(extra="forbid")
     instance_key: str

@@ -18,12 +18,12 @@ from dagster import (
 from memory_platform.features.consolidation.lifecycle import expire_due
 from memory_platform.features.events import webhooks as _webhooks  # noqa: F401  (registers deliveries)
 from memory_platform.features.graph.build import process_graph_jobs, sweep_unsupported
+from memory_platform.features.projection.outbox import process_outbox_until_idle
 from memory_platform.orchestration.feature_definitions import FeatureDefinitions
 from memory_platform.orchestration.home import WRITER_POOL
 from memory_platform.orchestration.keys import OUTBOX_TABLE
 from memory_platform.orchestration.metadata import partition_label
 from memory_platform.resources import EmbeddingsResource, PostgresResource, run_settings
-from memory_platform.shared.projection.outbox import process_outbox_until_idle
 
 __all__ = ["outbox_job", "DEFINITIONS"]
 

@@ -41,8 +41,8 @@ def embeddings_reembed(limit: int | None, until_done: bool, instance: str | None
     to stderr; the totals and the remaining backlog to stdout. Safe to run in several
     processes at once (rows are locked with SKIP LOCKED). Exit status 1 on a provider error
     (the failed batch is left untouched)."""
+    from memory_platform.features.projection.reembed import reembed_backfill, reembed_until_done
     from memory_platform.shared.embeddings.factory import get_provider
-    from memory_platform.shared.projection.reembed import reembed_backfill, reembed_until_done
 
     settings = with_provider(get_settings(), provider)
     embedder = get_provider(settings)
@@ -101,8 +101,8 @@ def embeddings_switch(provider: str, instance: str | None, until_done: bool) -> 
     still configured with the old one makes the old generation active again. Exit status 1
     on a provider error (the failed batch is untouched; run the command again)."""
     from memory_platform.features.maintenance.reembedding import KINDS, convert
+    from memory_platform.features.projection.switch import switch_generation
     from memory_platform.shared.embeddings.factory import get_provider
-    from memory_platform.shared.projection.switch import switch_generation
 
     settings = with_provider(get_settings(), provider)
     embedder = get_provider(settings)

@@ -40,7 +40,10 @@ def graph_build(partition: str | None, rebuild: bool, requeue_failed: bool,
     settings = get_settings()
     with platform_connection(settings) as conn:
         if requeue_failed:
-            from memory_platform.shared.projection.outbox import GRAPH_PROJECTION, requeue_exhausted
+            from memory_platform.features.projection.outbox import (
+                GRAPH_PROJECTION,
+                requeue_exhausted,
+            )
 
             revived = requeue_exhausted(conn, settings, GRAPH_PROJECTION)
             click.echo(f"requeued {revived} graph job(s) that had run out of attempts",

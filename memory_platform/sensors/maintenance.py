@@ -18,12 +18,12 @@ from memory_platform.assets.maintenance import outbox_job
 from memory_platform.features.dreaming.runs import reconcile_stale_dreams
 from memory_platform.features.maintenance.reembedding import has_backlog
 from memory_platform.features.maintenance.workspace import fingerprint
+from memory_platform.features.projection.outbox import due_outbox_job
 from memory_platform.foundation.settings import Settings
 from memory_platform.orchestration.feature_definitions import FeatureAutomations
 from memory_platform.orchestration.keys import REEMBED_BACKLOG_JOB, WORKSPACE_SYNC_JOB
 from memory_platform.resources import PostgresResource
 from memory_platform.shared.embeddings.generations import active_generation
-from memory_platform.shared.projection.outbox import due_outbox_job
 
 __all__ = ["REEMBED_SENSOR_INSTANCES", "build_outbox_sensor", "build_stale_dream_reconciler",
            "reembed_backlog_sensor", "workspace_sync_sensor", "automations"]

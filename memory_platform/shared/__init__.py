@@ -1,2 +1,2 @@
-"""Shared lower modules: the visibility rule and membership, users, trust, the embedding and model
-clients, the ledger, the projection."""
+"""Shared lower modules: the visibility rule and membership, users, trust, the embedding and
+model clients, the ledger."""

@@ -27,12 +27,12 @@ from starlette.testclient import TestClient
 
 from memory_platform.features.dreaming.engine import run_dream_partition
 from memory_platform.features.dreaming.partitions import Partition
+from memory_platform.features.projection.outbox import process_outbox_until_idle
 from memory_platform.features.sessions.maintenance import run_due_sessions
 from memory_platform.foundation.settings import Settings
 from memory_platform.orchestration.chain_step import profiles_step, retention_step
 from memory_platform.orchestration.consolidation_step import consolidation_step
 from memory_platform.orchestration.graph_step import graph_step
-from memory_platform.shared.projection.outbox import process_outbox_until_idle
 from tests.api.conftest import (
     ALL_SCOPES,
     READ,

@@ -13,12 +13,12 @@ import pytest
 
 from memory_platform.features.consolidation import lifecycle
 from memory_platform.features.context import context_search
+from memory_platform.features.projection.outbox import enqueue_assertion_projection, process_outbox
 from memory_platform.features.retrieval.feedback.events import record_injection
 from memory_platform.foundation.errors import Conflict, InvalidInput, NotFound
 from memory_platform.shared.access import AccessContext, Audience
 from memory_platform.shared.ledger.assertions import add_evidence, ensure_assertion, record_decision
 from memory_platform.shared.ledger.sources import ensure_source
-from memory_platform.shared.projection.outbox import enqueue_assertion_projection, process_outbox
 
 TUESDAY = "The deploy window of the billing service is Tuesday evening."
 THURSDAY = "The deploy window of the billing service is Thursday evening."

@@ -12,6 +12,7 @@ from memory_platform.definitions import build_definitions
 from memory_platform.features.dreaming.engine import run_dream_partition
 from memory_platform.features.dreaming.partitions import Partition
 from memory_platform.features.dreaming.runs import start_dream
+from memory_platform.features.projection.outbox import enqueue_assertion_projection
 from memory_platform.foundation.settings import get_settings
 from memory_platform.orchestration.partitions import AUDIENCES
 from memory_platform.sensors.dreaming import (
@@ -20,7 +21,6 @@ from memory_platform.sensors.dreaming import (
 )
 from memory_platform.sensors.maintenance import build_outbox_sensor, build_stale_dream_reconciler
 from memory_platform.shared.access import AccessContext
-from memory_platform.shared.projection.outbox import enqueue_assertion_projection
 from tests.dagster.conftest import add_partitions, new_instance_key, seed_private, seed_team
 from tests.dreaming.support import remember
 

@@ -8,10 +8,10 @@ from dagster import AssetKey, SkipReason, build_sensor_context
 
 from memory_platform.assets.dreaming import asset_run_config
 from memory_platform.definitions import build_definitions
+from memory_platform.features.projection.switch import switch_generation
 from memory_platform.foundation.settings import get_settings
 from memory_platform.sensors.maintenance import reembed_backlog_sensor, workspace_sync_sensor
 from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.shared.projection.switch import switch_generation
 from tests.dagster.conftest import add_partitions, new_instance_key, seed_team
 
 

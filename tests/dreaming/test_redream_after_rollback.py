@@ -12,9 +12,9 @@ from memory_platform.features.dreaming.rollback import rollback_dream
 from memory_platform.features.graph import views
 from memory_platform.features.graph.build import build_dream_graph
 from memory_platform.features.graph.model import GraphModel
+from memory_platform.features.projection.outbox import process_outbox
 from memory_platform.shared.access import AccessContext
 from memory_platform.shared.llm.selection import OFFLINE_MODEL
-from memory_platform.shared.projection.outbox import process_outbox
 from tests.dreaming.support import TEAM_SESSIONS, remember
 
 OFFLINE = GraphModel(OFFLINE_MODEL, "explicit", None)

@@ -12,9 +12,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from memory_platform.features.events import webhooks
+from memory_platform.features.projection.outbox import process_outbox
 from memory_platform.foundation.errors import InvalidInput
 from memory_platform.shared.access import AccessContext
-from memory_platform.shared.projection.outbox import process_outbox
 from tests.dreaming.support import remember
 
 SECRET = "a-test-secret-of-some-length"

@@ -16,11 +16,11 @@ from memory_platform.features.dreaming.engine import run_dream_partition
 from memory_platform.features.dreaming.partitions import Partition
 from memory_platform.features.graph.build import build_dream_graph, process_graph_jobs
 from memory_platform.features.graph.model import GraphModel
+from memory_platform.features.projection.outbox import GRAPH_PROJECTION, enqueue, process_outbox
 from memory_platform.features.retrieval.feedback.events import record_visible_injection
 from memory_platform.shared.access import AccessContext
 from memory_platform.shared.ledger.assertions import record_decision
 from memory_platform.shared.llm.selection import OFFLINE_MODEL, http_model_client
-from memory_platform.shared.projection.outbox import GRAPH_PROJECTION, enqueue, process_outbox
 from tests.dreaming.support import TEAM_SESSIONS, remember
 
 OFFLINE = GraphModel(OFFLINE_MODEL, "explicit", None)

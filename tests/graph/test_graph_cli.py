@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 
-from memory_platform.shared.access import AccessContext
-from memory_platform.shared.projection.outbox import (
+from memory_platform.features.projection.outbox import (
     GRAPH_PROJECTION,
     claim,
     due_outbox_job,
     mark_failed,
 )
+from memory_platform.shared.access import AccessContext
 from tests.demo.test_demo_cli import invoke
 from tests.dreaming.support import remember
 

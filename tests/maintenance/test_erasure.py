@@ -23,6 +23,7 @@ from memory_platform.features.context import context_search
 from memory_platform.features.dreaming.lock import dream_lock
 from memory_platform.features.graph.search import knowledge_search
 from memory_platform.features.maintenance.erasure import erase_user, subject_hash
+from memory_platform.features.projection.outbox import process_outbox_until_idle
 from memory_platform.features.retrieval.feedback.events import record_injection
 from memory_platform.features.retrieval.memories import get_memory
 from memory_platform.features.retrieval.search import search_memories
@@ -32,7 +33,6 @@ from memory_platform.foundation.errors import DreamLocked, InvalidInput, NotFoun
 from memory_platform.foundation.settings import get_settings
 from memory_platform.shared.access import AccessContext
 from memory_platform.shared.membership import add_channel_member, add_session_participant
-from memory_platform.shared.projection.outbox import process_outbox_until_idle
 from tests.db import rows
 from tests.graph.support import apply, batch, claim, entity, extraction, fact
 

@@ -11,9 +11,9 @@ import psycopg
 from memory_platform.features.maintenance.erasure import erase_user
 from memory_platform.features.memories.store import MemoryWrite, store_memory
 from memory_platform.features.memories.vectors import MEMORY_VECTORS
+from memory_platform.features.projection.outbox import process_outbox
 from memory_platform.features.retrieval.search import search_memories
 from memory_platform.shared.access import AccessContext
-from memory_platform.shared.projection.outbox import process_outbox
 from tests.api.conftest import READ, WRITE, bearer, key_maker, make_settings, open_client
 
 FACT = "The VAT filing for Mandant Nord is due on the tenth of each month."

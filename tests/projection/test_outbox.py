@@ -9,14 +9,14 @@ import pytest
 from memory_platform.features.context import context_search
 from memory_platform.features.dreaming.engine import run_dream_partition
 from memory_platform.features.dreaming.partitions import Partition
-from memory_platform.shared.access import AccessContext
-from memory_platform.shared.ledger.assertions import record_decision
-from memory_platform.shared.projection.outbox import (
+from memory_platform.features.projection.outbox import (
     enqueue,
     enqueue_assertion_projection,
     process_outbox,
 )
-from memory_platform.shared.projection.reembed import reembed_backfill
+from memory_platform.features.projection.reembed import reembed_backfill
+from memory_platform.shared.access import AccessContext
+from memory_platform.shared.ledger.assertions import record_decision
 from tests.dreaming.support import ScriptedModel, assertion, counts, payload, remember
 from tests.memories.support import OutageEmbedder
 

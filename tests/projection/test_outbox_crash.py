@@ -12,15 +12,15 @@ import subprocess
 import sys
 import textwrap
 
+from memory_platform.features.projection.outbox import process_outbox
 from memory_platform.foundation.settings import PROJECT_ROOT
-from memory_platform.shared.projection.outbox import process_outbox
 from tests.projection.test_outbox import dreamed, enqueue, projection
 
 WORKER = textwrap.dedent("""
     import sys, time
     import psycopg
     from pgvector.psycopg import register_vector
-    from memory_platform.shared.projection import outbox
+    from memory_platform.features.projection import outbox
     from tests.support.settings import hash_embedding_settings
 
     real = outbox.HANDLERS[outbox.ASSERTION_PROJECTION]

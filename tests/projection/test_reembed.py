@@ -12,11 +12,11 @@ from click.testing import CliRunner
 from pgvector.psycopg import register_vector
 
 from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.projection.reembed import reembed_backfill, reembed_until_done
 from memory_platform.foundation.settings import Settings
 from memory_platform.shared.access import AccessContext
 from memory_platform.shared.embeddings.generations import active_generation
 from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.shared.projection.reembed import reembed_backfill, reembed_until_done
 from tests.memories.support import OutageEmbedder, TinyLocalEmbedder
 
 TARGET = HashEmbeddingProvider(16)

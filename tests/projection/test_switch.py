@@ -16,6 +16,7 @@ from memory_platform.features.maintenance.reembedding import (
     reembed_step,
 )
 from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.projection.switch import switch_generation
 from memory_platform.features.retrieval.search import search_memories
 from memory_platform.shared.access import AccessContext
 from memory_platform.shared.embeddings.generations import (
@@ -24,7 +25,6 @@ from memory_platform.shared.embeddings.generations import (
     index_name,
 )
 from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
-from memory_platform.shared.projection.switch import switch_generation
 from tests.graph.support import apply, batch, claim, entity, extraction, fact
 
 OLD_KEY = "hash:feature-hash-v1:64:v1"

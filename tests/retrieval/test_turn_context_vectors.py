@@ -16,12 +16,12 @@ import pytest
 
 from memory_platform.features.memories.store import MemoryWrite, store_memory
 from memory_platform.features.memories.turns import context_passage
+from memory_platform.features.projection.memory_vectors import drain
+from memory_platform.features.projection.reembed import reembed_until_done
 from memory_platform.features.retrieval.search import search_memories
 from memory_platform.foundation.settings import Settings
 from memory_platform.shared.access import AccessContext
 from memory_platform.shared.embeddings.factory import get_provider
-from memory_platform.shared.projection.memory_vectors import drain
-from memory_platform.shared.projection.reembed import reembed_until_done
 from tests.support.settings import hash_embedding_settings
 
 DAY = datetime(2023, 5, 8, 18, 0, tzinfo=UTC)

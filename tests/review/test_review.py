@@ -11,6 +11,7 @@ import pytest
 
 from memory_platform.features.consolidation.slots import resolve_slots
 from memory_platform.features.graph.model import GraphModel
+from memory_platform.features.projection.outbox import enqueue_assertion_projection, process_outbox
 from memory_platform.features.retrieval.search import search_memories
 from memory_platform.features.review import decisions, queues
 from memory_platform.foundation.errors import Conflict, NotFound
@@ -18,7 +19,6 @@ from memory_platform.shared.access import AccessContext, Audience
 from memory_platform.shared.ledger.assertions import add_evidence, ensure_assertion
 from memory_platform.shared.ledger.sources import ensure_source
 from memory_platform.shared.llm.selection import OFFLINE_MODEL
-from memory_platform.shared.projection.outbox import enqueue_assertion_projection, process_outbox
 from tests.consolidation.test_pairs import FRIDAY, MONDAY
 from tests.consolidation.test_slots import everything, judge, open_conflicts, pair_of, script
 from tests.consolidation.test_slots import state as slot_state

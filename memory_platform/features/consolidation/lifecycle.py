@@ -32,12 +32,12 @@ import psycopg
 from psycopg import sql
 
 from memory_platform.features.consolidation.audit import audit
+from memory_platform.features.projection.outbox import enqueue_assertion_projection
 from memory_platform.features.retrieval.feedback.events import record_corrections
 from memory_platform.foundation.db.units import committed_unit, require_idle
 from memory_platform.foundation.errors import Conflict, InvalidInput, NotFound
 from memory_platform.foundation.settings import Settings
 from memory_platform.shared.ledger.assertions import PERSON_DECIDED, human_decided, record_decision
-from memory_platform.shared.projection.outbox import enqueue_assertion_projection
 
 SUPERSEDE, DUPLICATE, CONFLICT_OPEN = "assertion_supersede", "assertion_duplicate", "conflict_open"
 CONFLICT_RESOLVE = "conflict_resolve"

@@ -45,11 +45,11 @@ from memory_platform.features.graph.build import process_graph_jobs
 from memory_platform.features.graph.embed import embed_graph_items
 from memory_platform.features.graph.model import GraphModel, resolve_graph_model
 from memory_platform.features.graph.types import GraphWorkRetryable
+from memory_platform.features.projection.outbox import process_outbox
 from memory_platform.foundation.db.units import committed_unit, require_idle
 from memory_platform.foundation.settings import Settings
 from memory_platform.shared.embeddings.base import EmbeddingProvider
 from memory_platform.shared.ledger.recall import TOLD
-from memory_platform.shared.projection.outbox import process_outbox
 
 log = logging.getLogger(__name__)
 

@@ -8,5 +8,5 @@ policy pass), ``wiki`` (draft proposals), ``runs`` (dream rows, stale reconcilia
 ``model`` (which model a Dream uses) and ``extractive`` (the offline model), ``summary``
 (``DreamStats``: a Dream's key numbers), ``targets`` (which partitions may be dreamed) and
 ``schedule`` (when an audience is due, and why one is skipped).
-Projection work goes through ``memory_platform.shared.projection.outbox``.
+Projection work goes through ``memory_platform.features.projection.outbox``.
 """

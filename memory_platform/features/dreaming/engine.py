@@ -43,18 +43,18 @@ from memory_platform.features.dreaming.runs import (
 from memory_platform.features.dreaming.safety import SafetyResult, preview, run_safety_pass
 from memory_platform.features.dreaming.validate import Validation, validate_output
 from memory_platform.features.dreaming.wiki import reject_dependent_proposals, store_proposals
+from memory_platform.features.projection.outbox import (
+    EMBEDDING_DEFERRED,
+    OutboxResult,
+    enqueue_assertion_projection,
+    process_outbox,
+)
 from memory_platform.foundation import tracing
 from memory_platform.foundation.db.units import committed_unit, require_idle, rollback_if_open
 from memory_platform.foundation.settings import Settings
 from memory_platform.shared.embeddings.base import EmbeddingProvider
 from memory_platform.shared.llm.base import JsonRequest, ModelError
 from memory_platform.shared.llm.cost import ModelUsage
-from memory_platform.shared.projection.outbox import (
-    EMBEDDING_DEFERRED,
-    OutboxResult,
-    enqueue_assertion_projection,
-    process_outbox,
-)
 
 log = logging.getLogger(__name__)
 

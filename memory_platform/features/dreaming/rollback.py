@@ -28,12 +28,12 @@ from psycopg.types.json import Jsonb
 
 from memory_platform.features.dreaming.lock import dream_lock
 from memory_platform.features.graph.retract import retract_assertions
+from memory_platform.features.projection.outbox import enqueue_assertion_projection, process_outbox
 from memory_platform.foundation.db.units import require_idle
 from memory_platform.foundation.errors import Conflict, NotFound
 from memory_platform.foundation.settings import Settings, get_settings
 from memory_platform.shared.embeddings.base import EmbeddingProvider
 from memory_platform.shared.ledger import assertions as ledger
-from memory_platform.shared.projection.outbox import enqueue_assertion_projection, process_outbox
 
 ROLLBACK_REASON = "dream_rollback"
 _BEFORE = re.compile(r"^before=(?P<status>[a-z]+)/(?P<review>[a-z_]+)$")

@@ -49,11 +49,11 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from memory_platform.features.events.store import check_kinds, event_by_id, event_json
+from memory_platform.features.projection.outbox import HANDLERS, Job, JobOutcome, mark_done
 from memory_platform.foundation.db.units import commit_if_idle
 from memory_platform.foundation.errors import InvalidInput, NotFound
 from memory_platform.foundation.settings import Settings
 from memory_platform.shared.embeddings.base import EmbeddingProvider
-from memory_platform.shared.projection.outbox import HANDLERS, Job, JobOutcome, mark_done
 
 WEBHOOK_DELIVERY = "webhook_delivery"
 MAX_URL_CHARS = 2000

@@ -41,6 +41,14 @@ from memory_platform.features.graph.retract import retract_assertions, retract_u
 from memory_platform.features.graph.sources import load_sources, plan_batches
 from memory_platform.features.graph.store import apply_extraction, remove_dream_refs
 from memory_platform.features.graph.types import GraphBatch, GraphChanges, GraphWorkRetryable
+from memory_platform.features.projection.outbox import (
+    GRAPH_PROJECTION,
+    Job,
+    claim,
+    enqueue,
+    mark_done,
+    mark_failed,
+)
 from memory_platform.foundation.db.units import (
     commit_if_idle,
     committed_unit,
@@ -50,14 +58,6 @@ from memory_platform.foundation.db.units import (
 from memory_platform.foundation.settings import Settings
 from memory_platform.shared.embeddings.base import EmbeddingProvider
 from memory_platform.shared.ledger.recall import TOLD
-from memory_platform.shared.projection.outbox import (
-    GRAPH_PROJECTION,
-    Job,
-    claim,
-    enqueue,
-    mark_done,
-    mark_failed,
-)
 
 log = logging.getLogger(__name__)
 

@@ -86,11 +86,11 @@ from memory_platform.features.maintenance.erasure_statements import (
     SETS,
     UPDATES,
 )
+from memory_platform.features.projection.outbox import ASSERTION_PROJECTION, enqueue
 from memory_platform.foundation.db.locks import try_dreaming_lock_for_transaction
 from memory_platform.foundation.db.units import committed_unit, require_idle
 from memory_platform.foundation.errors import DreamLocked, NotFound
 from memory_platform.foundation.settings import Settings
-from memory_platform.shared.projection.outbox import ASSERTION_PROJECTION, enqueue
 from memory_platform.shared.users import USER_ID_MAX_CHARS, checked_user_id
 
 

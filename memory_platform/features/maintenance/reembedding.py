@@ -24,18 +24,18 @@ from dataclasses import dataclass, field
 import psycopg
 
 from memory_platform.features.graph.embed import embed_graph_items, embedding_backlog
-from memory_platform.foundation.db.units import commit_if_idle, committed_unit, require_idle
-from memory_platform.foundation.settings import Settings
-from memory_platform.shared.embeddings.base import EmbeddingProvider, key_of
-from memory_platform.shared.embeddings.factory import get_provider
-from memory_platform.shared.embeddings.generations import Generation, active_generation
-from memory_platform.shared.projection.reembed import (
+from memory_platform.features.projection.reembed import (
     BACKLOG_COUNT_CAP,
     ReembedResult,
     backlog,
     reembed_backfill,
 )
-from memory_platform.shared.projection.switch import switch_generation
+from memory_platform.features.projection.switch import switch_generation
+from memory_platform.foundation.db.units import commit_if_idle, committed_unit, require_idle
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.embeddings.base import EmbeddingProvider, key_of
+from memory_platform.shared.embeddings.factory import get_provider
+from memory_platform.shared.embeddings.generations import Generation, active_generation
 
 KINDS = ("chunks", "assertions", "entities", "claims")
 # Graph items are counted by listing their ids: an estimate above this many.

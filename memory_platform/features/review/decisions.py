@@ -42,6 +42,7 @@ import psycopg
 from psycopg import sql
 
 from memory_platform.features.consolidation import lifecycle
+from memory_platform.features.projection.outbox import ASSERTION_PROJECTION, process_outbox
 from memory_platform.features.review import queues
 from memory_platform.features.review.people import is_person
 from memory_platform.foundation.db.units import commit_if_idle, committed_unit, require_idle
@@ -49,7 +50,6 @@ from memory_platform.foundation.errors import AccessDenied, Conflict, InvalidInp
 from memory_platform.foundation.secrets import refuse_secret_fields
 from memory_platform.foundation.settings import Settings
 from memory_platform.shared.access import AccessContext, audience_predicate
-from memory_platform.shared.projection.outbox import ASSERTION_PROJECTION, process_outbox
 
 ASSERTION_DECISIONS = ("approve", "reject", "supersede")
 CONFLICT_ACTIONS = {"keep_one": "superseded", "keep_both": "kept_both",

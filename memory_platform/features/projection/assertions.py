@@ -29,6 +29,14 @@ from memory_platform.features.memories.write_rules import (
     projection_memory_scope,
     subject_key,
 )
+from memory_platform.features.projection.outbox import (
+    ASSERTION_PROJECTION,
+    EMBEDDING_DEFERRED,
+    HANDLERS,
+    Job,
+    JobOutcome,
+    mark_done,
+)
 from memory_platform.foundation.db.units import commit_if_idle
 from memory_platform.foundation.settings import Settings
 from memory_platform.foundation.text import content_hash
@@ -37,14 +45,6 @@ from memory_platform.shared.embeddings.factory import get_provider
 from memory_platform.shared.embeddings.generations import ensure_generation
 from memory_platform.shared.ledger.assertions import store_assertion_vectors
 from memory_platform.shared.ledger.recall import TOLD
-from memory_platform.shared.projection.outbox import (
-    ASSERTION_PROJECTION,
-    EMBEDDING_DEFERRED,
-    HANDLERS,
-    Job,
-    JobOutcome,
-    mark_done,
-)
 
 _ASSERTION = sql.SQL("""
     SELECT a.status, a.review_state, a.assertion_text, a.assertion_type, a.origin,

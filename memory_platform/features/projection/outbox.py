@@ -7,7 +7,7 @@ exponential backoff until ``outbox_max_attempts``. A job claimed by a worker tha
 claimable again after ``outbox_processing_timeout_seconds``.
 
 Handlers register themselves in :data:`HANDLERS` by job type (``projection.assertions`` for
-``assertion_projection``); importing ``memory_platform.shared.projection`` registers them all.
+``assertion_projection``); importing ``memory_platform.features.projection`` registers them all.
 ``graph_projection`` jobs (written by triggers on the assertion table, migration 0020) are
 not handled one by one: the graph worker (``memory_platform.features.graph.build``) claims them with
 :func:`claim` and works them off in batches per audience, so they are no handler here; the

@@ -4,5 +4,5 @@ Importing the package registers every outbox handler, so ``process_outbox`` can 
 jobs whichever module the caller imported.
 """
 
-from memory_platform.shared.projection import assertions as _assertions  # noqa: F401  (registers)
-from memory_platform.shared.projection import memory_vectors as _memory_vectors  # noqa: F401  (registers)
+from memory_platform.features.projection import assertions as _assertions  # noqa: F401  (registers)
+from memory_platform.features.projection import memory_vectors as _memory_vectors  # noqa: F401  (registers)

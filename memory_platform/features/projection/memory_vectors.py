@@ -14,10 +14,7 @@ import logging
 import psycopg
 
 from memory_platform.features.memories.vectors import MEMORY_VECTORS, VectorJob, apply_vectors
-from memory_platform.foundation.db.units import commit_if_idle, rollback_if_open
-from memory_platform.foundation.settings import Settings
-from memory_platform.shared.embeddings.base import EmbeddingProvider
-from memory_platform.shared.projection.outbox import (
+from memory_platform.features.projection.outbox import (
     HANDLERS,
     Job,
     JobOutcome,
@@ -25,6 +22,9 @@ from memory_platform.shared.projection.outbox import (
     mark_done,
     mark_failed,
 )
+from memory_platform.foundation.db.units import commit_if_idle, rollback_if_open
+from memory_platform.foundation.settings import Settings
+from memory_platform.shared.embeddings.base import EmbeddingProvider
 
 log = logging.getLogger(__name__)
 
