@@ -14,6 +14,7 @@ for runtime keys only).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 from pydantic import BaseModel
@@ -24,12 +25,13 @@ from memory_platform.client.operations import context_of, query_of
 Context = m.CallerContext | dict[str, Any] | None
 
 
-class Methods:
-    """The API's operations; a subclass provides ``_send``."""
+class Methods(ABC):
+    """The API's operations; a subclass sends them (``_send``: blocking, or awaitable)."""
 
+    @abstractmethod
     def _send(self, name: str, *, path: dict[str, Any] | None = None,
               query: dict[str, str] | None = None, body: BaseModel | None = None) -> Any:
-        raise NotImplementedError
+        """Send operation ``name`` of ``OPERATIONS`` and answer its model."""
 
     # -- memories --------------------------------------------------------------------------
 
