@@ -9,7 +9,9 @@ with a user key per conversation made for the run), or in this process (``--via 
 ``store_memory`` / ``search_memories``), where one seeded corpus is asked under several
 settings variants, or as session items (``--via sessions``: ``append_items``, what ``POST
 /api/v1/sessions/{key}/items`` does, each turn's id its ``clientItemId``; each question
-through ``context_search``, whose history arm ranks the items): issue 29.3, every way in.
+through ``context_search``: its memory arm ranks the items' recalled turns, its history arm
+their words), or as one bulk import of JSONL rows (``--via import``, asked like library):
+issue 29.3, every way in.
 LoCoMo's session times carry no time zone: they are sent as UTC, a turn 30 seconds after the
 one before it.
 
@@ -82,6 +84,8 @@ from memory_platform.features.benchmarks.conversations.variants import (
     checked_value,
 )
 from memory_platform.features.context import context_search
+from memory_platform.features.memories.bulk.importing import import_memories
+from memory_platform.features.memories.bulk.reader import context_from_row
 from memory_platform.features.retrieval import lexicon
 from memory_platform.features.retrieval.question import QueryVector, embed_question
 from memory_platform.features.retrieval.search import search_memories
@@ -142,7 +146,8 @@ class SessionsCaller:
     ``POST /api/v1/sessions/{key}/items`` does), each question asked through
     ``context_search`` (its history arm over the lossless session items): how a turn ranks
     that reaches the platform through the sessions API rather than as a memory (issue 29.3).
-    The returned ids are the session items'; a hit of another kind (a memory, an assertion)
+    The returned ids are the session items' (found by their words, or as the turns they are
+    recalled as: sessions/turn_recall.py); a hit of another kind (a memory, an assertion)
     counts as no turn."""
 
     conn: psycopg.Connection
@@ -214,6 +219,35 @@ class LibraryCaller(evaluate.LibraryCaller):
                                                                   user_id=user),
                                question, limit=ASK_LIMIT, question=vector, stamp=False)
         return [str(h.memory_id) for h in hits]
+
+
+# --- the import path: a conversation as JSONL rows, asked like a library corpus -------------------
+
+
+@dataclass
+class ImportCaller(LibraryCaller):
+    """Every turn a row of one bulk import (``import_memories``, what ``memory import`` does
+    with a JSONL file): a ``fact`` of the conversation's user with its session key and event
+    time (UTC), which the import links into conversation turns (memories/bulk/turns.py). The
+    questions are asked like the library path's (issue 29.3: "every way in ranks the same")."""
+
+    def seed(self, corpus: Sequence[Conversation], echo: Callable[[str], None]
+             ) -> dict[str, list[str]]:
+        rows = [{"content": turn.content(), "visibility": "private", "source_type": "fact",
+                 "user_id": evaluate.user_of(conversation),
+                 "session_key": evaluate.session_key(conversation, turn.session),
+                 "occurred_at": turn.occurred_at.isoformat()}
+                for conversation in corpus for turn in conversation.turns()]
+
+        def progress(stats: Any) -> None:
+            echo(f"  {stats.accepted + stats.deduplicated}/{len(rows)} rows imported")
+
+        stats = import_memories(self.conn, self.settings, context_from_row(self.instance_key),
+                                rows, embedder=self.provider, progress=progress,
+                                expected_rows=len(rows))
+        echo(f"  imported {stats.accepted} rows ({stats.deduplicated} repeats),"
+             f" {stats.turns_linked} turns linked")
+        return evaluate.seeded_turns(self.conn, self.instance_key, corpus)
 
 
 # --- a run ----------------------------------------------------------------------------------
@@ -306,10 +340,12 @@ def _parser() -> argparse.ArgumentParser:
         "See docs/benchmarks.md, 'LoCoMo'.")
     parser.add_argument("--data", type=Path, required=True,
                         help="locomo10.zip, a locomo10.json or a directory of its JSON files")
-    parser.add_argument("--via", choices=("api", "library", "sessions"), default="api",
+    parser.add_argument("--via", choices=("api", "library", "sessions", "import"),
+                        default="api",
                         help="api: POST/GET /api/v1/memory through a server on loopback; "
                         "library: store_memory / search_memories here; sessions: session "
-                        "items asked through context search")
+                        "items asked through context search; import: one bulk import of "
+                        "every turn (JSONL rows), asked like library")
     parser.add_argument("--provider", choices=("local", "hash"), default="local",
                         help="embedding provider (local: the default e5-small of the 'local' "
                         "extra, nothing downloaded; hash: offline feature hashing, for tests)")
@@ -430,6 +466,8 @@ def main(argv: list[str] | None = None, echo: Callable[[str], None] = print) -> 
             caller: Any = ApiCaller(access)
         elif args.via == "sessions":
             caller = SessionsCaller(conn, settings, instance_key, provider)
+        elif args.via == "import":
+            caller = ImportCaller(conn, settings, instance_key, provider)
         else:
             caller = LibraryCaller(conn, settings, instance_key, provider)
         try:
@@ -441,7 +479,10 @@ def main(argv: list[str] | None = None, echo: Callable[[str], None] = print) -> 
                 evaluate.cleanup(conn, instance_key)
             present = sum(len(t) for t in stored.values())
             seeding = time.perf_counter()
-            turns_of = evaluate.seed(caller, corpus, stored, echo)
+            if isinstance(caller, ImportCaller) and not present:
+                turns_of = caller.seed(corpus, echo)
+            else:
+                turns_of = evaluate.seed(caller, corpus, stored, echo)
             seed_seconds = time.perf_counter() - seeding
             echo(f"seeded {turns - present} turns in {seed_seconds:.1f} s "
                  f"({len(turns_of)} memories)")

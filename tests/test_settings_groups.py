@@ -71,7 +71,7 @@ NAMES = set("""
     session_facts_input_tokens session_facts_timeout_seconds session_flush_max_facts
     session_flush_min_new_turns session_flush_recent_runs session_flush_transcript_bytes
     session_grep_max_sessions session_grep_scan_cap session_item_max_chars
-    session_item_metadata_max_bytes session_item_raw_max_bytes
+    session_item_metadata_max_bytes session_item_raw_max_bytes session_turn_recall
     session_maintenance_max_sessions
     session_maintenance_retry_max_seconds session_maintenance_retry_seconds
     session_maintenance_sensor_interval_seconds session_shared_facts_max_facts
@@ -173,7 +173,7 @@ def _bounds(name: str) -> dict[str, object]:
 
 
 def test_no_setting_lost_or_renamed():
-    assert len(Settings.model_fields) == len(NAMES) == 202
+    assert len(Settings.model_fields) == len(NAMES) == 203
     assert set(Settings.model_fields) == NAMES
 
 

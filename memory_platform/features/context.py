@@ -14,7 +14,8 @@ contribution, and every contributing source keeps at least one slot before the f
 One fact is one result, with every source that found it (``foundBy``) and the ids it was
 found as (``details.alsoFoundAs``): a memory that projects an assertion is that assertion, a
 graph claim drawn from an assertion found here is that assertion, a session message a found
-memory was extracted from (``metadata.sourceMessageId``) is that memory, and items saying
+memory was extracted from (``metadata.sourceMessageId``) is that memory, a session item
+recalled as a conversation turn (sessions/turn_recall.py) is that item, and items saying
 the same text (normalised) are one (:func:`same_facts`). Ids are typed
 (``assertion:<uuid>``, ``memory:<uuid>``, ``message:<uuid>``, ``summary:<uuid>``,
 ``claim:<uuid>``, ``entity:<uuid>``) so ``context_get`` can fetch the item with its
@@ -34,6 +35,7 @@ from psycopg import sql
 
 from memory_platform.features.graph.reads import explain_claim, get_entity
 from memory_platform.features.graph.search import knowledge_search
+from memory_platform.features.memories.turns import SESSION_TURN_SOURCE
 from memory_platform.features.retrieval.assertions import recallable_assertion, search_assertions
 from memory_platform.features.retrieval.criteria import Criteria
 from memory_platform.features.retrieval.fusion import reciprocal_rank
@@ -210,8 +212,8 @@ def _memory_items(conn, settings: Settings, ctx: AccessContext, query: str, cap:
                   criteria: Criteria | None = None,
                   subject_refs: Mapping[str, str] | None = None) -> list[ContextItem]:
     return [
-        ContextItem(_memory_identity(h.assertion_id, h.memory_id),
-                    "assertion" if h.assertion_id else "memory", h.content,
+        ContextItem(_memory_identity(h.assertion_id, h.memory_id, h.source_type),
+                    _memory_kind(h.assertion_id, h.source_type), h.content,
                     details={"memoryId": str(h.memory_id), "sourceType": h.source_type,
                              "visibility": h.visibility_scope,
                              "subjectRefs": h.subject_refs, **_event_time(h.occurred_at)})
@@ -242,9 +244,18 @@ def _event_time(occurred_at: datetime | None) -> dict[str, str]:
     return {"occurredAt": occurred_at.isoformat()} if occurred_at else {}
 
 
-def _memory_identity(assertion_id: UUID | None, memory_id: UUID) -> str:
-    """A memory that projects an assertion is that assertion, for fusion."""
+def _memory_identity(assertion_id: UUID | None, memory_id: UUID, source_type: str) -> str:
+    """A memory that projects an assertion is that assertion, for fusion; a session item
+    recalled as a turn (sessions/turn_recall.py: the memory has the item's id) is that item."""
+    if source_type == SESSION_TURN_SOURCE:
+        return f"message:{memory_id}"
     return f"assertion:{assertion_id}" if assertion_id else f"memory:{memory_id}"
+
+
+def _memory_kind(assertion_id: UUID | None, source_type: str) -> ItemKind:
+    if source_type == SESSION_TURN_SOURCE:
+        return "message"
+    return "assertion" if assertion_id else "memory"
 
 
 # Which kind of id a fact found several ways is known by: the most durable first.

@@ -92,7 +92,9 @@ Visibility = Literal["private", "team", "workspace", "channel"]
 # A memory's id, as memory_search or memory_get returned it (memory_get, _correct, _forget).
 MemoryId = Annotated[str, Field(min_length=1, max_length=200,
                                 description="The memory id, as memory_search returned it.")]
-SourceType = Literal["prompt_file", "summary", "fact", "manual", "dream", "flush"]
+# What a stored memory may be (write_rules.STORED_SOURCE_TYPES): "message" is a session item
+# recalled as a conversation turn.
+SourceType = Literal["prompt_file", "summary", "fact", "manual", "dream", "flush", "message"]
 Role = Literal["user", "assistant", "system", "tool"]
 
 
@@ -249,7 +251,7 @@ def build_server(env: Mapping[str, str] | None = None) -> MCPServer:
             createdBefore: Annotated[str | None, Field(
                 max_length=64, description="Stored before (ISO-8601 with offset).")] = None,
             sourceTypes: Annotated[list[SourceType] | None, Field(
-                min_length=1, max_length=6, description="Only these source types.")] = None,
+                min_length=1, max_length=7, description="Only these source types.")] = None,
             subjectRefs: Annotated[dict[str, str] | None, Field(
                 description="What the task is about, to prefer memories about it: any of "
                 "mandantId, documentId, taskId, moduleSlug, routePath, groupRoomId, "

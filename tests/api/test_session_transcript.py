@@ -236,14 +236,17 @@ def test_pop_removes_the_newest_item_of_yours_and_answers_it(api, user_key, url,
     assert popped.status_code == 200, popped.text
     body = popped.json()
     assert body["item"]["content"] == "second" and body["item"]["raw"] == {"n": 2}
-    assert body["sessionRemoved"] is False and body["removed"] == {"agent_context_messages": 1,
-                                                                   "agent_context_items": 1}
+    # The item, its place in the assembly and the turn it was recalled as (its memory, the
+    # memory's chunk, its creation event and its words' count).
+    assert body["sessionRemoved"] is False and body["removed"] == {
+        "agent_context_messages": 1, "agent_context_items": 1, "agent_memories": 1,
+        "agent_memory_chunks": 1, "agent_memory_events": 1, "agent_memory_lexemes": 1}
     assert contents(read(api, alice, session)) == ["first"]
     assert query(url, "SELECT item_count FROM agent_session_runs WHERE session_key = %s",
                session) == [(1,)]
     report = query(url, "SELECT subject_kind, total_removed FROM agent_memory_erasures"
                  " WHERE id = %s", body["erasureId"])
-    assert report == [("session_items", 2)]
+    assert report == [("session_items", 6)]
     # The report and the events name neither the person nor the session.
     assert query(url, "SELECT count(*) FROM agent_memory_erasures e WHERE to_jsonb(e)::text"
                " LIKE %s OR to_jsonb(e)::text LIKE %s", f"%{tag}%", f"%{session}%") == [(0,)]
@@ -272,7 +275,7 @@ def test_pop_takes_what_was_drawn_from_the_item_with_it(api, user_key, url, tag,
         register_vector(conn)
         assert extract_shared_facts(conn, settings, "default", session).outcome == "completed"
     facts = query(url, "SELECT id FROM agent_memories WHERE session_key = %s"
-                " AND metadata ? 'sourceMessageId'", session)
+                " AND metadata ? 'sourceMessageId' AND source_type = 'fact'", session)
     assert facts, "the shared-fact pass drew nothing from the turn"
 
     body = api.delete(path(session, "items/last"), headers=alice).json()

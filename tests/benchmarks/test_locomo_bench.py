@@ -264,13 +264,37 @@ def test_sessions_run_appends_every_turn_and_asks_through_context_search(
                         " WHERE instance_key = 'locomo-s'").fetchone()[0] == 13
     assert [q["ranks"] for q in again["questions"]["default"]] == [
         q["ranks"] for q in first["questions"]["default"]]
+    # Every item was recalled as a turn of its user, and ranks as the same turns stored as
+    # memories do (the memory arm; context search adds its other arms).
+    assert conn.execute("SELECT count(*) FROM agent_memories WHERE instance_key = 'locomo-s'"
+                        " AND source_type = 'message'").fetchone()[0] == 13
+
+
+def test_import_run_links_the_imported_turns_and_ranks_as_the_library(
+        conn, database_url, tmp_path):
+    """Issue 29.3: the same turns as one bulk import of JSONL rows are linked into turns and
+    rank exactly as the turns written one by one."""
+    data = _as_locomo10(tmp_path / "locomo10.json")
+    imported = _run(database_url, data, tmp_path, "--via", "import", "--keep",
+                    "--instance", "locomo-import")
+    linked, stored, sessions = conn.execute(
+        "SELECT count(*) FILTER (WHERE previous_memory_id IS NOT NULL), count(*),"
+        " count(DISTINCT session_key) FROM agent_memories WHERE instance_key = 'locomo-import'"
+        ).fetchone()
+    assert stored == 13 and linked == stored - sessions   # all but each session's first turn
+    assert f"{stored} turns linked" in imported["printed"]
+    library = _run(database_url, data, tmp_path, "--via", "library", "--instance",
+                   "locomo-lib2")
+    assert [q["ranks"] for q in imported["questions"]["default"]] == [
+        q["ranks"] for q in library["questions"]["default"]]
 
 
 def test_help_says_how_times_are_sent(capsys):
     with pytest.raises(SystemExit) as exited:
         locomo.main(["--help"])
     out = capsys.readouterr().out
-    assert exited.value.code == 0 and "UTC" in out and "--via {api,library,sessions}" in out
+    assert exited.value.code == 0 and "UTC" in out and \
+        "--via {api,library,sessions,import}" in out
 
 
 def test_variants_need_the_library(tmp_path, capsys):

@@ -192,6 +192,11 @@ GUARD_TRIGGERS = [
     # The erasure reports (0022); cases in tests/maintenance/test_erasure.py.
     "agent_memory_erasures_append_only",
     "agent_memory_erasures_no_truncate",
+    # A session item's turn memory follows the item (0041); cases in
+    # tests/sessions/test_turn_recall.py.
+    "agent_context_messages_turn_memory_delete",
+    "agent_context_messages_turn_memory_rewrite",
+    "agent_context_messages_turn_memory_truncate",
     # The storage usage counters (0030); cases in tests/api/test_quota.py.
     "agent_memories_usage_insert",
     "agent_memories_usage_update",

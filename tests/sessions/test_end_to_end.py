@@ -196,12 +196,20 @@ def test_an_appended_item_is_found_by_its_owner_at_once_and_by_nobody_else(
 
     found = _context_search(api, keys["alice"], f"{word} quarterly numbers",
                             sessionKey=ALICE_SESSION)
-    assert any(r["kind"] == "message" and r["content"] == phrase and "history" in r["foundBy"]
-               for r in found), found
+    item_id = answer.json()["items"][0]["id"]               # message:<uuid>
+    # One result, the item, found by its words and as the turn it is recalled as.
+    assert [(r["id"], sorted(r["foundBy"])) for r in found if r["content"] == phrase] == [
+        (item_id, ["history", "memories"])], found
     assert [hit["snippet"] for hit in _grep(api, keys["alice"], word)] == [phrase]
+    recalled = api.get("/api/v1/memory", params={"query": f"{word} quarterly numbers"},
+                       headers=keys["alice"]).json()["results"]
+    assert [(r["id"], r["sourceType"]) for r in recalled if r["content"] == phrase] == [
+        (item_id.removeprefix("message:"), "message")]
 
     assert _grep(api, keys["bob"], word) == []
     assert not any(phrase == r["content"] for r in _context_search(api, keys["bob"], word))
+    assert not any(phrase == r["content"] for r in api.get(
+        "/api/v1/memory", params={"query": word}, headers=keys["bob"]).json()["results"])
     refused = api.get("/api/v1/sessions/grep",
                       params={"pattern": word, "sessionKey": ALICE_SESSION},
                       headers=keys["bob"])

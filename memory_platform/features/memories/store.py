@@ -140,6 +140,7 @@ _DUPLICATE = sql.SQL("""
        AND m.content_hash = %s
        AND m.subject_key = %s
        AND m.memory_state = 'active'
+       AND m.source_type <> 'message'   -- a session item's turn (sessions/turn_recall.py)
        AND m.updated_at > now() - make_interval(hours => %s)
        AND (m.assertion_id IS NULL OR {told} OR m.user_id IS NOT DISTINCT FROM %s)
      ORDER BY m.updated_at DESC

@@ -22,8 +22,10 @@ migration 0017's trigger removes the copy (and, since 0032, the context vector m
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import psycopg
 
@@ -34,6 +36,10 @@ CONTEXT_MAX_CHARS = 1000  # of their text: its end, where the question usually s
 TURN_MEMORY_CLASS = "explicit"  # what an agent stores (API, MCP); derived memories are not turns
 # Turns a new turn follows: an agent's, and an imported conversation's (memories/bulk/turns.py).
 TURN_MEMORY_CLASSES = (TURN_MEMORY_CLASS, "import")
+# A session item recalled as a turn (sessions/turn_recall.py): a row of its own source type,
+# which projects no assertion, of this memory class.
+SESSION_TURN_SOURCE = "message"
+SESSION_TURN_CLASS = "session"
 
 _MONTHS_EN = ("January", "February", "March", "April", "May", "June", "July", "August",
               "September", "October", "November", "December")
@@ -46,7 +52,8 @@ _PREVIOUS_TURNS = """
      WHERE instance_key = %s AND session_key = %s
        AND visibility_scope = %s AND audience_key = %s
        AND occurred_at <= %s AND memory_state = 'active'
-       AND source_type = 'fact' AND metadata ->> 'memoryClass' = ANY(%s)
+       AND ((source_type = 'fact' AND metadata ->> 'memoryClass' = ANY(%s))
+            OR source_type = 'message')
        AND NOT id = ANY(%s::uuid[])
      ORDER BY occurred_at DESC, created_at DESC
      LIMIT %s
@@ -101,6 +108,22 @@ def previous_turns(conn: psycopg.Connection, instance_key: str, session_key: str
     return conn.execute(_PREVIOUS_TURNS, (instance_key, session_key, audience_kind,
                                           audience_key, occurred_at, list(TURN_MEMORY_CLASSES),
                                           exclude or [], CONTEXT_TURNS)).fetchall()
+
+
+def walk_contexts(before: list[tuple[Any, str]], turns: Iterable[tuple[Any, datetime, str]]
+                  ) -> Iterator[tuple[Any, Any, str, str | None]]:
+    """Per turn of ``turns`` (id, event time, text; one session and audience, in event-time
+    order, following ``before``: :func:`previous_turns`, newest first): its id, the id of the
+    turn before it (None for the session's first), its context text and its context passage
+    (None without a turn before). The import (memories/bulk/turns.py) and the session items
+    (sessions/turn_recall.py) link a batch of turns with it; the write path does one turn."""
+    window = list(reversed(before))[-CONTEXT_TURNS:]  # oldest first
+    for turn_id, occurred_at, content in turns:
+        previous = window[-1] if window else None
+        yield (turn_id, previous[0] if previous else None,
+               context_text(occurred_at, [text for _, text in window]),
+               context_passage(previous[1], content) if previous else None)
+        window = [*window, (turn_id, content)][-CONTEXT_TURNS:]
 
 
 def context_text(occurred_at: datetime, before: list[str]) -> str:

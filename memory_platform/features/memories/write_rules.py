@@ -23,6 +23,9 @@ from memory_platform.shared.access import SUBJECT_REF_KEYS, AccessContext, Audie
 from memory_platform.shared.ledger import assertions as ledger
 
 SOURCE_TYPES = ("prompt_file", "summary", "fact", "manual", "dream", "flush")
+# What a stored memory may be: what a write may say, and a session item recalled as a
+# conversation turn (sessions/turn_recall.py; never written through the memory API).
+STORED_SOURCE_TYPES = (*SOURCE_TYPES, "message")
 # Source types whose rows become canonical assertions; summaries, flushes and prompt files
 # stay assertion-less (they are Dreaming's episodic input).
 ASSERTION_SOURCE_TYPES = ("fact",)

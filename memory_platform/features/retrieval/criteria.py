@@ -46,7 +46,7 @@ from typing import Any
 from psycopg import sql
 
 from memory_platform.features.memories.validation import parse_occurred_at
-from memory_platform.features.memories.write_rules import SOURCE_TYPES
+from memory_platform.features.memories.write_rules import STORED_SOURCE_TYPES
 from memory_platform.foundation.errors import InvalidInput
 
 MAX_DEPTH = 4  # nesting of and/or/not above a leaf (a bare leaf is depth 0)
@@ -251,11 +251,11 @@ def _source_types(value: Any) -> tuple[str, ...]:
         value = [v.strip() for v in value.split(",")] if value.strip() else []
     if not isinstance(value, Sequence) or isinstance(value, bytes | str) or not value:
         raise _invalid("sourceTypes", "must be a non-empty list of source types")
-    if len(value) > len(SOURCE_TYPES) * 2:
+    if len(value) > len(STORED_SOURCE_TYPES) * 2:
         raise _invalid("sourceTypes", "lists too many values")
     for item in value:
-        if item not in SOURCE_TYPES:
-            raise _invalid("sourceTypes", f"must be among {', '.join(SOURCE_TYPES)}")
+        if item not in STORED_SOURCE_TYPES:
+            raise _invalid("sourceTypes", f"must be among {', '.join(STORED_SOURCE_TYPES)}")
     return tuple(sorted(set(value)))
 
 

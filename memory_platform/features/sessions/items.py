@@ -36,6 +36,10 @@ Why it is built this way:
   answered by ``transcript.read_items``; ``content`` stays the text the platform searches,
   summarises and remembers. Its strings are checked like the content (characters,
   credentials) and its size by ``session_item_raw_max_bytes``.
+* **Recalled as turns.** Once the append has committed, each new user or assistant item
+  also becomes a conversation turn of its author (``turn_recall.recall_turns``: embedded with
+  the turn before it, linked, dated), so search ranks a conversation appended here like one
+  stored through ``POST /api/v1/memory``.
 * **Written by an agent.** An append from an agent key or marked ``X-Memory-Writer: agent``
   (``written_by_agent``) marks its run ``agent_written``, and a run once marked stays so:
   its turns are the agent's account, not a person's own statements, so every fact drawn from
@@ -65,6 +69,7 @@ from memory_platform.features.memories.validation import (
 from memory_platform.features.sessions import state
 from memory_platform.features.sessions.runs import SessionRun, get_run
 from memory_platform.features.sessions.tokens import estimate_tokens
+from memory_platform.features.sessions.turn_recall import recall_turns
 from memory_platform.foundation.errors import AccessDenied, Conflict, InvalidInput, NotFound
 from memory_platform.foundation.secrets import assignment_text, refuse_secret
 from memory_platform.foundation.settings import Settings
@@ -481,6 +486,7 @@ def append_items(conn: psycopg.Connection, settings: Settings, ctx: AccessContex
         state.ensure_state(conn, instance, session_key, ctx.user_id)
         if status == "completed":
             state.request_maintenance(conn, instance, session_key, ctx.user_id)
+    recall_turns(conn, settings, instance, session_key, [ids[index] for index in fresh])
     new_seq = {index: seq + n for n, index in enumerate(fresh)}
     answered = []
     for index, item in enumerate(items):

@@ -34,6 +34,12 @@ class SessionSettings(BaseModel):
     session_item_raw_max_bytes: int = Field(
         512 * 1024, ge=256, description="Largest raw form of one turn item (the item as the "
         "client's framework has it, kept exactly beside its content; JSON, UTF-8 bytes).")
+    session_turn_recall: bool = Field(
+        True, description="Recall each user and assistant item of a session as a "
+        "conversation turn of its author (sessions/turn_recall.py): embedded with the turn "
+        "before it, linked and dated like a turn stored as a memory, so search ranks it the "
+        "same way (two embeddings per item on the append). Off: session items are found by "
+        "their words only.")
     session_context_budget_tokens: int = Field(
         128_000, ge=1000, description="The runtime's model context when a completed run does "
         "not report its own (contextBudgetTokens).")

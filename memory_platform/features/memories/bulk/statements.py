@@ -34,6 +34,7 @@ SELECT DISTINCT ON (k.ord) k.ord, m.id, m.assertion_id, a.status, a.review_state
   LEFT JOIN agent_memory_assertions a
     ON a.instance_key = m.instance_key AND a.id = m.assertion_id
  WHERE m.memory_state = 'active'
+   AND m.source_type <> 'message'   -- a session item recalled as a turn is nobody's repeat
    AND m.updated_at > now() - make_interval(hours => %(window)s)
  ORDER BY k.ord, m.updated_at DESC
 """

@@ -25,12 +25,7 @@ from typing import Any
 import psycopg
 
 from memory_platform.features.memories.bulk.pipeline import batches
-from memory_platform.features.memories.turns import (
-    CONTEXT_TURNS,
-    context_passage,
-    context_text,
-    previous_turns,
-)
+from memory_platform.features.memories.turns import previous_turns, walk_contexts
 from memory_platform.foundation.settings import Settings
 from memory_platform.shared.embeddings.base import EmbeddingError, EmbeddingProvider, key_of
 
@@ -89,13 +84,9 @@ def link_imported_turns(conn: psycopg.Connection, settings: Settings,
 def _contexts(turns: list[tuple], before: list[tuple[Any, str]]) -> Iterator[tuple]:
     """Per turn: (instance, id, the turn before's id, context text, passage or None, the
     chunk's embedding key), walking the session in order."""
-    window = list(reversed(before))[-CONTEXT_TURNS:]  # oldest first
-    for memory_id, instance, _, _, _, occurred_at, content, chunk_key in turns:
-        previous = window[-1] if window else None
-        yield (instance, memory_id, previous[0] if previous else None,
-               context_text(occurred_at, [text for _, text in window]),
-               context_passage(previous[1], content) if previous else None, chunk_key)
-        window = [*window, (memory_id, content)][-CONTEXT_TURNS:]
+    walked = walk_contexts(before, ((t[0], t[5], t[6]) for t in turns))
+    for turn, (memory_id, previous, text, passage) in zip(turns, walked, strict=True):
+        yield (turn[1], memory_id, previous, text, passage, turn[7])
 
 
 def _write(conn: psycopg.Connection, settings: Settings, provider: EmbeddingProvider,
