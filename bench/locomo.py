@@ -233,7 +233,10 @@ class ImportCaller(LibraryCaller):
 
     def seed(self, corpus: Sequence[Conversation], echo: Callable[[str], None]
              ) -> dict[str, list[str]]:
+        # The conversation's own words, vouched for by whoever imports them (human_direct):
+        # an imported fact of the default trust class waits for review, unrecalled.
         rows = [{"content": turn.content(), "visibility": "private", "source_type": "fact",
+                 "trust_class": "human_direct",
                  "user_id": evaluate.user_of(conversation),
                  "session_key": evaluate.session_key(conversation, turn.session),
                  "occurred_at": turn.occurred_at.isoformat()}

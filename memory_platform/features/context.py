@@ -5,7 +5,8 @@ One query searches every recall surface the caller may see and merges them:
 * canonical assertions (lexical + vector, :mod:`retrieval.assertions`);
 * durable memory chunks (hybrid, :mod:`retrieval.search`);
 * session history: lossless context messages and summaries (exact lexical), owner-scoped
-  (:func:`history_visibility`);
+  (:func:`history_visibility`), but for the caller's own items recalled as conversation
+  turns (sessions/turn_recall.py), which the memory search ranks as turns;
 * the knowledge graph: claims and entities of the hybrid graph search
   (:mod:`graph.search`).
 
@@ -83,7 +84,7 @@ def _search_history(conn, ctx: AccessContext, terms: _LexicalTerms,
                 ts_rank(msg.content_tsv, {ranked}, 0) AS rank
            FROM (SELECT * FROM agent_context_messages
                   WHERE content_tsv @@ {generating} LIMIT {scan_cap}) msg
-          WHERE {visible_messages}
+          WHERE {visible_messages} {not_recalled}
           ORDER BY rank DESC LIMIT {cap})
         UNION ALL
         (SELECT 'summary', summ.id, summ.content, summ.session_key, summ.created_at,
@@ -98,10 +99,21 @@ def _search_history(conn, ctx: AccessContext, terms: _LexicalTerms,
                 scan_cap=sql.Literal(terms.scan_cap),
                 visible_messages=history_visibility(ctx, "msg"),
                 visible_summaries=history_visibility(ctx, "summ", "agent_context_summaries"),
-                cap=sql.Literal(cap)))
+                cap=sql.Literal(cap), not_recalled=_not_recalled(ctx)))
     return [ContextItem(f"{kind}:{ident}", kind, content,
                         details={"sessionKey": session, "createdAt": created.isoformat()})
             for kind, ident, content, session, created, _ in rows]
+
+
+def _not_recalled(ctx: AccessContext) -> sql.Composable:
+    """`` AND`` the message ``msg`` is not one of the caller's own recalled turns: those the
+    memory arm ranks with everything turn search has (sessions/turn_recall.py)."""
+    if not ctx.user_id:
+        return sql.SQL("")
+    return sql.SQL(" AND NOT EXISTS (SELECT 1 FROM agent_memories own"
+                   " WHERE own.instance_key = msg.instance_key AND own.id = msg.id"
+                   " AND own.user_id = {} AND own.source_type = 'message')").format(
+        sql.Literal(ctx.user_id))
 
 
 def _search_graph(conn, settings: Settings, ctx: AccessContext, query: str,

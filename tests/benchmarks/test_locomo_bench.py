@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from psycopg import sql
 
 from bench import locomo
 from bench.locomo_data import CATEGORY_NAMES, evidence_ids, load, session_time
@@ -246,11 +247,12 @@ def test_api_run_posts_every_turn_as_its_user_with_session_and_utc_time(
 
 def test_sessions_run_appends_every_turn_and_asks_through_context_search(
         conn, database_url, tmp_path):
-    """Issue 29.3: the same turns as session items, found by context search's history arm;
-    a second run over the same database appends nothing again (the turn id is the item's
-    clientItemId) and ranks the same."""
+    """Issue 29.3: the same turns as session items, recalled as turns and asked through
+    context search; a second run over the kept database appends nothing again (the turn id
+    is the item's clientItemId) and ranks the same."""
     data = _as_locomo10(tmp_path / "locomo10.json")
-    first = _run(database_url, data, tmp_path, "--via", "sessions", "--instance", "locomo-s")
+    first = _run(database_url, data, tmp_path, "--via", "sessions", "--keep",
+                 "--instance", "locomo-s")
     assert first["via"] == "sessions" and first["summaries"][0]["variant"] == "default"
     rows = conn.execute("SELECT user_id, session_key, occurred_at, content"
                         "  FROM agent_context_messages WHERE instance_key = 'locomo-s'"
@@ -259,15 +261,17 @@ def test_sessions_run_appends_every_turn_and_asks_through_context_search(
     assert rows[0][2] == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
     assert {q["question"]: q["ranks"] for q in first["questions"]["default"]}[
         "conv-t1:q1"] == [1]
-    again = _run(database_url, data, tmp_path, "--via", "sessions", "--instance", "locomo-s")
-    assert conn.execute("SELECT count(*) FROM agent_context_messages"
-                        " WHERE instance_key = 'locomo-s'").fetchone()[0] == 13
-    assert [q["ranks"] for q in again["questions"]["default"]] == [
-        q["ranks"] for q in first["questions"]["default"]]
-    # Every item was recalled as a turn of its user, and ranks as the same turns stored as
-    # memories do (the memory arm; context search adds its other arms).
+    # Every item was recalled as a turn of its user.
     assert conn.execute("SELECT count(*) FROM agent_memories WHERE instance_key = 'locomo-s'"
                         " AND source_type = 'message'").fetchone()[0] == 13
+    again = _run(database_url, data, tmp_path, "--via", "sessions", "--instance", "locomo-s")
+    assert "reusing 13 stored turns" in again["printed"]
+    assert [q["ranks"] for q in again["questions"]["default"]] == [
+        q["ranks"] for q in first["questions"]["default"]]
+    # Without --keep the run takes what it wrote with it: items, their turns, the sessions.
+    for table in ("agent_context_messages", "agent_memories", "agent_session_runs"):
+        assert conn.execute(sql.SQL("SELECT count(*) FROM {} WHERE instance_key = 'locomo-s'"
+                                    ).format(sql.Identifier(table))).fetchone()[0] == 0
 
 
 def test_import_run_links_the_imported_turns_and_ranks_as_the_library(

@@ -197,9 +197,9 @@ def test_an_appended_item_is_found_by_its_owner_at_once_and_by_nobody_else(
     found = _context_search(api, keys["alice"], f"{word} quarterly numbers",
                             sessionKey=ALICE_SESSION)
     item_id = answer.json()["items"][0]["id"]               # message:<uuid>
-    # One result, the item, found by its words and as the turn it is recalled as.
-    assert [(r["id"], sorted(r["foundBy"])) for r in found if r["content"] == phrase] == [
-        (item_id, ["history", "memories"])], found
+    # One result, the item, found as the turn it is recalled as.
+    assert [(r["id"], r["foundBy"]) for r in found if r["content"] == phrase] == [
+        (item_id, ["memories"])], found
     assert [hit["snippet"] for hit in _grep(api, keys["alice"], word)] == [phrase]
     recalled = api.get("/api/v1/memory", params={"query": f"{word} quarterly numbers"},
                        headers=keys["alice"]).json()["results"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 import psycopg
 import pytest
 
@@ -116,13 +117,15 @@ def test_an_answer_is_found_through_the_question_before_it(db, settings, instanc
     assert CONVERSATION[2][1] in [h.content for h in hits]   # "Rex!": no word of the question
 
 
-def test_context_search_answers_the_item_once_found_both_ways(db, settings, instance):
+def test_context_search_answers_the_item_once_ranked_as_a_turn(db, settings, instance):
     appended = append_items(db, settings, ctx_of(instance), items())
     found = context_search(db, settings, ctx_of(instance, session=None), "bakery job",
                            limit=10)
     item = next(i for i in found if "bakery" in i.content)
     assert item.id == f"message:{appended.items[5].id}" and item.kind == "message"
-    assert {"history", "memories"} <= set(item.found_by)
+    # The history arm leaves the caller's own recalled items to the memory arm: their words
+    # count once.
+    assert item.found_by == ["memories"]
     assert [i.content for i in found].count(item.content) == 1
     assert not any(i.id.startswith("memory:") for i in found)
 
@@ -195,3 +198,27 @@ def test_a_fact_with_a_turns_text_is_a_memory_of_its_own(db, settings, instance)
     stored = store_memory(db, settings, ctx_of(instance, session=None),
                           MemoryWrite(CONVERSATION[4][1], visibility="private"))
     assert not stored.deduplicated and stored.assertion_id is not None
+
+
+class _WrongSizeEmbedder(OutageEmbedder):
+    """Says 1536 dimensions and answers 7: the database refuses the vectors."""
+
+    def embed_documents(self, texts):
+        return np.ones((len(texts), 7), dtype=np.float32)
+
+
+def test_a_database_error_loses_only_the_turns_never_the_items(db, settings, instance, caplog):
+    off = settings.model_copy(update={"session_turn_recall": False})
+    appended = append_items(db, off, ctx_of(instance), items())
+    ids = [i.id for i in appended.items]
+
+    assert recall_turns(db, settings, instance, SESSION, ids,
+                        provider=_WrongSizeEmbedder()) == 0
+    assert turns(db, instance) == []
+    assert db.execute("SELECT count(*) FROM agent_context_messages WHERE instance_key = %s",
+                      (instance,)).fetchone()[0] == len(CONVERSATION)
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    assert f"{len(CONVERSATION)} session items stored without their turn memories" in logged
+    assert SESSION not in logged and "Barcelona" not in logged
+    # The connection is usable again: the next call recalls them.
+    assert recall_turns(db, settings, instance, SESSION, ids) == len(CONVERSATION)

@@ -11,9 +11,10 @@ So each new item that a person or an assistant said (role ``user`` or ``assistan
 author, with text) also becomes a **turn memory**:
 
 * an ``agent_memories`` row of source type ``message`` (memory class ``session``);
-* with **the item's own id**, so ``memory:<id>`` and ``message:<id>`` name the same turn;
-  ``metadata.sourceMessageId`` says so too, so context search fuses the two into one result
-  (``context.same_facts``) and every erasure of the item removes the row
+* with **the item's own id**, so ``memory:<id>`` and ``message:<id>`` name the same turn:
+  context search answers it as the item (``context._memory_identity``), and its history arm
+  leaves it to the memory arm (``context._not_recalled``). ``metadata.sourceMessageId``
+  says so too, so every erasure of the item removes the row
   (maintenance/erasure_statements.py);
 * in the **author's private audience**: the history rule shows a shared session's items to
   every participant, the memory only to its author, so the copy never widens who reads the
@@ -139,8 +140,9 @@ def recall_turns(conn: psycopg.Connection, settings: Settings, instance_key: str
         if conn.closed or conn.broken:
             raise
         rollback_if_open(conn)
-        log.warning("session %s: %d items stored without their turn memories: %s",
-                    session_key, len(message_ids), type(exc).__name__)
+        # No session key or text in the log: either may name a person.
+        log.warning("%d session items stored without their turn memories: %s",
+                    len(message_ids), type(exc).__name__)
         return 0
 
 

@@ -44,6 +44,7 @@ from typing import Any, Protocol
 
 import httpx
 import psycopg
+from psycopg import sql
 
 from memory_platform.features.benchmarks.conversations.corpus import Conversation, Turn
 from memory_platform.features.benchmarks.conversations.generate import generate
@@ -233,8 +234,8 @@ CLEANUP_ATTEMPTS = 3
 
 def cleanup(conn: psycopg.Connection, instance_key: str) -> int:
     """Delete the benchmark users' memories (chunks cascade), the source envelopes no ledger
-    evidence names, the users' session participation and their registry rows (their keys
-    registered them); answers the memories deleted. A deadlock with an API that is still
+    evidence names, the sessions they appended to, their session participation and their
+    registry rows (their keys registered them); answers the memories deleted. A deadlock with an API that is still
     stamping the recalled rows (its deferred stamper) rolls the cleanup back: it is tried
     again, at most ``CLEANUP_ATTEMPTS`` times."""
     for attempt in range(1, CLEANUP_ATTEMPTS + 1):
@@ -257,6 +258,15 @@ def _cleanup_once(conn: psycopg.Connection, instance_key: str) -> int:
             " AND NOT EXISTS (SELECT 1 FROM agent_memory_assertion_evidence e"
             " WHERE e.instance_key = s.instance_key AND e.source_id = s.id)",
             (instance_key, [row[0] for row in sources if row[0]]))
+        # The sessions a sessions-path run appended (their items take their recalled turns
+        # with them, migration 0041), then who took part.
+        sessions = [row[0] for row in conn.execute(
+            "SELECT DISTINCT session_key FROM agent_context_messages WHERE instance_key = %s"
+            " AND user_id LIKE %s", (instance_key, users))]
+        for table in ("agent_context_messages", "agent_session_runs", "agent_session_state"):
+            conn.execute(sql.SQL("DELETE FROM {} WHERE instance_key = %s"
+                                 " AND session_key = ANY(%s)").format(sql.Identifier(table)),
+                         (instance_key, sessions))
         conn.execute("DELETE FROM agent_session_participants WHERE instance_key = %s"
                      " AND user_id LIKE %s", (instance_key, users))
         conn.execute("DELETE FROM agent_users WHERE instance_key = %s AND user_id LIKE %s",
