@@ -12,7 +12,11 @@ is not hidden behind a model) in alternating rounds, each round into a user of i
   vector, issue 29);
 * ``plain``: the same texts, no session;
 * ``turns-unlisted``: ``turns`` without the listing's index (migration 0040 dropped for the
-  round and built again after it): what that index adds to a write.
+  round and built again after it): what that index adds to a write;
+* ``items``: the same turns appended as session items, one per append (``append_items``,
+  what ``POST /api/v1/sessions/{key}/items`` does), each recalled as a turn
+  (sessions/turn_recall.py: issue 29.3);
+* ``items-unrecalled``: the same with ``session_turn_recall`` off (the append before it).
 
 Per kind it reports writes per second and the PostgreSQL CPU per write (the backend
 process's user + system time, read from ``/proc``: a local server only, else not reported),
@@ -38,12 +42,13 @@ from pgvector.psycopg import register_vector
 from bench.common import PROJECT_ROOT, fresh_database, machine_info, write_result
 from memory_platform.features.benchmarks.conversations.generate import generate
 from memory_platform.features.memories.store import MemoryWrite, store_memory
+from memory_platform.features.sessions.items import TurnItem, append_items
 from memory_platform.foundation.settings import Settings
 from memory_platform.shared.access import AccessContext
 from memory_platform.shared.embeddings.hashing import HashEmbeddingProvider
 
 INSTANCE = "bench-turn-writes"
-KINDS = ("turns", "turns-1v", "plain", "turns-unlisted")
+KINDS = ("turns", "turns-1v", "plain", "turns-unlisted", "items", "items-unrecalled")
 LISTING_INDEX = "agent_memories_listing_idx"
 LISTING_MIGRATION = PROJECT_ROOT / "migrations" / "0040_memory_listing.sql"
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -62,7 +67,8 @@ def _round(conn: psycopg.Connection, settings: Settings, provider: HashEmbedding
            turns: list, kind: str, round_no: int) -> tuple[float, float | None]:
     """Writes per second and PostgreSQL CPU milliseconds per write of one round of ``kind``."""
     user = f"{kind}-{round_no}"
-    tuned = settings.model_copy(update={"turn_context_vectors": kind != "turns-1v"})
+    tuned = settings.model_copy(update={"turn_context_vectors": kind != "turns-1v",
+                                        "session_turn_recall": kind != "items-unrecalled"})
     if kind == "turns-unlisted":
         conn.execute(f"DROP INDEX {LISTING_INDEX}")
     backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
@@ -71,6 +77,10 @@ def _round(conn: psycopg.Connection, settings: Settings, provider: HashEmbedding
     for turn in turns:
         session = f"{user}-s{turn.session:02d}" if kind != "plain" else None
         ctx = AccessContext(INSTANCE, user_id=user, session_key=session)
+        if kind.startswith("items"):
+            append_items(conn, tuned, ctx, [TurnItem(role="user", content=turn.content(),
+                                                     occurred_at=turn.occurred_at)])
+            continue
         store_memory(conn, tuned, ctx, MemoryWrite(
             turn.content(), occurred_at=turn.occurred_at if kind != "plain" else None),
             embedder=provider)
@@ -109,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                 if cpu_ms is not None:
                     cpu[kind].append(cpu_ms)
                 shown = f", PostgreSQL {cpu_ms:.2f} ms CPU/write" if cpu_ms is not None else ""
-                print(f"round {round_no + 1} {kind:<8} {rate:7.1f} writes/s{shown}", flush=True)
+                print(f"round {round_no + 1} {kind:<16} {rate:7.1f} writes/s{shown}", flush=True)
         machine = machine_info(conn)
     medians = {kind: round(statistics.median(values), 1) for kind, values in rates.items()}
     cpu_medians = {kind: round(statistics.median(values), 3) if values else None
@@ -119,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                          if cpu_medians[kind] and cpu_medians["turns-1v"] else None)
                   for kind in KINDS}
     for kind in KINDS:
-        print(f"median {kind:<8} {medians[kind]:7.1f} writes/s (x{ratios[kind]}), PostgreSQL "
+        print(f"median {kind:<16} {medians[kind]:7.1f} writes/s (x{ratios[kind]}), PostgreSQL "
               f"CPU {cpu_medians[kind]} ms/write (x{cpu_ratios[kind]} of turns-1v)")
     target = write_result("turn_writes", {"turns_per_round": len(turns), "rounds": rates,
                                           "cpu_ms_per_write": cpu, "medians": medians,

@@ -63,7 +63,7 @@ DOMAIN: dict[str, tuple[str, ...]] = {
     "retrieval": ("access", "embeddings", "ledger", "memories"),
     "events": ("access", "embeddings", "projection"),
     "graph": ("access", "embeddings", "ledger", "llm", "projection", "retrieval"),
-    "context": ("access", "embeddings", "graph", "retrieval"),
+    "context": ("access", "embeddings", "graph", "memories", "retrieval"),
     "consolidation": ("access", "embeddings", "graph", "ledger", "llm", "projection",
                       "retrieval"),
     "maintenance": ("access", "consolidation", "embeddings", "graph", "memories", "projection",

@@ -235,9 +235,9 @@ CLEANUP_ATTEMPTS = 3
 def cleanup(conn: psycopg.Connection, instance_key: str) -> int:
     """Delete the benchmark users' memories (chunks cascade), the source envelopes no ledger
     evidence names, the sessions they appended to, their session participation and their
-    registry rows (their keys registered them); answers the memories deleted. A deadlock with an API that is still
-    stamping the recalled rows (its deferred stamper) rolls the cleanup back: it is tried
-    again, at most ``CLEANUP_ATTEMPTS`` times."""
+    registry rows (their keys registered them); answers the memories deleted. A deadlock
+    with an API that is still stamping the recalled rows (its deferred stamper) rolls the
+    cleanup back: it is tried again, at most ``CLEANUP_ATTEMPTS`` times."""
     for attempt in range(1, CLEANUP_ATTEMPTS + 1):
         try:
             return _cleanup_once(conn, instance_key)
