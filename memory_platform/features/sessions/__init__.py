@@ -1,10 +1,12 @@
 """Sessions: conversations in, memory out (docs/sessions.md).
 
 An agent runtime (or a user) appends a session's turn items; they are stored verbatim in the
-lossless context graph and are searchable at once. Background maintenance, never on the
-request path, then turns conversations into durable memory:
+lossless context graph and recalled at once as conversation turns. Background maintenance,
+never on the request path, then turns conversations into durable memory:
 
 * ``items``        append turn items (idempotent by client item id), runs, run completion;
+* ``turn_recall``  each new user and assistant item as a conversation turn of its author
+                   (a ``source_type='message'`` memory with the item's id), after the append;
 * ``reads``        ``memory_grep`` / ``memory_describe`` / ``memory_expand`` over the graph;
 * ``state``        ``agent_session_state``: its JSON sections and the maintenance queue
                    (request, claim, the one trailing pass);

@@ -19,8 +19,8 @@ Why it is built this way:
 * **Runs are the turns maintenance counts.** Items with a ``run_id`` join that run (opened
   on first use, numbered per session) until :func:`complete_run`; an append without one is
   a run of its own (``append:<first new message id>``), completed at once. A completed run
-  asks for a background pass (``state.request_maintenance``); nothing else runs on the
-  request path.
+  asks for a background pass (``state.request_maintenance``); of the rest only the turns'
+  recall (below) runs on the request path.
 * **Who wrote it, and who takes part.** A message's ``user_id`` is its author: the acting
   user by default. A user key may only name itself; the trusted runtime
   (``author_may_differ``) may name any user. The append is the one request that records
