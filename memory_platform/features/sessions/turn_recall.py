@@ -38,7 +38,8 @@ transaction committed:
 1. read the turns before;
 2. embed every chunk and context passage of the batch in one provider call, with no
    transaction open;
-3. write the turns in one transaction.
+3. write the turns, one short transaction each (in event-time order, so a turn's link
+   always names a stored row).
 
 A provider failure stores the turns keyword-only, and the re-embedding backlog fills the
 vectors. A database failure loses only the turn memory: the item is stored, and its words
@@ -186,25 +187,28 @@ def _passage(before: list[tuple[uuid.UUID, str]], planned: list[_Turn],
 def _write(conn: psycopg.Connection, settings: Settings, instance_key: str,
            session_key: str, turns: list[_Turn], vectors: np.ndarray | None,
            provider: EmbeddingProvider) -> None:
-    """One transaction: every turn's memory row and chunks (with their vectors, or an outbox
-    job for them when writes defer their vectors)."""
+    """Every turn's memory row and chunks (with their vectors, or an outbox job for them when
+    writes defer their vectors), in event-time order, one short transaction per turn: the
+    rows a turn's write locks (its words' counts, migration 0033) are held for one turn, not
+    for a whole batch, so concurrent appends do not queue behind each other's batches."""
     defer = settings.write_vectors == "deferred"
-    with conn.transaction():
-        generation = None if vectors is None else ensure_generation(conn, instance_key,
-                                                                     provider)
-        chunk_at, passage_at = 0, sum(len(t.chunks) for t in turns)
-        for turn in turns:
-            metadata = memory_metadata({"sourceMessageId": str(turn.id)}, SESSION_TURN_CLASS)
+    generation = None
+    if vectors is not None:
+        with conn.transaction():
+            generation = ensure_generation(conn, instance_key, provider)
+    chunk_at, passage_at = 0, sum(len(t.chunks) for t in turns)
+    for turn in turns:
+        own = None if vectors is None else vectors[chunk_at:chunk_at + len(turn.chunks)]
+        context_vector = None
+        if vectors is not None and turn.passage is not None:
+            context_vector, passage_at = vectors[passage_at], passage_at + 1
+        chunk_at += len(turn.chunks)
+        metadata = memory_metadata({"sourceMessageId": str(turn.id)}, SESSION_TURN_CLASS)
+        with conn.transaction():
             inserted = conn.execute(_INSERT, (
                 turn.id, instance_key, turn.author, turn.author, session_key,
-                SESSION_TURN_SOURCE, turn.content,
-                content_hash(turn.content), Jsonb(metadata), turn.occurred_at,
-                turn.previous_id)).rowcount
-            own = None if vectors is None else vectors[chunk_at:chunk_at + len(turn.chunks)]
-            context_vector = None
-            if vectors is not None and turn.passage is not None:
-                context_vector, passage_at = vectors[passage_at], passage_at + 1
-            chunk_at += len(turn.chunks)
+                SESSION_TURN_SOURCE, turn.content, content_hash(turn.content),
+                Jsonb(metadata), turn.occurred_at, turn.previous_id)).rowcount
             if not inserted:   # already recalled (a repeated call): nothing more to write
                 continue
             if defer and generation is not None and own is not None:
