@@ -64,7 +64,8 @@ BEGIN
                octet_length(content) + coalesce(octet_length(title), 0) AS bytes
           FROM agent_memories WHERE source_type <> 'message'
         UNION ALL
-        SELECT instance_key, coalesce(user_id, ''), octet_length(content)
+        SELECT instance_key, coalesce(user_id, ''),
+               octet_length(content) + coalesce(octet_length(raw::text), 0)
           FROM agent_context_messages) rows
      GROUP BY 1, 2;
     RETURN NULL;

@@ -223,16 +223,16 @@ def _memory_items(conn, settings: Settings, ctx: AccessContext, query: str, cap:
                   question: QueryVector, stamper: RetrievalStamper | None,
                   criteria: Criteria | None = None,
                   subject_refs: Mapping[str, str] | None = None) -> list[ContextItem]:
-    return [
-        ContextItem(_memory_identity(h.assertion_id, h.memory_id, h.source_type),
-                    _memory_kind(h.assertion_id, h.source_type), h.content,
-                    details={"memoryId": str(h.memory_id), "sourceType": h.source_type,
-                             "visibility": h.visibility_scope,
-                             "subjectRefs": h.subject_refs, **_event_time(h.occurred_at)})
-        for h in search_memories(conn, settings, ctx, query, limit=cap, question=question,
-                                 stamper=stamper, criteria=criteria,
-                                 subject_refs=subject_refs)
-    ]
+    items = []
+    for h in search_memories(conn, settings, ctx, query, limit=cap, question=question,
+                             stamper=stamper, criteria=criteria, subject_refs=subject_refs):
+        identity = _memory_identity(h.assertion_id, h.memory_id, h.source_type)
+        items.append(ContextItem(
+            identity, identity.partition(":")[0], h.content,  # type: ignore[arg-type]
+            details={"memoryId": str(h.memory_id), "sourceType": h.source_type,
+                     "visibility": h.visibility_scope, "subjectRefs": h.subject_refs,
+                     **_event_time(h.occurred_at)}))
+    return items
 
 
 @dataclass(frozen=True)
@@ -262,12 +262,6 @@ def _memory_identity(assertion_id: UUID | None, memory_id: UUID, source_type: st
     if source_type == SESSION_TURN_SOURCE:
         return f"message:{memory_id}"
     return f"assertion:{assertion_id}" if assertion_id else f"memory:{memory_id}"
-
-
-def _memory_kind(assertion_id: UUID | None, source_type: str) -> ItemKind:
-    if source_type == SESSION_TURN_SOURCE:
-        return "message"
-    return "assertion" if assertion_id else "memory"
 
 
 # Which kind of id a fact found several ways is known by: the most durable first.

@@ -64,7 +64,6 @@ from memory_platform.features.memories.chunking import Chunk, chunk_text
 from memory_platform.features.memories.turns import (
     SESSION_TURN_CLASS,
     SESSION_TURN_SOURCE,
-    context_passage,
     previous_turns,
     walk_contexts,
 )
@@ -159,29 +158,18 @@ def _plan(conn: psycopg.Connection, settings: Settings, instance_key: str,
                  for ident, _, _, content, at in group]
         before = previous_turns(conn, instance_key, session_key, "private", author,
                                 items[0][2], exclude=[i[0] for i in items])
-        walked = walk_contexts(before, ((i[0], i[2], i[1]) for i in items))
-        for (ident, content, at), (_, previous, context, _) in zip(
-                items, walked, strict=True):
-            chunks = chunk_text(content, settings.chunk_target_chars,
-                                settings.chunk_overlap_chars)
-            passage = None
-            if previous is not None and settings.turn_context_vectors:
-                # The context vector embeds the turn before with the turn's first chunk, as
-                # the write path does (memories/turns.TurnContext.passage).
-                passage = _passage(before, planned, previous, chunks[0].content)
-            planned.append(_Turn(ident, author, content, at, previous, context, passage,
-                                 chunks))
+        chunked = [(ident, content, at, chunk_text(content, settings.chunk_target_chars,
+                                                   settings.chunk_overlap_chars))
+                   for ident, content, at in items]
+        # Walked over the first chunks, as the import does (memories/bulk/turns.py): a
+        # context vector embeds the turn before with the turn's first chunk.
+        walked = walk_contexts(before, ((i, at, chunks[0].content)
+                                        for i, _, at, chunks in chunked))
+        for (ident, content, at, chunks), (_, previous, context, passage) in zip(
+                chunked, walked, strict=True):
+            planned.append(_Turn(ident, author, content, at, previous, context,
+                                 passage if settings.turn_context_vectors else None, chunks))
     return planned
-
-
-def _passage(before: list[tuple[uuid.UUID, str]], planned: list[_Turn],
-             previous: uuid.UUID, first_chunk: str) -> str:
-    """The context passage of a turn whose turn before is ``previous`` (a turn of this batch,
-    or one stored before it)."""
-    text = next((t.content for t in planned if t.id == previous), None)
-    if text is None:
-        text = next(content for ident, content in before if ident == previous)
-    return context_passage(text, first_chunk)
 
 
 def _write(conn: psycopg.Connection, settings: Settings, instance_key: str,
