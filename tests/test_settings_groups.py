@@ -58,7 +58,8 @@ NAMES = set("""
     retrieval_keyword_match_cap retrieval_keyword_weight retrieval_lexical_scan_cap
     retrieval_min_score retrieval_neighbour_weight retrieval_similarity_scale
     retrieval_time_prior retrieval_top_k retrieval_turn_content_prior
-    retrieval_turn_context_extra_candidates
+    retrieval_turn_context_extra_candidates retrieval_turn_coverage_weight
+    retrieval_turn_session_spread retrieval_turn_session_weight
     retrieval_turn_context_vector_weight retrieval_turn_keyword_weight
     retrieval_turn_neighbour_vector_weight retrieval_turn_speaker_prior
     retrieval_turn_vector_weight retrieval_vector_extra_candidates retrieval_vector_weight
@@ -173,7 +174,7 @@ def _bounds(name: str) -> dict[str, object]:
 
 
 def test_no_setting_lost_or_renamed():
-    assert len(Settings.model_fields) == len(NAMES) == 203
+    assert len(Settings.model_fields) == len(NAMES) == 206
     assert set(Settings.model_fields) == NAMES
 
 

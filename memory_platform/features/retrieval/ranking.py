@@ -3,10 +3,12 @@
 retrieval/search.py composes and runs the one statement that finds the candidates and their
 raw scores (:class:`Candidate`: one row per candidate chunk); :func:`rank` turns them into the
 best ``limit`` :class:`MemoryHit` s: both scores normalised over the candidates and fused
-(conversation turns with their own weights, context vector and content prior), times the
+(conversation turns with their own weights, context vector, the share of the question's
+words they hold and content prior), times the
 search's confidence (retrieval/scores.py), gated by ``minScore``, one hit per memory,
-neighbouring turns lending each other score, then reordered by the subject-ref boost, the
-feedback multiplier and the time priors (retrieval/when.py). docs/architecture.md,
+conversation turns taking a share of their session's best score and lending each other
+score, then reordered by the subject-ref boost, the feedback multiplier and the time priors
+(retrieval/when.py), the last hits spread over sessions the others miss. docs/architecture.md,
 "Retrieval" and "Conversational retrieval", tells why; docs/benchmarks.md has the figures.
 """
 
@@ -76,6 +78,7 @@ class Candidate(NamedTuple):
     matched: float  # share of the question's words it contains (_matched_share)
     context_similarity: float | None = None  # with its context vector (shape.context_vectors)
     around: float | None = None  # with the vectors of the turns around it (shape.neighbours)
+    session_key: str | None = None  # the memory's session (a conversation turn's)
 
 
 def candidate_row(cursor: Any) -> Any:
@@ -143,6 +146,7 @@ def rank(rows: list[Candidate], settings: Settings, limit: int,
         if row.turn:
             score = (settings.retrieval_turn_vector_weight * (vector_score or 0.0)
                      + settings.retrieval_turn_keyword_weight * keyword_score)
+            score = _covered(score, row, settings.retrieval_turn_coverage_weight)
             score *= _content_prior(row, settings.retrieval_turn_content_prior)
         else:
             score = (settings.retrieval_vector_weight * (vector_score or 0.0)
@@ -152,6 +156,8 @@ def rank(rows: list[Candidate], settings: Settings, limit: int,
             continue  # the gate sees the original score only
         if row.memory_id not in best or score > best[row.memory_id].score:
             best[row.memory_id] = _Scored(score, vector_score, keyword_score, row)
+    if settings.retrieval_turn_session_weight:
+        best = _with_session(best, settings.retrieval_turn_session_weight)
     if settings.retrieval_neighbour_weight:
         best = _smooth(best, settings.retrieval_neighbour_weight)
     speaker_prior = settings.retrieval_turn_speaker_prior if named else 0.0
@@ -162,9 +168,9 @@ def rank(rows: list[Candidate], settings: Settings, limit: int,
                        * (1.0 + time_prior * _in_period(s.row, period))
                        * (1.0 + when_prior * (when and states_time(s.row.content))), s)
                       for s in best.values()),
-                     key=lambda entry: entry[0], reverse=True)[:limit]
+                     key=lambda entry: entry[0], reverse=True)
     return [_hit(s.row, round(order, 6), s.vector_score, s.keyword_score)
-            for order, s in ordered]
+            for order, s in _spread(ordered, limit, settings.retrieval_turn_session_spread)]
 
 
 def _weights_of(row: Candidate, settings: Settings) -> tuple[float, float]:
@@ -241,6 +247,20 @@ def _content_prior(row: Candidate, weight: float) -> float:
     return 1.0 - weight * max(0.0, 1.0 - lexemes / CONTENT_LEXEMES)
 
 
+def _covered(score: float, row: Candidate, weight: float) -> float:
+    """A turn's fused score with ``weight`` of it taken from the share of the question's
+    words it contains (``row.matched``, absolute: the same scale in every search). The
+    normalised keyword rank says how a turn's words compare with the best match's; the
+    share says how much of the question it holds, which tells an answer from a turn that
+    shares one rare word with it."""
+    return (1.0 - weight) * score + weight * float(row.matched)
+
+
+def _session(row: Candidate) -> str | None:
+    """The session a conversation turn belongs to (None for other memories)."""
+    return row.session_key if row.turn else None
+
+
 class _Scored(NamedTuple):
     score: float  # fused (and smoothed) score of the memory's best chunk
     vector_score: float | None
@@ -265,6 +285,52 @@ def _smooth(best: dict[UUID, _Scored], weight: float) -> dict[UUID, _Scored]:
         if pull > 0:
             smoothed[memory_id] = own._replace(score=own.score + weight * pull)
     return smoothed
+
+
+def _with_session(best: dict[UUID, _Scored], weight: float) -> dict[UUID, _Scored]:
+    """Each conversation turn's score mixed ``weight`` of the way toward the best score of
+    its session among the candidates, never down: a question is mostly about one session,
+    and the turns around the one that matched best (an answer that says little, the next
+    part of a story) rise with it above look-alikes from other sessions."""
+    strongest: dict[str, float] = {}
+    for scored in best.values():
+        session = _session(scored.row)
+        if session is not None:
+            strongest[session] = max(strongest.get(session, 0.0), scored.score)
+    mixed = dict(best)
+    for memory_id, scored in best.items():
+        session = _session(scored.row)
+        if session is not None:
+            mixed[memory_id] = scored._replace(
+                score=(1.0 - weight) * scored.score + weight * strongest[session])
+    return mixed
+
+
+# Below this limit a search answers its best hits only: spreading them over sessions would
+# give away a large share of a short answer.
+SPREAD_FROM_LIMIT = 4
+
+
+def _spread(ordered: list[tuple[float, _Scored]], limit: int,
+            slots: int) -> list[tuple[float, _Scored]]:
+    """The best ``limit`` of ``ordered`` (best first), of which the last ``slots`` go to the
+    best conversation turns of sessions none of the hits before them comes from, when there
+    are such turns (otherwise to the next best, as without it). Still best first: the turns
+    that take those slots rank below every hit before them."""
+    if not slots or limit < SPREAD_FROM_LIMIT or len(ordered) <= limit:
+        return ordered[:limit]
+    head, rest = ordered[:limit - slots], ordered[limit - slots:]
+    sessions = {session for _, s in head if (session := _session(s.row)) is not None}
+    spread: list[tuple[float, _Scored]] = []
+    for entry in rest:
+        session = _session(entry[1].row)
+        if len(spread) < slots and session is not None and session not in sessions:
+            spread.append(entry)
+            sessions.add(session)
+    taken = {s.row.memory_id for _, s in spread}
+    tail = spread + [entry for entry in rest
+                     if entry[1].row.memory_id not in taken][:slots - len(spread)]
+    return head + sorted(tail, key=lambda entry: entry[0], reverse=True)
 
 
 def _order(scored: _Scored, settings: Settings, wanted_refs: Mapping[str, str]) -> float:

@@ -342,7 +342,7 @@ def _search_statement(ctx: AccessContext, scopes: tuple[str, ...] | None,
                coalesce(a.corrected_count, 0) + coalesce(a.unhelpful_count, 0),
                {matched} AS matched,
                {context_score} AS context_score,
-               {around_score} AS around_score
+               {around_score} AS around_score, m.session_key
           FROM {source} candidates
           JOIN agent_memory_chunks c ON c.id = candidates.id
           JOIN agent_memories m ON m.instance_key = c.instance_key AND m.id = c.memory_id

@@ -60,8 +60,23 @@ class RetrievalSettings(BaseModel):
         "from its context vector (the turn embedded with the turn before it; 0: off, and no "
         "second vector arm).")
     retrieval_turn_context_extra_candidates: int = Field(
-        20, ge=0, le=200, description="Candidates the context-vector arm (conversation "
+        40, ge=0, le=200, description="Candidates the context-vector arm (conversation "
         "turns only) takes beyond the limit (at least 8 in all).")
+    retrieval_turn_coverage_weight: float = Field(
+        0.3, ge=0.0, le=1.0, description="Share of a conversation turn's score taken from "
+        "the share of the question's words (weighed by rarity) it contains, its context's "
+        "counting retrieval_context_keyword_weight: a turn that holds most of what is asked "
+        "beats one that shares a single rare word with it; 0: off.")
+    retrieval_turn_session_weight: float = Field(
+        0.3, ge=0.0, le=1.0, description="Share of a conversation turn's score taken from "
+        "the best score of its session (its sessionKey) among the candidates: the turns of "
+        "the session a question is about rise together, an answer that says little with "
+        "them; 0: off.")
+    retrieval_turn_session_spread: int = Field(
+        1, ge=0, le=10, description="Of a search's hits (a limit of at least 4), the last "
+        "this many go to the best conversation turns of sessions no hit before them comes "
+        "from, when the candidates hold such turns: a question about several sessions gets "
+        "a turn of each more often; 0: off.")
     retrieval_turn_speaker_prior: float = Field(
         0.0, ge=0.0, le=1.0, description="How much more a conversation turn counts in the "
         "order when the question names its speaker ('Caroline: ...' asked 'What did "
