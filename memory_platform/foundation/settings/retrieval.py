@@ -60,10 +60,10 @@ class RetrievalSettings(BaseModel):
         "from its context vector (the turn embedded with the turn before it; 0: off, and no "
         "second vector arm).")
     retrieval_turn_context_extra_candidates: int = Field(
-        40, ge=0, le=200, description="Candidates the context-vector arm (conversation "
+        20, ge=0, le=200, description="Candidates the context-vector arm (conversation "
         "turns only) takes beyond the limit (at least 8 in all).")
     retrieval_turn_coverage_weight: float = Field(
-        0.3, ge=0.0, le=1.0, description="Share of a conversation turn's score taken from "
+        0.15, ge=0.0, le=1.0, description="Share of a conversation turn's score taken from "
         "the share of the question's words (weighed by rarity) it contains, its context's "
         "counting retrieval_context_keyword_weight: a turn that holds most of what is asked "
         "beats one that shares a single rare word with it; 0: off.")
