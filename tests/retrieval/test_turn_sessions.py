@@ -94,6 +94,10 @@ def test_the_last_hit_goes_to_a_session_the_others_miss():
     assert other.memory_id not in _order(rows, spread, limit=3)
     present = [*first, other._replace(similarity=0.94)]  # among the best already
     assert _order(present, spread) == _order(present, _settings())
+    # More slots than a short answer has: the best hit keeps its place, the others spread.
+    wide = rank([*first, other], _settings(retrieval_turn_session_spread=10), 4, {}, FLOOR)
+    assert [h.memory_id for h in wide] == [first[0].memory_id, *(r.memory_id for r in first[1:3]),
+                                           other.memory_id]
     # No turn of another session among the candidates: the next best, as without it.
     assert _order(first + [first[0]._replace(memory_id=uuid.uuid4(), similarity=0.1)],
                   spread) == [r.memory_id for r in first]

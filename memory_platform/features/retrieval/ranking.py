@@ -319,6 +319,7 @@ def _spread(ordered: list[tuple[float, _Scored]], limit: int,
     that take those slots rank below every hit before them."""
     if not slots or limit < SPREAD_FROM_LIMIT or len(ordered) <= limit:
         return ordered[:limit]
+    slots = min(slots, limit - 1)  # the best hit always keeps its place
     head, rest = ordered[:limit - slots], ordered[limit - slots:]
     sessions = {session for _, s in head if (session := _session(s.row)) is not None}
     spread: list[tuple[float, _Scored]] = []
