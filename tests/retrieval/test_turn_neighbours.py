@@ -155,11 +155,14 @@ def test_the_speaker_a_question_names_counts_more():
     melanie = _row(0.81, content="Melanie: I went to a support group yesterday.")
     far = _row(0.1, content="Melanie: Bye!")
     named = frozenset({"when", "did", "caroline", "go"})
+    off = settings.model_copy(update={"retrieval_turn_speaker_prior": 0.0})
+    order = [h.memory_id for h in rank([caroline, melanie, far], off, 3, {}, 0.0, named)]
+    assert order[0] == melanie.memory_id
     order = [h.memory_id for h in rank([caroline, melanie, far], settings, 3, {}, 0.0, named)]
-    assert order[0] == melanie.memory_id  # off by default
-    prior = settings.model_copy(update={"retrieval_turn_speaker_prior": 0.1})
-    order = [h.memory_id for h in rank([caroline, melanie, far], prior, 3, {}, 0.0, named)]
-    assert order[0] == caroline.memory_id
+    assert order[0] == caroline.memory_id  # the default prior (0.1) puts the named speaker first
+    unnamed = frozenset({"when", "did", "someone", "go"})
+    order = [h.memory_id for h in rank([caroline, melanie, far], settings, 3, {}, 0.0, unnamed)]
+    assert order[0] == melanie.memory_id  # a question naming neither keeps the plain order
 
 
 @pytest.mark.parametrize(("content", "named", "expected"), [

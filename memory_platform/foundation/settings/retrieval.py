@@ -78,7 +78,7 @@ class RetrievalSettings(BaseModel):
         "from, when the candidates hold such turns: a question about several sessions gets "
         "a turn of each more often; 0: off.")
     retrieval_turn_speaker_prior: float = Field(
-        0.0, ge=0.0, le=1.0, description="How much more a conversation turn counts in the "
+        0.1, ge=0.0, le=1.0, description="How much more a conversation turn counts in the "
         "order when the question names its speaker ('Caroline: ...' asked 'What did "
         "Caroline ...?'); 0: off.")
     retrieval_time_prior: float = Field(
