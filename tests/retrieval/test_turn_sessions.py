@@ -143,3 +143,42 @@ def test_a_search_spreads_its_last_hit_over_another_session(db, make_settings):
     assert set(plain) <= {ids[text] for text in GARDEN}
     spread = hits(retrieval_turn_session_spread=1)
     assert spread[:3] == plain[:3] and spread[3] == ids[LATER]
+
+
+def test_a_question_asking_for_a_list_spreads_more_of_its_hits():
+    first = [_row(0.95 - i * 0.02, 0.1, session="chat-1") for i in range(10)]
+    others = [_row(0.60 - i * 0.01, 0.05, session=f"chat-{i + 2}") for i in range(3)]
+    rows = [*first, *others]
+    listing = _settings(retrieval_turn_list_spread=3)
+    asked = [h.memory_id for h in rank(rows, listing, 10, {}, FLOOR, several=True)]
+    assert asked[:7] == [r.memory_id for r in first[:7]]
+    assert asked[7:] == [r.memory_id for r in others]
+    # A question asking for one thing keeps the plain order (session spread 0 here).
+    assert _order(rows, listing) == [r.memory_id for r in first]
+    # The list spread never takes fewer slots than the session spread.
+    both = _settings(retrieval_turn_list_spread=1, retrieval_turn_session_spread=2)
+    assert [h.memory_id for h in rank(rows, both, 10, {}, FLOOR, several=True)][8:] == [
+        r.memory_id for r in others[:2]]
+
+
+def test_a_search_asking_how_many_answers_from_another_session(db, make_settings):
+    settings = make_settings()
+    instance = f"sessions-{uuid.uuid4().hex[:10]}"
+    ids: dict[str, uuid.UUID] = {}
+    for number, texts in enumerate([[*GARDEN, *FILLER], [LATER, *FILLER]], 1):
+        ctx = AccessContext(instance, user_id="anna", session_key=f"chat-{number}")
+        for minute, text in enumerate(texts):
+            stored = store_memory(db, settings, ctx, MemoryWrite(
+                text, occurred_at=DAY + timedelta(days=number, minutes=minute)))
+            ids.setdefault(text, stored.id)
+    ask = AccessContext(instance, user_id="anna")
+
+    def hits(question: str, **overrides) -> list[uuid.UUID]:
+        return [h.memory_id for h in search_memories(
+            db, make_settings(**overrides), ask, question, limit=4, stamp=False)]
+
+    counting = "How many things happened in the garden?"
+    assert ids[LATER] not in hits(counting, retrieval_turn_list_spread=0)
+    assert hits(counting, retrieval_turn_list_spread=1)[3] == ids[LATER]
+    # The same words asked about one thing: no spread.
+    assert ids[LATER] not in hits("What happened in the garden?", retrieval_turn_list_spread=1)

@@ -111,7 +111,7 @@ def rank(rows: list[Candidate], settings: Settings, limit: int,
           wanted_refs: Mapping[str, str], similarity_floor: float,
           named: frozenset[str] = frozenset(), period: Period | None = None,
           when: bool = False, scale: tuple[float, float] | None = None,
-          min_score: float | None = None) -> list[MemoryHit]:
+          min_score: float | None = None, several: bool = False) -> list[MemoryHit]:
     """Score every candidate row, keep each memory's best chunk, let conversation turns
     lend each other score (:func:`_smooth`), answer the top ``limit``. Subject refs and
     provenance arrive as JSON text and are parsed only where needed (the boost, the
@@ -122,7 +122,8 @@ def rank(rows: list[Candidate], settings: Settings, limit: int,
     (retrieval/scores.py; None: they stay relative to the best hit); ``min_score``: the
     gate (default ``retrieval_min_score``); ``wanted_refs``: the caller's subject refs (team
     rows about another subject are left out: :func:`about_another_subject`; matching rows
-    are boosted: :func:`subject_boost`)."""
+    are boosted: :func:`subject_boost`); ``several``: the question asks for a count or a
+    list (retrieval/several.py: more of the last hits go to other sessions)."""
     gate = settings.retrieval_min_score if min_score is None else min_score
     if wanted_refs:
         rows = [r for r in rows if not about_another_subject(
@@ -169,8 +170,11 @@ def rank(rows: list[Candidate], settings: Settings, limit: int,
                        * (1.0 + when_prior * (when and states_time(s.row.content))), s)
                       for s in best.values()),
                      key=lambda entry: entry[0], reverse=True)
+    slots = settings.retrieval_turn_session_spread
+    if several:
+        slots = max(slots, settings.retrieval_turn_list_spread)
     return [_hit(s.row, round(order, 6), s.vector_score, s.keyword_score)
-            for order, s in _spread(ordered, limit, settings.retrieval_turn_session_spread)]
+            for order, s in _spread(ordered, limit, slots)]
 
 
 def _weights_of(row: Candidate, settings: Settings) -> tuple[float, float]:

@@ -44,6 +44,7 @@ from memory_platform.features.retrieval.lexicon import (
 from memory_platform.features.retrieval.planner import bounded_count, gate, planner_settings
 from memory_platform.features.retrieval.question import QueryVector, embed_question, vector_of
 from memory_platform.features.retrieval.ranking import Candidate, MemoryHit, candidate_row, rank
+from memory_platform.features.retrieval.several import asks_for_several
 from memory_platform.features.retrieval.stamping import RetrievalStamper, stamp_retrieved
 from memory_platform.features.retrieval.statements import Numbered, ShapeCache
 from memory_platform.features.retrieval.terms import query_terms, tsquery, words
@@ -529,7 +530,8 @@ def _search(conn: psycopg.Connection, settings: Settings, ctx: AccessContext, qu
                      if settings.retrieval_time_prior else None,
                      bool(settings.retrieval_when_prior) and asks_when(query),
                      settings.retrieval_similarity_scale or question.similarity_scale,
-                     min_score)
+                     min_score, bool(settings.retrieval_turn_list_spread)
+                     and asks_for_several(query))
         current.set_attribute("memory.search.hits", len(hits))
     return hits
 

@@ -39,13 +39,13 @@ class RetrievalSettings(BaseModel):
         "its context (the two turns before it, the session's date) may add: a reply is found by "
         "the question it answers (docs/architecture.md, 'Conversational retrieval').")
     retrieval_neighbour_weight: float = Field(
-        0.3, ge=0.0, le=1.0, description="How far a conversation turn's score is pulled "
+        0.2, ge=0.0, le=1.0, description="How far a conversation turn's score is pulled "
         "toward its best-scoring neighbouring turn among the candidates.")
     retrieval_turn_vector_weight: float = Field(
         0.5, ge=0.0, le=1.0, description="retrieval_vector_weight for conversation turns "
         "(memories written with a sessionKey and an occurredAt).")
     retrieval_turn_keyword_weight: float = Field(
-        0.5, ge=0.0, le=1.0, description="retrieval_keyword_weight for conversation turns: "
+        0.55, ge=0.0, le=1.0, description="retrieval_keyword_weight for conversation turns: "
         "short utterances are found by their words more than notes are.")
     retrieval_turn_content_prior: float = Field(
         0.7, ge=0.0, le=1.0, description="Most score a conversation turn that says little "
@@ -63,7 +63,7 @@ class RetrievalSettings(BaseModel):
         20, ge=0, le=200, description="Candidates the context-vector arm (conversation "
         "turns only) takes beyond the limit (at least 8 in all).")
     retrieval_turn_coverage_weight: float = Field(
-        0.15, ge=0.0, le=1.0, description="Share of a conversation turn's score taken from "
+        0.2, ge=0.0, le=1.0, description="Share of a conversation turn's score taken from "
         "the share of the question's words (weighed by rarity) it contains, its context's "
         "counting retrieval_context_keyword_weight: a turn that holds most of what is asked "
         "beats one that shares a single rare word with it; 0: off.")
@@ -73,10 +73,14 @@ class RetrievalSettings(BaseModel):
         "the session a question is about rise together, an answer that says little with "
         "them; 0: off.")
     retrieval_turn_session_spread: int = Field(
-        1, ge=0, le=10, description="Of a search's hits (a limit of at least 4), the last "
+        0, ge=0, le=10, description="Of a search's hits (a limit of at least 4), the last "
         "this many go to the best conversation turns of sessions no hit before them comes "
         "from, when the candidates hold such turns: a question about several sessions gets "
         "a turn of each more often; 0: off.")
+    retrieval_turn_list_spread: int = Field(
+        3, ge=0, le=10, description="retrieval_turn_session_spread for a question that asks "
+        "for a count or a list ('How many ...', 'Which cities has ...', 'What are ...'; "
+        "retrieval/several.py): its items were said on different days.")
     retrieval_turn_speaker_prior: float = Field(
         0.1, ge=0.0, le=1.0, description="How much more a conversation turn counts in the "
         "order when the question names its speaker ('Caroline: ...' asked 'What did "
