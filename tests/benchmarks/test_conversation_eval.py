@@ -243,7 +243,7 @@ def test_a_library_run_ranks_under_each_variant_and_leaves_only_the_ledger(
     settings = hash_embedding_settings(database_url)
     nothing = parse_variant("nothing=retrieval_turn_vector_weight:0,"
                             "retrieval_turn_keyword_weight:0,"
-                          "retrieval_turn_coverage_weight:0")  # the turns' own weights
+                            "retrieval_turn_coverage_weight:0")  # the turns' own weights
     result = evaluate.run(conn, settings, _provider(settings), CORPUS,
                           variants=[Variant("default"), nothing], instance_key=instance,
                           echo=lambda _: None)

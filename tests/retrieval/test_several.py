@@ -1,6 +1,5 @@
-"""Questions that ask for a count or a list (retrieval/several.py), and what search does with
-them: more of their last hits go to sessions the first ones miss
-(``retrieval_turn_list_spread``)."""
+"""Questions that ask for a count or a list (retrieval/several.py). What search does with them
+(``retrieval_turn_list_spread``) is tested in test_turn_sessions.py."""
 
 from __future__ import annotations
 

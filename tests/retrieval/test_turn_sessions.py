@@ -121,8 +121,9 @@ def make_settings(module_database_url: str, tmp_path: Path):
     return make
 
 
-def test_a_search_spreads_its_last_hit_over_another_session(db, make_settings):
-    settings = make_settings()
+def _two_sessions(db, settings: Settings) -> tuple[dict[str, uuid.UUID], AccessContext]:
+    """Anna's two sessions (the garden at length, then once) in a fresh instance: the memory id
+    of each text, and Anna asking."""
     instance = f"sessions-{uuid.uuid4().hex[:10]}"
     ids: dict[str, uuid.UUID] = {}
     for number, texts in enumerate([[*GARDEN, *FILLER], [LATER, *FILLER]], 1):
@@ -132,6 +133,11 @@ def test_a_search_spreads_its_last_hit_over_another_session(db, make_settings):
                 text, occurred_at=DAY + timedelta(days=number, minutes=minute)))
             ids.setdefault(text, stored.id)
     ask = AccessContext(instance, user_id="anna")
+    return ids, ask
+
+
+def test_a_search_spreads_its_last_hit_over_another_session(db, make_settings):
+    ids, ask = _two_sessions(db, make_settings())
 
     def hits(**overrides) -> list[uuid.UUID]:
         return [h.memory_id for h in search_memories(
@@ -162,16 +168,7 @@ def test_a_question_asking_for_a_list_spreads_more_of_its_hits():
 
 
 def test_a_search_asking_how_many_answers_from_another_session(db, make_settings):
-    settings = make_settings()
-    instance = f"sessions-{uuid.uuid4().hex[:10]}"
-    ids: dict[str, uuid.UUID] = {}
-    for number, texts in enumerate([[*GARDEN, *FILLER], [LATER, *FILLER]], 1):
-        ctx = AccessContext(instance, user_id="anna", session_key=f"chat-{number}")
-        for minute, text in enumerate(texts):
-            stored = store_memory(db, settings, ctx, MemoryWrite(
-                text, occurred_at=DAY + timedelta(days=number, minutes=minute)))
-            ids.setdefault(text, stored.id)
-    ask = AccessContext(instance, user_id="anna")
+    ids, ask = _two_sessions(db, make_settings())
 
     def hits(question: str, **overrides) -> list[uuid.UUID]:
         return [h.memory_id for h in search_memories(

@@ -530,8 +530,7 @@ def _search(conn: psycopg.Connection, settings: Settings, ctx: AccessContext, qu
                      if settings.retrieval_time_prior else None,
                      bool(settings.retrieval_when_prior) and asks_when(query),
                      settings.retrieval_similarity_scale or question.similarity_scale,
-                     min_score, bool(settings.retrieval_turn_list_spread)
-                     and asks_for_several(query))
+                     min_score, asks_for_several(query))
         current.set_attribute("memory.search.hits", len(hits))
     return hits
 

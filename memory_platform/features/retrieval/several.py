@@ -15,16 +15,18 @@ from __future__ import annotations
 from memory_platform.foundation.language import words
 
 _HEAD_WORDS = 8  # a question's kind is in its first words
-_COUNTING = {("how", "many"), ("how", "often"), ("wie", "viele"), ("wie", "oft"),
-             ("wie", "häufig")}
-_PLURAL_COPULA = {("what", "are"), ("what", "were"), ("which", "are"), ("which", "were"),
-                  ("was", "sind"), ("was", "waren"), ("welche", "sind"), ("welche", "waren")}
+# Openings that ask for a count or a list whatever follows them.
+_LIST_OPENINGS = {("how", "many"), ("how", "often"), ("wie", "viele"), ("wie", "oft"),
+                  ("wie", "häufig"), ("what", "are"), ("what", "were"), ("which", "are"),
+                  ("which", "were"), ("was", "sind"), ("was", "waren"), ("welche", "sind"),
+                  ("welche", "waren")}
 _KINDS = {"kinds", "types", "sorts", "arten", "sorten"}
 _ASKING = {"what", "which", "welche", "welcher", "welches", "was"}
 _AUXILIARIES = {"has", "have", "had", "did", "do", "does", "are", "were", "haben", "hatten",
                 "sind", "waren"}
-_NOUN_SPAN = 4  # words between "what/which" and the auxiliary: "which cities", "what kind of
-# healthy meals"
+# At most this many words between "what/which" and the auxiliary: "which cities has", "what
+# kind of healthy meals did".
+_NOUN_SPAN = 4
 _SINGULAR_ENDINGS = ("ss", "us", "is", "ous")
 
 
@@ -41,7 +43,7 @@ def asks_for_several(question: str) -> bool:
     head = [w.lower() for w in words(question[:200])[:_HEAD_WORDS]]
     if len(head) < 2:
         return False
-    if (head[0], head[1]) in _COUNTING or (head[0], head[1]) in _PLURAL_COPULA:
+    if (head[0], head[1]) in _LIST_OPENINGS:
         return True
     if head[0] not in _ASKING:
         return False
