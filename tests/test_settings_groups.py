@@ -62,7 +62,7 @@ NAMES = set("""
     retrieval_turn_session_spread retrieval_turn_session_weight
     retrieval_turn_context_vector_weight retrieval_turn_keyword_weight
     retrieval_turn_neighbour_vector_weight retrieval_turn_speaker_prior
-    retrieval_turn_list_spread
+    retrieval_turn_list_spread retrieval_turn_spread_margin
     retrieval_turn_vector_weight retrieval_vector_extra_candidates retrieval_vector_weight
     retrieval_when_prior session_append_max_body_bytes session_append_max_items
     session_budget_pressure_ratio session_compaction_chunk_tokens
@@ -175,7 +175,7 @@ def _bounds(name: str) -> dict[str, object]:
 
 
 def test_no_setting_lost_or_renamed():
-    assert len(Settings.model_fields) == len(NAMES) == 207
+    assert len(Settings.model_fields) == len(NAMES) == 208
     assert set(Settings.model_fields) == NAMES
 
 

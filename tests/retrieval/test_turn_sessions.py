@@ -2,9 +2,9 @@
 (retrieval/ranking.py): the share of the question's words a turn contains
 (``retrieval_turn_coverage_weight``), the best score of its session among the candidates
 (``retrieval_turn_session_weight``), and the last hits spread over sessions the others miss
-(``retrieval_turn_session_spread``). Pure ranking over candidate rows as the search statement
-returns them, and one small hand-made conversation through the real statement (PostgreSQL,
-hash embeddings)."""
+(``retrieval_turn_session_spread``, on a near tie only: ``retrieval_turn_spread_margin``).
+Pure ranking over candidate rows as the search statement returns them, and one small
+hand-made conversation through the real statement (PostgreSQL, hash embeddings)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from tests.support.settings import hash_embedding_settings
 
 FLOOR = 0.1
 OFF = {"retrieval_turn_coverage_weight": 0.0, "retrieval_turn_session_weight": 0.0,
-       "retrieval_turn_session_spread": 0, "retrieval_neighbour_weight": 0.0}
+       "retrieval_turn_session_spread": 0, "retrieval_turn_spread_margin": 0.0,
+       "retrieval_neighbour_weight": 0.0}
 
 
 def _row(similarity: float, keyword: float, *, matched: float = 0.0,
@@ -102,6 +103,29 @@ def test_the_last_hit_goes_to_a_session_the_others_miss():
     assert _order(first + [first[0]._replace(memory_id=uuid.uuid4(), similarity=0.1)],
                   spread) == [r.memory_id for r in first]
 
+
+
+def test_a_slot_goes_to_another_session_on_a_near_tie_only():
+    first = [_row(0.95 - i * 0.02, 0.1, session="chat-1") for i in range(10)]
+    near = _row(0.768, 0.1, session="chat-2")  # just behind the tenth of chat-1
+    far = _row(0.40, 0.1, session="chat-3")
+    rows = [*first, near, far]
+    plain = {h.memory_id: h.score for h in rank(rows, _settings(), 12, {}, FLOOR)}
+    tenth = plain[first[9].memory_id]
+    assert 0.98 * tenth <= plain[near.memory_id] < tenth
+    assert plain[far.memory_id] < 0.98 * tenth
+    tie = _settings(retrieval_turn_session_spread=1, retrieval_turn_spread_margin=0.98)
+    assert _order(rows, tie) == [*(r.memory_id for r in first[:9]), near.memory_id]
+    # Nothing near the best turn left: that turn keeps the slot, as without the spread.
+    assert _order([*first, far], tie) == [r.memory_id for r in first]
+    # Margin 0: the slot goes to another session whatever its score.
+    anyway = _settings(retrieval_turn_session_spread=1)
+    assert _order([*first, far], anyway)[-1] == far.memory_id
+    # A question asking for a list spreads its items whatever their scores.
+    listing = _settings(retrieval_turn_list_spread=1, retrieval_turn_session_spread=0,
+                        retrieval_turn_spread_margin=0.98)
+    assert [h.memory_id for h in rank([*first, far], listing, 10, {}, FLOOR,
+                                      several=True)][-1] == far.memory_id
 
 # --- through the statement ---------------------------------------------------------------------
 

@@ -170,11 +170,11 @@ def rank(rows: list[Candidate], settings: Settings, limit: int,
                        * (1.0 + when_prior * (when and states_time(s.row.content))), s)
                       for s in best.values()),
                      key=lambda entry: entry[0], reverse=True)
-    slots = settings.retrieval_turn_session_spread
-    if several:
-        slots = max(slots, settings.retrieval_turn_list_spread)
+    slots, margin = settings.retrieval_turn_session_spread, settings.retrieval_turn_spread_margin
+    if several and settings.retrieval_turn_list_spread > slots:
+        slots, margin = settings.retrieval_turn_list_spread, 0.0  # a list: its items, whatever
     return [_hit(s.row, round(order, 6), s.vector_score, s.keyword_score)
-            for order, s in _spread(ordered, limit, slots)]
+            for order, s in _spread(ordered, limit, slots, margin)]
 
 
 def _weights_of(row: Candidate, settings: Settings) -> tuple[float, float]:
@@ -315,26 +315,28 @@ def _with_session(best: dict[UUID, _Scored], weight: float) -> dict[UUID, _Score
 SPREAD_FROM_LIMIT = 4
 
 
-def _spread(ordered: list[tuple[float, _Scored]], limit: int,
-            slots: int) -> list[tuple[float, _Scored]]:
-    """The best ``limit`` of ``ordered`` (best first), of which the last ``slots`` go to the
-    best conversation turns of sessions none of the hits before them comes from, when there
-    are such turns (otherwise to the next best, as without it). Still best first: the turns
-    that take those slots rank below every hit before them."""
+def _spread(ordered: list[tuple[float, _Scored]], limit: int, slots: int,
+            margin: float = 0.0) -> list[tuple[float, _Scored]]:
+    """The best ``limit`` of ``ordered`` (best first), of which each of the last ``slots``
+    goes to the best conversation turn of a session none of the hits before it comes from,
+    when there is such a turn that scores at least ``margin`` of the best turn left
+    (otherwise to that best turn, as without it). Still best first: the turns that take
+    those slots rank below every hit before them."""
     if not slots or limit < SPREAD_FROM_LIMIT or len(ordered) <= limit:
         return ordered[:limit]
     slots = min(slots, limit - 1)  # the best hit always keeps its place
     head, rest = ordered[:limit - slots], ordered[limit - slots:]
     sessions = {session for _, s in head if (session := _session(s.row)) is not None}
-    spread: list[tuple[float, _Scored]] = []
-    for entry in rest:
-        session = _session(entry[1].row)
-        if len(spread) < slots and session is not None and session not in sessions:
-            spread.append(entry)
+    tail: list[tuple[float, _Scored]] = []
+    for _ in range(slots):
+        floor = margin * rest[0][0]
+        chosen = next((index for index, (order, s) in enumerate(rest) if order >= floor
+                       and (session := _session(s.row)) is not None
+                       and session not in sessions), 0)
+        entry = rest.pop(chosen)
+        tail.append(entry)
+        if (session := _session(entry[1].row)) is not None:
             sessions.add(session)
-    taken = {s.row.memory_id for _, s in spread}
-    tail = spread + [entry for entry in rest
-                     if entry[1].row.memory_id not in taken][:slots - len(spread)]
     return head + sorted(tail, key=lambda entry: entry[0], reverse=True)
 
 

@@ -73,10 +73,15 @@ class RetrievalSettings(BaseModel):
         "the session a question is about rise together, an answer that says little with "
         "them; 0: off.")
     retrieval_turn_session_spread: int = Field(
-        0, ge=0, le=10, description="Of a search's hits (a limit of at least 4), the last "
+        1, ge=0, le=10, description="Of a search's hits (a limit of at least 4), the last "
         "this many go to the best conversation turns of sessions no hit before them comes "
         "from, when the candidates hold such turns: a question about several sessions gets "
         "a turn of each more often; 0: off.")
+    retrieval_turn_spread_margin: float = Field(
+        0.98, ge=0.0, le=1.0, description="A slot of retrieval_turn_session_spread goes to "
+        "another session only when that session's best turn scores at least this share of "
+        "the best turn left (a near tie); otherwise to that best turn. Not for a question "
+        "asking for a list (retrieval_turn_list_spread: its items, whatever their scores).")
     retrieval_turn_list_spread: int = Field(
         3, ge=0, le=10, description="retrieval_turn_session_spread for a question that asks "
         "for a count or a list ('How many ...', 'Which cities has ...', 'What are ...'; "
