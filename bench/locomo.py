@@ -35,7 +35,9 @@ By default a fresh database on an embedded PostgreSQL in a temporary directory, 
 afterwards; ``--pgdata DIR`` keeps an embedded server's data directory and the seeded turns
 between runs (a later run with the same DIR and instance writes only missing turns), so
 search-time variants can be tried without re-embedding 5,882 turns.
-Writes bench/results/locomo-<provider>-<via>.json (``--output-dir``).
+REALTALK's real chats (``fetch github:danny911kr/REALTALK``, a directory of its
+``data/Chat_*.json``; bench/locomo_data.py) are read and asked alike: the held-out check.
+Writes bench/results/locomo-<provider>-<via>.json (realtalk-... for REALTALK; ``--output-dir``).
 """
 
 from __future__ import annotations
@@ -342,7 +344,8 @@ def _parser() -> argparse.ArgumentParser:
         f"with +00:00), each turn {int(TURN_SPACING.total_seconds())} s after the one before. "
         "See docs/benchmarks.md, 'LoCoMo'.")
     parser.add_argument("--data", type=Path, required=True,
-                        help="locomo10.zip, a locomo10.json or a directory of its JSON files")
+                        help="locomo10.zip, a locomo10.json or a directory of its JSON files "
+                        "(or a directory of REALTALK's Chat_*.json)")
     parser.add_argument("--via", choices=("api", "library", "sessions", "import"),
                         default="api",
                         help="api: POST/GET /api/v1/memory through a server on loopback; "
@@ -446,7 +449,8 @@ def main(argv: list[str] | None = None, echo: Callable[[str], None] = print) -> 
     variants = args.variant or [Variant("server" if args.via == "api" else "default")]
     turns = sum(len(c.turns()) for c in corpus)
     questions = sum(len(c.questions) for c in corpus)
-    echo(f"LoCoMo: {len(corpus)} of {total} conversations ({', '.join(c.key for c in corpus)}), "
+    keys = ", ".join(c.key for c in corpus)
+    echo(f"{loaded.dataset}: {len(corpus)} of {total} conversations ({keys}), "
          f"{turns} turns, {questions} questions (dropped while reading: "
          f"{loaded.dropped_questions} questions without evidence, {loaded.dropped_evidence} "
          f"evidence ids naming no turn)")
@@ -539,7 +543,8 @@ def main(argv: list[str] | None = None, echo: Callable[[str], None] = print) -> 
         "command": " ".join([PROGRAM, *(argv if argv is not None else sys.argv[1:])]),
         "via": args.via, "provider": provider.provider, "model": provider.model,
         "instance": instance_key, "settings": overrides, "captions": not args.no_captions,
-        "time_zone": "UTC (LoCoMo's session times carry none)",
+        "dataset": loaded.dataset,
+        "time_zone": f"UTC ({loaded.dataset}'s times carry none)",
         "corpus": {"conversations": [c.key for c in corpus], "folds": folds, "turns": turns,
                    "questions": questions, "memories": len(turns_of),
                    "dropped_questions": loaded.dropped_questions,
@@ -550,7 +555,8 @@ def main(argv: list[str] | None = None, echo: Callable[[str], None] = print) -> 
         "questions": {name: [r.as_json() for r in results]
                       for name, results in {**per_variant, "bm25": bm25}.items()},
         "total_seconds": round(time.perf_counter() - started, 1), "machine": machine}
-    target = write_result(f"locomo-{provider.provider}-{args.via}", payload, args.output_dir)
+    target = write_result(f"{loaded.dataset.lower()}-{provider.provider}-{args.via}", payload,
+                          args.output_dir)
     echo(f"wrote {target}")
     return 0
 

@@ -13,8 +13,16 @@ per-conversation JSON files. Three shapes are read alike:
   of ``locomo10.json``);
 * a zip of either.
 
+REALTALK (Lee et al., 2025, github.com/danny911kr/REALTALK: ten 21-day chats between real
+people, the same question shapes over categories 1-3) is read by the same code: its
+``data/Chat_<n>_<names>.json`` files (a directory of them) differ only in names (speakers
+under ``name``, a turn's words in ``clean_text``), in dates (``"29.12.2023, 22:42:04"``, each
+turn its own) and in evidence written by hand ("D12:3-D12:5" is a range, "D 2:18" and
+"D5:3." are ids). It is the held-out check: no weight was ever chosen on it.
+
 Session times carry no time zone ("1:56 pm on 8 May, 2023"): they are read as UTC. A turn's
-event time is its session's start plus :data:`TURN_SPACING` per turn before it. Categories
+event time is its own when the data gives one (REALTALK), else its session's start plus
+:data:`TURN_SPACING` per turn before it. Categories
 are LoCoMo's numbers, named as the released data uses them (checked against the questions:
 1 multi-hop, 2 temporal "When did ...", 3 open-domain inference "Would ... likely ...",
 4 single-hop, 5 adversarial: asked about the other speaker). Evidence ids are normalised
@@ -48,43 +56,54 @@ _DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),
 _MONTHS = {m: i for i, m in enumerate(
     ("january", "february", "march", "april", "may", "june", "july", "august", "september",
      "october", "november", "december"), 1)}
+_NUMERIC_DATE = re.compile(r"(\d{1,2})\.(\d{1,2})\.(\d{4}),?\s+(\d{1,2}):(\d{2})(?::(\d{2}))?")
 _SESSION = re.compile(r"session_(\d+)")
-_EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
+_EVIDENCE = re.compile(r"D\s?:?(\d+):(\d+)(?:\s?-\s?D\s?:?(\d+):(\d+))?")
+_FIRST_NUMBER = re.compile(r"\d+")
 
 
 @dataclass(frozen=True)
 class Loaded:
     """The conversations read, with what was dropped while reading them."""
 
+    dataset: str  # "LoCoMo" or "REALTALK"
     conversations: list[Conversation]
     dropped_evidence: int  # evidence ids that name no turn
     dropped_questions: int  # questions left without evidence
 
 
 def session_time(text: str) -> datetime:
-    """``"1:56 pm on 8 May, 2023"`` as a UTC datetime (LoCoMo gives no zone)."""
-    match = _DATE.search(text)
-    if match is None:
-        raise ValueError(f"unreadable LoCoMo session time {text!r}")
-    hour, minute, half, day, month, year = match.groups()
-    hour = int(hour) % 12 + (12 if half.lower() == "pm" else 0)
-    return datetime(int(year), _MONTHS[month.lower()], int(day), hour, int(minute), tzinfo=UTC)
+    """``"1:56 pm on 8 May, 2023"`` (LoCoMo) or ``"29.12.2023, 22:42:04"`` (REALTALK) as a
+    UTC datetime (neither gives a zone)."""
+    if match := _DATE.search(text):
+        hour, minute, half, day, month, year = match.groups()
+        hour = int(hour) % 12 + (12 if half.lower() == "pm" else 0)
+        return datetime(int(year), _MONTHS[month.lower()], int(day), hour, int(minute),
+                        tzinfo=UTC)
+    if match := _NUMERIC_DATE.search(text):
+        day, month, year, hour, minute, second = match.groups()
+        return datetime(int(year), int(month), int(day), int(hour), int(minute),
+                        int(second or 0), tzinfo=UTC)
+    raise ValueError(f"unreadable session time {text!r}")
 
 
 def evidence_ids(entries: list[Any]) -> list[str]:
-    """The dialogue ids an evidence list names, normalised (``D<session>:<turn>``)."""
+    """The dialogue ids an evidence list names, normalised (``D<session>:<turn>``); a range
+    within one session (``D12:3-D12:5``) names every turn of it."""
     found: list[str] = []
     for entry in entries:
-        for session, turn in _EVIDENCE.findall(str(entry)):
-            dia = f"D{int(session)}:{int(turn)}"
-            if dia not in found:
-                found.append(dia)
+        for session, turn, end_session, end_turn in _EVIDENCE.findall(str(entry)):
+            last = int(end_turn) if end_session == session and end_turn else int(turn)
+            named = [f"D{int(session)}:{n}" for n in range(int(turn), max(last, int(turn)) + 1)]
+            if end_session and end_session != session:
+                named.append(f"D{int(end_session)}:{int(end_turn)}")
+            found.extend(dia for dia in named if dia not in found)
     return found
 
 
 def turn_text(turn: dict[str, Any], captions: bool) -> str:
     """What a speaker said; a shared photo's caption in brackets after it (``captions``)."""
-    text = str(turn.get("text", "")).strip()
+    text = str(turn.get("text", turn.get("clean_text", ""))).strip()
     caption = turn.get("blip_caption")
     if captions and caption:
         text = f"{text} [shares a photo: {str(caption).strip()}]".strip()
@@ -103,8 +122,10 @@ def _conversation(key: str, body: dict[str, Any], qa: list[dict[str, Any]],
         for index, raw in enumerate(body[f"session_{number}"]):
             dia = evidence_ids([raw["dia_id"]])[0]
             known.add(dia)
+            said = (session_time(raw["date_time"]) if raw.get("date_time")
+                    else began + index * TURN_SPACING)
             turns.append(Turn(f"{key}:{dia}", number, index, str(raw["speaker"]),
-                              turn_text(raw, captions), began + index * TURN_SPACING))
+                              turn_text(raw, captions), said))
         sessions.append(Session(number, began, tuple(turns)))
     questions: list[Question] = []
     dropped_evidence = dropped_questions = 0
@@ -118,7 +139,9 @@ def _conversation(key: str, body: dict[str, Any], qa: list[dict[str, Any]],
         answer = item.get("answer", item.get("adversarial_answer", ""))
         questions.append(Question(f"{key}:q{index}", key, CATEGORY_NAMES[int(item["category"])],
                                   str(item["question"]), evidence, str(answer)))
-    speakers = (str(body["speaker_a"]), str(body["speaker_b"]))
+    names = body.get("name") or {}  # REALTALK
+    speakers = (str(body.get("speaker_a", names.get("speaker_1"))),
+                str(body.get("speaker_b", names.get("speaker_2"))))
     return (Conversation(key, "en", speakers, tuple(sessions), tuple(questions)),
             dropped_evidence, dropped_questions)
 
@@ -137,14 +160,17 @@ def _samples(name: str, payload: Any) -> list[tuple[str, dict[str, Any], list]]:
 
 
 def _order(name: str) -> tuple[int, str]:
+    """LoCoMo's ``26.json`` by 26, REALTALK's ``Chat_10_Fahim_Muhhamed.json`` by 10."""
     stem = Path(name).stem
-    return (int(stem), stem) if stem.isdigit() else (10**9, stem)
+    number = _FIRST_NUMBER.search(stem)
+    return (int(number.group()), stem) if number else (10**9, stem)
 
 
 def _documents(path: Path) -> list[tuple[str, Any]]:
     """(file stem, parsed JSON) of every JSON document at ``path``, in LoCoMo's order."""
     if path.is_dir():
-        files = sorted(path.rglob("*.json"), key=lambda p: _order(p.name))
+        files = sorted((p for p in path.rglob("*.json") if not p.name.startswith(".")),
+                       key=lambda p: _order(p.name))
         return [(p.stem, json.loads(p.read_text())) for p in files]
     if zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as archive:
@@ -160,12 +186,15 @@ def load(path: Path, *, captions: bool = True) -> Loaded:
         raise FileNotFoundError(f"no LoCoMo data at {path}")
     conversations: list[Conversation] = []
     dropped_evidence = dropped_questions = 0
+    dataset = "LoCoMo"
     for name, payload in _documents(path):
         for key, body, qa in _samples(name, payload):
+            if "name" in body and "speaker_a" not in body:
+                dataset = "REALTALK"
             conversation, lost_evidence, lost_questions = _conversation(key, body, qa, captions)
             conversations.append(conversation)
             dropped_evidence += lost_evidence
             dropped_questions += lost_questions
     if not conversations:
         raise ValueError(f"no LoCoMo conversation in {path}")
-    return Loaded(conversations, dropped_evidence, dropped_questions)
+    return Loaded(dataset, conversations, dropped_evidence, dropped_questions)

@@ -101,7 +101,7 @@ def test_session_times_are_read_as_utc():
     assert session_time("1:56 pm on 8 May, 2023") == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
     assert session_time("12:09 am on 13 September, 2023") == datetime(2023, 9, 13, 0, 9,
                                                                         tzinfo=UTC)
-    with pytest.raises(ValueError, match="unreadable"):
+    with pytest.raises(ValueError, match="unreadable session time"):
         session_time("sometime in May")
 
 
@@ -115,11 +115,62 @@ def test_categories_are_named_as_the_data_uses_them():
                               4: "single_hop", 5: "adversarial"}
 
 
+def test_realtalk_dates_are_read_as_utc():
+    assert session_time("29.12.2023, 22:42:04") == datetime(2023, 12, 29, 22, 42, 4,
+                                                             tzinfo=UTC)
+
+
+def test_evidence_written_by_hand_is_read():
+    assert evidence_ids(["D12:3-D12:5", "D 2:18", "D5:3.", "D13:45:D20:19",
+                         "D14:8-D15:2"]) == [
+        "D12:3", "D12:4", "D12:5", "D2:18", "D5:3", "D13:45", "D20:19", "D14:8", "D15:2"]
+
+
+def _realtalk_chat(a: str, b: str, turns: list[tuple[str, str, str]],
+                   qa: list[dict]) -> dict:
+    """A chat in REALTALK's shape: speakers under ``name``, ``clean_text``, each turn dated,
+    dialogue ids that do not follow the session numbers."""
+    return {"name": {"speaker_1": a, "speaker_2": b},
+            "session_1_date_time": turns[0][0],
+            "session_1": [{"clean_text": text, "speaker": (a, b)[i % 2], "date_time": when,
+                           "img_file": [], "dia_id": dia}
+                          for i, (when, dia, text) in enumerate(turns)],
+            "events_session_1": {"agent_a": [], "agent_b": []},
+            "qa": qa}
+
+
+def test_realtalk_chats_are_read_like_locomo(tmp_path):
+    for number, chat in ((10, _realtalk_chat("Fahim", "Muhhamed", [
+            ("29.12.2023, 01:06:59", "D1:1", "I adopted a grey kitten today!"),
+            ("29.12.2023, 01:09:10", "D1:2", "What is its name?")],
+            [{"question": "What did Fahim adopt?", "answer": "a kitten",
+              "evidence": ["D1:1-D1:2"], "category": 1}])),
+            (2, _realtalk_chat("Kevin", "Elise", [
+                ("30.12.2023, 22:21:48", "D3:30", "Hey!"),
+                ("30.12.2023, 23:02:00", "D3:31", "I went to Art Basel in Miami.")],
+                [{"question": "When did Elise visit Art Basel?", "answer": "30 December",
+                  "evidence": ["D3:31."], "category": 2}]))):
+        (tmp_path / f"Chat_{number}_{chat['name']['speaker_1']}.json").write_text(
+            json.dumps(chat))
+    loaded = load(tmp_path)
+    assert loaded.dataset == "REALTALK"
+    kevin, fahim = loaded.conversations  # by the chat's number, not as text sorts
+    assert kevin.speakers == ("Kevin", "Elise") and fahim.speakers == ("Fahim", "Muhhamed")
+    said = kevin.sessions[0].turns[1]
+    assert said.text == "I went to Art Basel in Miami."
+    assert said.occurred_at == datetime(2023, 12, 30, 23, 2, tzinfo=UTC)  # the turn's own time
+    assert kevin.questions[0].evidence == (said.id,)
+    assert kevin.questions[0].category == "temporal"
+    assert fahim.questions[0].evidence == (f"{fahim.key}:D1:1", f"{fahim.key}:D1:2")
+    assert loaded.dropped_evidence == 0 and loaded.dropped_questions == 0
+
+
 @pytest.mark.parametrize("shape", ["locomo10.json", "zip"])
 def test_both_shapes_read_alike(tmp_path, shape):
     path = (_as_locomo10(tmp_path / "locomo10.json") if shape == "locomo10.json"
             else _as_zip(tmp_path / "locomo10.zip"))
     loaded = load(path)
+    assert loaded.dataset == "LoCoMo"
     first, second = loaded.conversations
     assert first.speakers == ("Caroline", "Melanie") and second.speakers == ("Jon", "Gina")
     assert [len(s.turns) for s in first.sessions] == [4, 3]  # session 3 was never held
