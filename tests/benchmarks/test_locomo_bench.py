@@ -16,6 +16,7 @@ from psycopg import sql
 from bench import locomo
 from bench.locomo_data import CATEGORY_NAMES, evidence_ids, load, session_time
 from bench.locomo_metrics import BM25, cross_validated, fold_of, metrics, ranked
+from memory_platform.features.benchmarks.conversations.corpus import Conversation
 from tests.support.environment import clean_environment  # noqa: F401
 
 
@@ -368,3 +369,16 @@ def test_off_topic_questions_are_asked_as_the_next_conversations_user(database_u
     assert off["all"] == {"questions": 7, "answered": 0.0}
     assert off["fold A"]["questions"] == 5 and off["fold B"]["questions"] == 2
     assert "off topic, share answering anything: all 0.000" in written["printed"]
+
+
+def test_off_topic_questions_go_to_a_conversation_without_their_speakers():
+    """REALTALK's chats share people: a question about Elise is not off topic for another
+    chat of Elise's, so the partner is the next conversation sharing no speaker (any case)."""
+    def chat(key: str, a: str, b: str) -> Conversation:
+        return Conversation(key, "en", (a, b), (), ())
+
+    corpus = [chat("c1", "Emi", "elise"), chat("c2", "Kevin", "Elise"),
+              chat("c3", "Kevin", "Paola"), chat("c4", "Nicolas", "Emi")]
+    assert [getattr(locomo.off_topic_partner(corpus, i), "key", None) for i in range(4)] == [
+        "c3", "c4", "c4", "c2"]
+    assert locomo.off_topic_partner([chat("x", "A", "B"), chat("y", "b", "C")], 0) is None
