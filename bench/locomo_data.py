@@ -93,10 +93,14 @@ def evidence_ids(entries: list[Any]) -> list[str]:
     found: list[str] = []
     for entry in entries:
         for session, turn, end_session, end_turn in _EVIDENCE.findall(str(entry)):
-            last = int(end_turn) if end_session == session and end_turn else int(turn)
-            named = [f"D{int(session)}:{n}" for n in range(int(turn), max(last, int(turn)) + 1)]
-            if end_session and end_session != session:
-                named.append(f"D{int(end_session)}:{int(end_turn)}")
+            first = int(turn)
+            if end_session == session:  # a range within one session
+                last = max(first, int(end_turn))
+                named = [f"D{int(session)}:{n}" for n in range(first, last + 1)]
+            else:  # one id, or the two ends of a range across sessions
+                named = [f"D{int(session)}:{first}"]
+                if end_session:
+                    named.append(f"D{int(end_session)}:{int(end_turn)}")
             found.extend(dia for dia in named if dia not in found)
     return found
 
