@@ -92,12 +92,14 @@ def open_client(settings: Settings, launcher: DreamLauncher | None = None) -> Te
 
 
 @pytest.fixture
-def client(request: pytest.FixtureRequest, api_settings: Settings) -> Iterator[TestClient]:
-    """An app of the test's own, or the module's one app when it is marked ``shared_app``."""
+def client(request: pytest.FixtureRequest) -> Iterator[TestClient]:
+    """An app of the test's own, or the module's one app when it is marked ``shared_app``
+    (then no settings of the test's own are made: a few milliseconds a test, thousands of
+    tests in the bad-input tables)."""
     if _marked(request, SHARED_APP):
         yield request.getfixturevalue("shared_client")
         return
-    with open_client(api_settings) as test_client:
+    with open_client(request.getfixturevalue("api_settings")) as test_client:
         yield test_client
 
 
