@@ -180,6 +180,9 @@ GUARD_TRIGGERS = [
     # A deleted turn's text leaves the turns after it (0017); cases in
     # tests/memories/test_turns.py.
     "agent_memories_forget_turn_context",
+    # ... and every context that names it as copied (0042), late turns included; cases in
+    # tests/memories/test_turns.py.
+    "agent_memories_forget_copied_turn",
     # Graph work enters the outbox with every change of an assertion's state (0020); cases in
     # tests/graph/test_build.py.
     "agent_memory_assertions_graph_insert",

@@ -23,17 +23,20 @@ TURNS = ["Caroline: Hey Mel! Good to see you!",
 
 
 def _turns(conn, instance: str) -> dict[str, tuple]:
-    """content -> (the content of the turn before, context, context vector)."""
+    """content -> (the content of the turn before, context, context vector, the contents of
+    the turns the context names as copied, oldest first)."""
     rows = conn.execute(
-        "SELECT m.content, p.content, c.context, c.context_embedding"
+        "SELECT m.content, p.content, c.context, c.context_embedding,"
+        "       (SELECT array_agg(x.content ORDER BY x.occurred_at) FROM agent_memories x"
+        "         WHERE x.instance_key = m.instance_key AND x.id = ANY(c.context_memory_ids))"
         "  FROM agent_memories m"
         "  LEFT JOIN agent_memories p ON p.instance_key = m.instance_key"
         "                            AND p.id = m.previous_memory_id"
         "  JOIN agent_memory_chunks c ON c.memory_id = m.id AND c.chunk_index = 0"
         " WHERE m.instance_key = %s", (instance,)).fetchall()
     return {content: (previous, context,
-                      None if vector is None else np.asarray(vector.to_numpy()))
-            for content, previous, context, vector in rows}
+                      None if vector is None else np.asarray(vector.to_numpy()), copied)
+            for content, previous, context, vector, copied in rows}
 
 
 def test_an_imported_conversation_ranks_like_one_written_turn_by_turn(db, module_database_url):
@@ -53,12 +56,14 @@ def test_an_imported_conversation_ranks_like_one_written_turn_by_turn(db, module
     bulk, single = _turns(db, imported), _turns(db, written)
     assert bulk.keys() == single.keys()
     for text in TURNS:
-        (b_prev, b_context, b_vector), (s_prev, s_context, s_vector) = bulk[text], single[text]
-        assert (b_prev, b_context) == (s_prev, s_context), text
+        (b_prev, b_context, b_vector, b_copied), (s_prev, s_context, s_vector, s_copied) = (
+            bulk[text], single[text])
+        assert (b_prev, b_context, b_copied) == (s_prev, s_context, s_copied), text
         assert (b_vector is None) == (s_vector is None), text
         if b_vector is not None:
             assert np.allclose(b_vector, s_vector, atol=1e-6)
     assert bulk[TURNS[0]][0] is None and bulk[TURNS[2]][0] == TURNS[1]
+    assert bulk[TURNS[0]][3] is None and bulk[TURNS[3]][3] == TURNS[1:3]  # the two before
     # Importing again links nothing more (the rows are deduplicated, the turns linked).
     assert run(db, settings, imported, rows).turns_linked == 0
 

@@ -138,3 +138,24 @@ def test_a_reply_is_found_by_the_question_it_answers(db, hash_settings, instance
                            "puppy name", stamp=False)
     found = {h.memory_id: h.keyword_score for h in hits}
     assert found.get(answer.id, 0.0) == 0.0
+
+
+def test_deleting_a_late_turn_deletes_its_copy_in_a_turn_it_is_not_linked_to(
+        db, hash_settings, instance):
+    """A turn written late (it happened before turns already stored) is copied into the
+    context of a turn written after it, which links to another turn before it: deleting the
+    late turn still takes every copy of its words away."""
+    ctx = AccessContext(instance, user_id="anna", session_key="chat-1")
+    _turn(db, hash_settings, ctx, QUESTION, 0)
+    after = _turn(db, hash_settings, ctx, "Ben: Ha, lovely.", 10)
+    late = _turn(db, hash_settings, ctx, NEWS, 5)  # written now, happened between the two
+    last = _turn(db, hash_settings, ctx, ANSWER, 20)
+    assert _memory(db, last.id) == after.id  # linked to the turn right before it ...
+    assert "Barcelona" in _chunk(db, last.id)[0]  # ... and holding the late one's words
+    db.execute("DELETE FROM agent_memories WHERE id = %s", (late.id,))
+
+    assert not db.execute("SELECT count(*) FROM agent_memory_chunks"
+                          " WHERE instance_key = %s AND (context LIKE %s"
+                          " OR context_tsv @@ to_tsquery('english', 'barcelona'))",
+                          (instance, "%Barcelona%")).fetchone()[0]
+    assert _chunk(db, last.id)[0] is None

@@ -108,6 +108,15 @@ def test_a_conversation_ranks_the_same_appended_or_stored_as_memories(db, settin
             db, settings, ctx_of(instance, session=None), question, limit=5, stamp=False)]
             for instance in (appended, stored)}
         assert ranked[appended] and ranked[appended] == ranked[stored], question
+    copied = ("SELECT m.content, (SELECT array_agg(x.content ORDER BY x.occurred_at)"
+              "   FROM agent_memories x WHERE x.instance_key = m.instance_key"
+              "    AND x.id = ANY(c.context_memory_ids))"
+              "  FROM agent_memories m JOIN agent_memory_chunks c"
+              "    ON c.memory_id = m.id AND c.chunk_index = 0"
+              " WHERE m.instance_key = %s ORDER BY m.occurred_at")
+    # Both ways name the same turns as copied by each context (deleting one clears it).
+    named = [db.execute(copied, (instance,)).fetchall() for instance in (appended, stored)]
+    assert named[0] == named[1] and any(row[1] for row in named[0])
 
 
 def test_an_answer_is_found_through_the_question_before_it(db, settings, instance):

@@ -23,11 +23,13 @@ def insert_chunks(conn: psycopg.Connection, instance_key: str, memory_id: UUID,
                   chunks: Sequence[Chunk], vectors: np.ndarray | None,
                   generation: Generation | None, provider: EmbeddingProvider,
                   context: str | None = None,
-                  context_vector: np.ndarray | None = None) -> None:
+                  context_vector: np.ndarray | None = None,
+                  copied: Sequence[UUID] = ()) -> None:
     """Insert the chunks; without a generation (embedding failed) they are keyword-only.
     ``context`` (a conversation turn's, memories/turns.py) goes to the first chunk, with its
     tsvector made the way ``content_tsv`` is (migration 0017 says why it is no generated
-    column), and so does the turn's ``context_vector`` (of the same generation)."""
+    column), and so does the turn's ``context_vector`` (of the same generation) and the ids of
+    the turns the context ``copied`` (deleting one clears it: migration 0042)."""
     embedded = generation is not None and vectors is not None
     context_vector = context_vector if embedded else None
     metadata = Jsonb({"embedding": embedding_provenance(
@@ -38,8 +40,8 @@ def insert_chunks(conn: psycopg.Connection, instance_key: str, memory_id: UUID,
             INSERT INTO agent_memory_chunks
                    (instance_key, memory_id, chunk_index, content, start_offset, end_offset,
                     embedding, generation_id, embedding_key, metadata, context_embedding,
-                    context, context_tsv)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+                    context_memory_ids, context, context_tsv)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
                     coalesce(to_tsvector('english'::regconfig, %s::text)
                              || to_tsvector('german'::regconfig, %s::text), ''::tsvector))
             """,
@@ -48,6 +50,7 @@ def insert_chunks(conn: psycopg.Connection, instance_key: str, memory_id: UUID,
               generation.id if embedded else None,
               generation.generation_key if embedded else None,
               metadata, context_vector if c.index == 0 else None,
+              list(copied) if c.index == 0 and context is not None else None,
               *[context if c.index == 0 else None] * 3)
              for c in chunks],
         )

@@ -295,14 +295,15 @@ def _insert(conn, ctx: AccessContext, write: MemoryWrite, content: str, refs: di
     vectored = assertion is not None and assertion.recallable
     if defer and generation is not None and vectors is not None:
         insert_chunks(conn, ctx.instance_key, memory_id, chunks, None, None, provider,
-                      context=turn.text if turn else None)
+                      context=turn.text if turn else None, copied=turn.copied if turn else ())
         enqueue_vectors(conn, ctx.instance_key, memory_id, vectors, len(chunks), generation,
                         provider, (assertion.id, content) if vectored and assertion else None,
                         context_vector)
         return StoredMemory(memory_id, audience, False, assertion.id if assertion else None,
                             assertion.status if assertion else None, False, True)
     insert_chunks(conn, ctx.instance_key, memory_id, chunks, vectors, generation, provider,
-                  context=turn.text if turn else None, context_vector=context_vector)
+                  context=turn.text if turn else None, context_vector=context_vector,
+                  copied=turn.copied if turn else ())
     if assertion and vectored and generation and vectors is not None:
         # The chunk's vector when the fact is a single chunk, else the whole text's.
         ledger.store_assertion_vectors(conn, ctx.instance_key, generation,

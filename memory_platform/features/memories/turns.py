@@ -14,6 +14,10 @@ On LoCoMo's real conversations the context vector is the largest single lever of
 re-embeds an earlier row, and the turn after still counts through its own context vector and
 the neighbour smoothing of search.
 
+A context names the turns it copies (``context_memory_ids``, migration 0042): deleting one of
+them clears every context that copied it, also the context of a turn written after a late turn
+that links to another turn before it.
+
 The context never crosses an audience: the turns before are looked up in the new turn's own
 audience, so no text of another audience is copied into a row. When one of them is deleted,
 migration 0017's trigger removes the copy (and, since 0032, the context vector made from it).
@@ -63,12 +67,14 @@ _PREVIOUS_TURNS = """
 @dataclass(frozen=True)
 class TurnContext:
     """What a new turn takes from its conversation: the turn before it (None for a session's
-    first turn), the context text its first chunk carries, and the text of the turn before
-    (embedded with the new turn: :func:`context_passage`)."""
+    first turn), the context text its first chunk carries, the text of the turn before
+    (embedded with the new turn: :func:`context_passage`) and the ids of the turns the
+    context copies."""
 
     previous_memory_id: uuid.UUID | None
     text: str
     previous_text: str | None = None
+    copied: tuple[uuid.UUID, ...] = ()
 
     def passage(self, turn: str) -> str | None:
         """What the context vector of ``turn`` embeds (None for a session's first turn)."""
@@ -97,7 +103,7 @@ def turn_context(conn: psycopg.Connection, ctx: AccessContext, audience: Audienc
     text = context_text(occurred_at, [content for _, content in reversed(rows)])
     if not rows:
         return TurnContext(None, text)
-    return TurnContext(rows[0][0], text, rows[0][1])
+    return TurnContext(rows[0][0], text, rows[0][1], tuple(row[0] for row in rows))
 
 
 def previous_turns(conn: psycopg.Connection, instance_key: str, session_key: str,
@@ -111,18 +117,20 @@ def previous_turns(conn: psycopg.Connection, instance_key: str, session_key: str
 
 
 def walk_contexts(before: list[tuple[Any, str]], turns: Iterable[tuple[Any, datetime, str]]
-                  ) -> Iterator[tuple[Any, Any, str, str | None]]:
+                  ) -> Iterator[tuple[Any, Any, str, str | None, list[Any]]]:
     """Per turn of ``turns`` (id, event time, text; one session and audience, in event-time
     order, following ``before``: :func:`previous_turns`, newest first): its id, the id of the
-    turn before it (None for the session's first), its context text and its context passage
-    (None without a turn before). The import (memories/bulk/turns.py) and the session items
-    (sessions/turn_recall.py) link a batch of turns with it; the write path does one turn."""
+    turn before it (None for the session's first), its context text, its context passage
+    (None without a turn before) and the ids of the turns its context copies. The import
+    (memories/bulk/turns.py) and the session items (sessions/turn_recall.py) link a batch of
+    turns with it; the write path does one turn."""
     window = list(reversed(before))[-CONTEXT_TURNS:]  # oldest first
     for turn_id, occurred_at, content in turns:
         previous = window[-1] if window else None
         yield (turn_id, previous[0] if previous else None,
                context_text(occurred_at, [text for _, text in window]),
-               context_passage(previous[1], content) if previous else None)
+               context_passage(previous[1], content) if previous else None,
+               [copied for copied, _ in window])
         window = [*window, (turn_id, content)][-CONTEXT_TURNS:]
 
 

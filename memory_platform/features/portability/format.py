@@ -68,7 +68,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("chunk", "agent_memory_chunks", "id", "parent",
          parent="memory_id", parent_kind="memory",
          skip=("id", "visibility_scope", "audience_key", "owner_user_id", "recallable",
-               "context_tsv", "generation_id"),
+               "context_tsv", "generation_id", "context_memory_ids"),
          natural_key=("memory_id", "chunk_index"), vector=True, refs=(("memory_id", "memory"),)),
     Kind("evidence", "agent_memory_assertion_evidence", "created_at, id", "own",
          "audience_kind", refs=(("assertion_id", "assertion"), ("source_id", "source"))),

@@ -114,6 +114,7 @@ class _Turn:
     context: str
     passage: str | None
     chunks: list[Chunk]
+    copied: list[uuid.UUID]  # the turns its context copies
 
 
 def recall_turns(conn: psycopg.Connection, settings: Settings, instance_key: str,
@@ -165,10 +166,11 @@ def _plan(conn: psycopg.Connection, settings: Settings, instance_key: str,
         # context vector embeds the turn before with the turn's first chunk.
         walked = walk_contexts(before, ((i, at, chunks[0].content)
                                         for i, _, at, chunks in chunked))
-        for (ident, content, at, chunks), (_, previous, context, passage) in zip(
+        for (ident, content, at, chunks), (_, previous, context, passage, copied) in zip(
                 chunked, walked, strict=True):
             planned.append(_Turn(ident, author, content, at, previous, context,
-                                 passage if settings.turn_context_vectors else None, chunks))
+                                 passage if settings.turn_context_vectors else None, chunks,
+                                 copied))
     return planned
 
 
@@ -201,11 +203,12 @@ def _write(conn: psycopg.Connection, settings: Settings, instance_key: str,
                 continue
             if defer and generation is not None and own is not None:
                 insert_chunks(conn, instance_key, turn.id, turn.chunks, None, None, provider,
-                              context=turn.context)
+                              context=turn.context, copied=turn.copied)
                 enqueue_vectors(conn, instance_key, turn.id, own, len(turn.chunks),
                                 generation, provider, None, context_vector)
             else:
                 insert_chunks(conn, instance_key, turn.id, turn.chunks, own, generation,
-                              provider, context=turn.context, context_vector=context_vector)
+                              provider, context=turn.context, context_vector=context_vector,
+                              copied=turn.copied)
     if defer and vectors is not None:
         notify_written()

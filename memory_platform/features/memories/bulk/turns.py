@@ -56,9 +56,10 @@ _CONTEXT = """
        SET context = v.context,
            context_tsv = to_tsvector('english'::regconfig, v.context)
                          || to_tsvector('german'::regconfig, v.context),
-           context_embedding = CASE WHEN c.embedding_key = v.key THEN v.vector END
-      FROM unnest(%s::text[], %s::uuid[], %s::text[], %s::text[], %s::vector[])
-           AS v(instance_key, memory_id, context, key, vector)
+           context_embedding = CASE WHEN c.embedding_key = v.key THEN v.vector END,
+           context_memory_ids = string_to_array(v.copied, ',')::uuid[]
+      FROM unnest(%s::text[], %s::uuid[], %s::text[], %s::text[], %s::vector[], %s::text[])
+           AS v(instance_key, memory_id, context, key, vector, copied)
      WHERE c.instance_key = v.instance_key AND c.memory_id = v.memory_id
        AND c.chunk_index = 0 AND c.context IS NULL
 """
@@ -83,10 +84,10 @@ def link_imported_turns(conn: psycopg.Connection, settings: Settings,
 
 def _contexts(turns: list[tuple], before: list[tuple[Any, str]]) -> Iterator[tuple]:
     """Per turn: (instance, id, the turn before's id, context text, passage or None, the
-    chunk's embedding key), walking the session in order."""
+    chunk's embedding key, the ids its context copies), walking the session in order."""
     walked = walk_contexts(before, ((t[0], t[5], t[6]) for t in turns))
-    for turn, (memory_id, previous, text, passage) in zip(turns, walked, strict=True):
-        yield (turn[1], memory_id, previous, text, passage, turn[7])
+    for turn, (memory_id, previous, text, passage, copied) in zip(turns, walked, strict=True):
+        yield (turn[1], memory_id, previous, text, passage, turn[7], copied)
 
 
 def _write(conn: psycopg.Connection, settings: Settings, provider: EmbeddingProvider,
@@ -109,5 +110,8 @@ def _write(conn: psycopg.Connection, settings: Settings, provider: EmbeddingProv
         conn.execute(_CONTEXT, ([p[0] for p in part], [p[1] for p in part],
                                 [p[3] for p in part], [key] * len(part),
                                 [vectors.get(p[4]) if p[4] is not None else None
-                                 for p in part]))
+                                 for p in part],
+                                # One text per row: unnest cannot take an array of arrays
+                                # of different lengths.
+                                [",".join(str(i) for i in p[6]) or None for p in part]))
 
