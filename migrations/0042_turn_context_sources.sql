@@ -2,10 +2,10 @@
 -- A turn's context copies the turns before it *by event time*, found when it is written, but
 -- the trigger of 0017/0032 follows the `previous_memory_id` links; a turn written late (it
 -- happened before turns already stored) is copied into the context of a later turn that links
--- to another turn, and deleting it left that copy. So a context now names the turns it copies:
--- `context_memory_ids` (every path that writes a context fills it), and deleting a turn clears
--- every context that names it, whatever the links. Rows written before this migration have no
--- ids; the link trigger still covers them.
+-- to another turn, and deleting it left that copy. So such a context names the turns it copies:
+-- `context_memory_ids` (filled by every path that writes a context, only where the links do
+-- not lead from each copied turn to the turn: turns.off_the_links), and deleting a turn clears
+-- every context that names it. Where the links do lead there, the link trigger clears it.
 --
 -- No table rewrite: a nullable column without a default only touches the catalog.
 ALTER TABLE agent_memory_chunks ADD COLUMN context_memory_ids uuid[];

@@ -159,3 +159,25 @@ def test_deleting_a_late_turn_deletes_its_copy_in_a_turn_it_is_not_linked_to(
                           " OR context_tsv @@ to_tsquery('english', 'barcelona'))",
                           (instance, "%Barcelona%")).fetchone()[0]
     assert _chunk(db, last.id)[0] is None
+    named = ("SELECT count(*) FROM agent_memory_chunks WHERE instance_key = %s"
+             " AND context_memory_ids IS NOT NULL")
+    assert db.execute(named, (instance,)).fetchone()[0] == 0  # only the late one was named
+
+
+def test_only_a_context_the_links_do_not_lead_to_names_its_turns(db, hash_settings, instance):
+    """In order, the links lead from each copied turn to the turn (the link trigger clears
+    the copies): no ids are written, no index entry paid for."""
+    ctx = AccessContext(instance, user_id="anna", session_key="chat-1")
+    _turn(db, hash_settings, ctx, QUESTION, 0)
+    after = _turn(db, hash_settings, ctx, "Ben: Ha, lovely.", 10)
+    in_order = _turn(db, hash_settings, ctx, ANSWER, 20)
+    late = _turn(db, hash_settings, ctx, NEWS, 5)
+    last = _turn(db, hash_settings, ctx, "Anna: See you soon.", 30)
+    rows = dict(db.execute("SELECT memory_id, context_memory_ids FROM agent_memory_chunks"
+                           " WHERE instance_key = %s AND chunk_index = 0",
+                           (instance,)).fetchall())
+    assert rows[in_order.id] is None and rows[late.id] is None and rows[after.id] is None
+    assert rows[last.id] is None  # copies "after" and "in order": linked
+    later = _turn(db, hash_settings, ctx, "Ben: Bye!", 11)  # copies "late" and "after"
+    assert db.execute("SELECT context_memory_ids FROM agent_memory_chunks"
+                      " WHERE memory_id = %s", (later.id,)).fetchone()[0] == [late.id, after.id]

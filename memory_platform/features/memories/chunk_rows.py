@@ -50,7 +50,7 @@ def insert_chunks(conn: psycopg.Connection, instance_key: str, memory_id: UUID,
               generation.id if embedded else None,
               generation.generation_key if embedded else None,
               metadata, context_vector if c.index == 0 else None,
-              list(copied) if c.index == 0 and context is not None else None,
+              (list(copied) or None) if c.index == 0 and context is not None else None,
               *[context if c.index == 0 else None] * 3)
              for c in chunks],
         )

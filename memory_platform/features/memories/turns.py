@@ -14,9 +14,12 @@ On LoCoMo's real conversations the context vector is the largest single lever of
 re-embeds an earlier row, and the turn after still counts through its own context vector and
 the neighbour smoothing of search.
 
-A context names the turns it copies (``context_memory_ids``, migration 0042): deleting one of
-them clears every context that copied it, also the context of a turn written after a late turn
-that links to another turn before it.
+Deleting a turn clears every copy of it. Usually the links lead there (the turns after it,
+migration 0017's trigger); when they do not (a turn written late is copied into the context of
+a later turn that links to another one), the context names the turns it copies
+(``context_memory_ids``, migration 0042) and a trigger clears it by them. Only such contexts
+name them (:func:`off_the_links`): the index entry costs a turn's write a fifth to a third
+more PostgreSQL CPU, for a case that is rare.
 
 The context never crosses an audience: the turns before are looked up in the new turn's own
 audience, so no text of another audience is copied into a row. When one of them is deleted,
@@ -29,6 +32,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import pairwise
 from typing import Any
 
 import psycopg
@@ -51,7 +55,7 @@ _MONTHS_DE = ("Januar", "Februar", "März", "April", "Mai", "Juni", "Juli", "Aug
               "September", "Oktober", "November", "Dezember")
 
 _PREVIOUS_TURNS = """
-    SELECT id, content
+    SELECT id, content, previous_memory_id
       FROM agent_memories
      WHERE instance_key = %s AND session_key = %s
        AND visibility_scope = %s AND audience_key = %s
@@ -100,38 +104,50 @@ def turn_context(conn: psycopg.Connection, ctx: AccessContext, audience: Audienc
     assert ctx.session_key is not None
     rows = previous_turns(conn, ctx.instance_key, ctx.session_key, audience.kind, audience.key,
                           occurred_at)
-    text = context_text(occurred_at, [content for _, content in reversed(rows)])
+    text = context_text(occurred_at, [content for _, content, _ in reversed(rows)])
     if not rows:
         return TurnContext(None, text)
-    return TurnContext(rows[0][0], text, rows[0][1], tuple(row[0] for row in rows))
+    return TurnContext(rows[0][0], text, rows[0][1], off_the_links(list(reversed(rows))))
 
 
 def previous_turns(conn: psycopg.Connection, instance_key: str, session_key: str,
                    audience_kind: str, audience_key: str, occurred_at: datetime,
-                   exclude: list[uuid.UUID] | None = None) -> list[tuple[uuid.UUID, str]]:
-    """The last :data:`CONTEXT_TURNS` turns (id, text) of the session and audience at or
-    before ``occurred_at``, newest first (one index look-up), none of ``exclude``."""
+                   exclude: list[uuid.UUID] | None = None
+                   ) -> list[tuple[uuid.UUID, str, uuid.UUID | None]]:
+    """The last :data:`CONTEXT_TURNS` turns (id, text, the turn before it) of the session and
+    audience at or before ``occurred_at``, newest first (one index look-up), none of
+    ``exclude``."""
     return conn.execute(_PREVIOUS_TURNS, (instance_key, session_key, audience_kind,
                                           audience_key, occurred_at, list(TURN_MEMORY_CLASSES),
                                           exclude or [], CONTEXT_TURNS)).fetchall()
 
 
-def walk_contexts(before: list[tuple[Any, str]], turns: Iterable[tuple[Any, datetime, str]]
-                  ) -> Iterator[tuple[Any, Any, str, str | None, list[Any]]]:
+def walk_contexts(before: list[tuple[Any, str, Any]],
+                  turns: Iterable[tuple[Any, datetime, str]]
+                  ) -> Iterator[tuple[Any, Any, str, str | None, tuple[Any, ...]]]:
     """Per turn of ``turns`` (id, event time, text; one session and audience, in event-time
     order, following ``before``: :func:`previous_turns`, newest first): its id, the id of the
     turn before it (None for the session's first), its context text, its context passage
-    (None without a turn before) and the ids of the turns its context copies. The import
+    (None without a turn before) and :func:`off_the_links` of its context. The import
     (memories/bulk/turns.py) and the session items (sessions/turn_recall.py) link a batch of
     turns with it; the write path does one turn."""
     window = list(reversed(before))[-CONTEXT_TURNS:]  # oldest first
     for turn_id, occurred_at, content in turns:
         previous = window[-1] if window else None
         yield (turn_id, previous[0] if previous else None,
-               context_text(occurred_at, [text for _, text in window]),
+               context_text(occurred_at, [text for _, text, _ in window]),
                context_passage(previous[1], content) if previous else None,
-               [copied for copied, _ in window])
-        window = [*window, (turn_id, content)][-CONTEXT_TURNS:]
+               off_the_links(window))
+        window = [*window, (turn_id, content, previous[0] if previous else None)
+                  ][-CONTEXT_TURNS:]
+
+
+def off_the_links(window: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """The ids of the turns a context copies (``window``: (id, text, the turn before it),
+    oldest first, the last one the new turn's link) when the links do not lead from each of
+    them to the new turn, else none: the link trigger then clears the copies."""
+    linked = all(later[2] == earlier[0] for earlier, later in pairwise(window))
+    return () if linked else tuple(turn[0] for turn in window)
 
 
 def context_text(occurred_at: datetime, before: list[str]) -> str:

@@ -114,7 +114,7 @@ class _Turn:
     context: str
     passage: str | None
     chunks: list[Chunk]
-    copied: list[uuid.UUID]  # the turns its context copies
+    copied: tuple[uuid.UUID, ...]  # the turns its context copies, when off the links
 
 
 def recall_turns(conn: psycopg.Connection, settings: Settings, instance_key: str,

@@ -73,9 +73,8 @@ def link_imported_turns(conn: psycopg.Connection, settings: Settings,
     for _, group in groupby(rows, key=lambda r: r[1:5]):
         turns = list(group)
         instance, session, kind, key = turns[0][1:5]
-        before = [(memory_id, content) for memory_id, content in previous_turns(
-            conn, instance, session, kind, key, turns[0][5],
-            exclude=[t[0] for t in turns])]
+        before = previous_turns(conn, instance, session, kind, key, turns[0][5],
+                                exclude=[t[0] for t in turns])
         for part in batches(_contexts(turns, before), LINK_BATCH):
             _write(conn, settings, provider, part)
             linked += len(part)
