@@ -40,8 +40,8 @@ def insert_chunks(conn: psycopg.Connection, instance_key: str, memory_id: UUID,
             INSERT INTO agent_memory_chunks
                    (instance_key, memory_id, chunk_index, content, start_offset, end_offset,
                     embedding, generation_id, embedding_key, metadata, context_embedding,
-                    context_memory_ids, context, context_tsv)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+                    context, context_tsv)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
                     coalesce(to_tsvector('english'::regconfig, %s::text)
                              || to_tsvector('german'::regconfig, %s::text), ''::tsvector))
             """,
@@ -50,7 +50,10 @@ def insert_chunks(conn: psycopg.Connection, instance_key: str, memory_id: UUID,
               generation.id if embedded else None,
               generation.generation_key if embedded else None,
               metadata, context_vector if c.index == 0 else None,
-              (list(copied) or None) if c.index == 0 and context is not None else None,
               *[context if c.index == 0 else None] * 3)
              for c in chunks],
         )
+        if copied and context is not None:  # rare (off the links): its own statement
+            cur.execute("UPDATE agent_memory_chunks SET context_memory_ids = %s"
+                        " WHERE instance_key = %s AND memory_id = %s AND chunk_index = 0",
+                        (list(copied), instance_key, memory_id))
