@@ -29,7 +29,8 @@ def insert_chunks(conn: psycopg.Connection, instance_key: str, memory_id: UUID,
     ``context`` (a conversation turn's, memories/turns.py) goes to the first chunk, with its
     tsvector made the way ``content_tsv`` is (migration 0017 says why it is no generated
     column), and so does the turn's ``context_vector`` (of the same generation) and the ids of
-    the turns the context ``copied`` (deleting one clears it: migration 0042)."""
+    the turns the context ``copied`` where the links do not lead to it (deleting one clears it:
+    migration 0042)."""
     embedded = generation is not None and vectors is not None
     context_vector = context_vector if embedded else None
     metadata = Jsonb({"embedding": embedding_provenance(
@@ -53,7 +54,7 @@ def insert_chunks(conn: psycopg.Connection, instance_key: str, memory_id: UUID,
               *[context if c.index == 0 else None] * 3)
              for c in chunks],
         )
-        if copied and context is not None:  # rare (off the links): its own statement
+        if copied:  # rare (off the links, memories/turns.py): a statement of its own
             cur.execute("UPDATE agent_memory_chunks SET context_memory_ids = %s"
                         " WHERE instance_key = %s AND memory_id = %s AND chunk_index = 0",
                         (list(copied), instance_key, memory_id))

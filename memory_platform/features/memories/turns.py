@@ -14,16 +14,14 @@ On LoCoMo's real conversations the context vector is the largest single lever of
 re-embeds an earlier row, and the turn after still counts through its own context vector and
 the neighbour smoothing of search.
 
-Deleting a turn clears every copy of it. Usually the links lead there (the turns after it,
-migration 0017's trigger); when they do not (a turn written late is copied into the context of
-a later turn that links to another one), the context names the turns it copies
-(``context_memory_ids``, migration 0042) and a trigger clears it by them. Only such contexts
-name them (:func:`off_the_links`): the index entry costs a turn's write a fifth to a third
-more PostgreSQL CPU, for a case that is rare.
-
 The context never crosses an audience: the turns before are looked up in the new turn's own
 audience, so no text of another audience is copied into a row. When one of them is deleted,
-migration 0017's trigger removes the copy (and, since 0032, the context vector made from it).
+migration 0017's trigger removes the copy (and, since 0032, the context vector made from it)
+from the turns the links lead to from it. Where they do not lead (a turn written late is
+copied into the context of a later turn that links to another one), the context names the
+turns it copies (``context_memory_ids``, :func:`off_the_links`) and 0042's trigger clears it
+by them. Only such contexts name them: an index entry on every turn cost its write a fifth to
+a third more PostgreSQL CPU, for a case that is rare.
 """
 
 from __future__ import annotations
@@ -73,7 +71,7 @@ class TurnContext:
     """What a new turn takes from its conversation: the turn before it (None for a session's
     first turn), the context text its first chunk carries, the text of the turn before
     (embedded with the new turn: :func:`context_passage`) and the ids of the turns the
-    context copies."""
+    context copies where the links do not lead to it (:func:`off_the_links`)."""
 
     previous_memory_id: uuid.UUID | None
     text: str

@@ -81,9 +81,10 @@ def link_imported_turns(conn: psycopg.Connection, settings: Settings,
     return linked
 
 
-def _contexts(turns: list[tuple], before: list[tuple[Any, str]]) -> Iterator[tuple]:
+def _contexts(turns: list[tuple], before: list[tuple[Any, str, Any]]) -> Iterator[tuple]:
     """Per turn: (instance, id, the turn before's id, context text, passage or None, the
-    chunk's embedding key, the ids its context copies), walking the session in order."""
+    chunk's embedding key, the ids its context copies off the links), walking the session in
+    order."""
     walked = walk_contexts(before, ((t[0], t[5], t[6]) for t in turns))
     for turn, (memory_id, previous, text, passage, copied) in zip(turns, walked, strict=True):
         yield (turn[1], memory_id, previous, text, passage, turn[7], copied)
