@@ -80,3 +80,25 @@ def test_a_turn_written_after_an_import_follows_the_imported_turns(db, module_da
         TURNS[2], visibility="private", occurred_at=START + timedelta(seconds=30)),
         embedder=EMBEDDER)
     assert _turns(db, instance)[TURNS[2]][0] == TURNS[1]
+
+
+def test_an_imported_turn_after_a_late_one_names_it_and_loses_it_with_it(
+        db, module_database_url):
+    """A turn written late is copied by the next imported turn, whose link leads elsewhere:
+    the imported context names the turns it copies, so deleting the late turn clears it."""
+    settings = Settings(database_url=module_database_url, _env_file=None)  # type: ignore[call-arg]
+    instance = f"bulk-late-{uuid.uuid4().hex[:8]}"
+    ctx = AccessContext(instance, user_id="mel", session_key="chat-1")
+    for seconds, text in ((0, TURNS[0]), (60, TURNS[2]), (30, TURNS[1])):  # TURNS[1] late
+        store_memory(db, settings, ctx, MemoryWrite(
+            text, visibility="private", occurred_at=START + timedelta(seconds=seconds)),
+            embedder=EMBEDDER)
+    run(db, settings, instance, [{"content": TURNS[3], "user_id": "mel",
+                                  "session_key": "chat-1", "visibility": "private",
+                                  "source_type": "fact",
+                                  "occurred_at": (START + timedelta(seconds=90)).isoformat()}])
+    imported = _turns(db, instance)[TURNS[3]]
+    assert imported[0] == TURNS[2] and imported[3] == TURNS[1:3]  # linked to one, copies two
+    db.execute("DELETE FROM agent_memories WHERE instance_key = %s AND content = %s",
+               (instance, TURNS[1]))
+    assert _turns(db, instance)[TURNS[3]][1:4] == (None, None, None)
