@@ -100,12 +100,13 @@ def turn_context(conn: psycopg.Connection, ctx: AccessContext, audience: Audienc
     answer often follows a question that follows the news ("Back from Barcelona!" - "Who
     did you go with?" - "Caleb. The best part was the sea.")."""
     assert ctx.session_key is not None
-    rows = previous_turns(conn, ctx.instance_key, ctx.session_key, audience.kind, audience.key,
-                          occurred_at)
-    text = context_text(occurred_at, [content for _, content, _ in reversed(rows)])
-    if not rows:
+    window = previous_turns(conn, ctx.instance_key, ctx.session_key, audience.kind,
+                            audience.key, occurred_at)[::-1]  # oldest first
+    text = context_text(occurred_at, [content for _, content, _ in window])
+    if not window:
         return TurnContext(None, text)
-    return TurnContext(rows[0][0], text, rows[0][1], off_the_links(list(reversed(rows))))
+    previous_id, previous_text, _ = window[-1]
+    return TurnContext(previous_id, text, previous_text, off_the_links(window))
 
 
 def previous_turns(conn: psycopg.Connection, instance_key: str, session_key: str,
